@@ -1,0 +1,125 @@
+"""Solver-agnostic diagnostics of a recorded state: world-frame body data, energies,
+constraint violations, quaternion norm error, joint reactions and drive forces.
+
+Energy bookkeeping: ``total = kinetic + potential`` (gravity, springs) and ``work`` is the
+work done so far by non-conservative forces, drives and contacts, so that ``total - work``
+is conserved by the exact solution. The relative energy drift of a run is
+``max |(total - work)(t) - (total - work)(0)| / scale`` with
+``scale = max(|total(0)|, max_t kinetic(t))`` (a scale that does not vanish with the choice
+of the potential's zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from mbsim.model.model import Model, State
+from mbsim.solvers.base import Evaluation, StepInfo
+
+
+@dataclass
+class RunStats:
+    """Running maxima over every recorded step."""
+
+    max_position_violation: float = 0.0
+    max_velocity_violation: float = 0.0
+    max_quaternion_norm_error: float = 0.0
+    energy0: float | None = None
+    total0: float = 0.0
+    max_kinetic: float = 0.0
+    max_energy_error: float = 0.0
+    steps: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def energy_drift(self) -> float:
+        scale = max(abs(self.total0), self.max_kinetic)
+        return self.max_energy_error / scale if scale > 0 else self.max_energy_error
+
+
+def reactions(model: Model, state: State, ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
+    """Joint reactions (njoint, 6) (3D: force, torque about the joint point, world, on body2;
+    2D: (njoint, 3) fx, fy, torque) and drive forces (ndriven,) of the driven joints."""
+    nj = len(model.joints)
+    d = model.dimension
+    k = 6 if d == 3 else 3
+    out = np.zeros((nj, k))
+    driven = [j for j in model.joints if j.drive_row is not None]
+    lam = ev.multipliers
+    drive = np.array([-lam[j.drive_row] for j in driven]) if driven else np.zeros(0)
+    if nj == 0 or ev.jacobian is None:
+        return out, drive
+    J = ev.jacobian
+    frames = model.frames(state.q, state.v)
+    w = model.body_width
+    for j, joint in enumerate(model.joints):
+        body = joint.body2 if joint.body2 < model.nbody else joint.body1
+        if body >= model.nbody or len(joint.rows) == 0:
+            continue
+        rows = joint.rows
+        block = J[rows][:, body * w : (body + 1) * w]
+        if sp.issparse(block):
+            block = block.toarray()
+        gen = -(block.T @ lam[rows])  # generalized constraint force on the body
+        force = gen[:d]
+        offset = frames.rot[body] @ joint.point2_local
+        if d == 3:
+            torque_com = frames.rot[body] @ gen[3:]
+            out[j, :3] = force
+            out[j, 3:] = torque_com - np.cross(offset, force)
+        else:
+            out[j, :2] = force
+            out[j, 2] = gen[2] - (offset[0] * force[1] - offset[1] * force[0])
+    return out, drive
+
+
+def record_row(model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats,
+               contacts: tuple[int, float] = (0, 0.0)) -> dict[str, np.ndarray | float]:
+    """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``."""
+    nb, d = model.nbody, model.dimension
+    frames = model.frames(state.q, state.v)
+    pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
+    vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0
+    quat_error = model.quaternion_norm_error(state.q)
+    total = ev.kinetic + ev.potential
+    if stats.energy0 is None:
+        stats.energy0 = total - state.work
+        stats.total0 = total
+    stats.max_position_violation = max(stats.max_position_violation, pos_violation)
+    stats.max_velocity_violation = max(stats.max_velocity_violation, vel_violation)
+    stats.max_quaternion_norm_error = max(stats.max_quaternion_norm_error, quat_error)
+    stats.max_kinetic = max(stats.max_kinetic, ev.kinetic)
+    stats.max_energy_error = max(stats.max_energy_error, abs(total - state.work - stats.energy0))
+    reaction, drive = reactions(model, state, ev)
+    row: dict[str, np.ndarray | float] = {
+        "time": state.t,
+        "q": state.q,
+        "v": state.v,
+        "bodies/{body}/position": frames.pos[:nb],
+        "bodies/{body}/velocity": frames.vel[:nb],
+        "diagnostics/energy/kinetic": ev.kinetic,
+        "diagnostics/energy/potential": ev.potential,
+        "diagnostics/energy/total": total,
+        "diagnostics/energy/work": state.work,
+        "diagnostics/constraints/position_violation": pos_violation,
+        "diagnostics/constraints/velocity_violation": vel_violation,
+        "diagnostics/contacts/count": float(contacts[0]),
+        "diagnostics/contacts/max_penetration": contacts[1],
+        "diagnostics/solver/iterations": float(info.iterations),
+        "diagnostics/solver/step_size": info.h,
+    }
+    if d == 3:
+        row["bodies/{body}/orientation"] = state.q.reshape(nb, 7)[:, 3:]
+        row["bodies/{body}/angular_velocity"] = frames.omega[:nb]
+        row["diagnostics/constraints/quaternion_norm_error"] = quat_error
+    else:
+        row["bodies/{body}/angle"] = frames.angle[:nb]
+        row["bodies/{body}/angular_velocity"] = frames.omega[:nb]
+    if model.joints:
+        row["joints/{joint}/reaction"] = reaction
+        if len(drive):
+            row["joints/{driven}/drive_force"] = drive
+    return row

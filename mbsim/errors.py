@@ -1,0 +1,93 @@
+"""Error tree of mbsim and the exit codes it maps to (CONTRACT §2).
+
+Only ``mbsim.cli`` turns these exceptions into exit codes; everything below it raises.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class MbsimError(Exception):
+    """Base of every error mbsim raises on purpose."""
+
+    exit_code = 1
+
+
+class SceneError(MbsimError):
+    """The scene file or the command line is wrong (exit code 2).
+
+    The message always has the form ``FILE:LINE:COL: KEY.PATH: what (expected ..., got ...)``
+    so that a user can jump to the offending line.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        key_path: str = "",
+        hint: str = "",
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.line = line
+        self.column = column
+        self.key_path = key_path
+        self.hint = hint
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = self.file or "<scene>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        text = f"{where}: "
+        if self.key_path:
+            text += f"{self.key_path}: "
+        text += self.reason
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class SimulationError(MbsimError):
+    """The simulation failed: NaN, divergence, a solve that did not converge (exit code 3)."""
+
+    exit_code = 3
+
+    def __init__(self, reason: str, *, step: int | None = None, t: float | None = None) -> None:
+        self.reason = reason
+        self.step = step
+        self.t = t
+        where = ""
+        if step is not None and t is not None:
+            where = f"step {step}, t = {t:.6g} s: "
+        super().__init__(where + reason)
+
+
+class Interrupted(MbsimError):
+    """The run was interrupted by SIGINT; the result file is closed with status failed."""
+
+    exit_code = 130
+
+
+EXIT_CODES = {
+    "done": 0,
+    "other": 1,
+    "scene": SceneError.exit_code,
+    "simulation": SimulationError.exit_code,
+    "interrupted": Interrupted.exit_code,
+}
+
+
+def did_you_mean(found: str, choices: Iterable[str]) -> str:
+    """A ``did you mean 'x'?`` hint for a misspelt name, or an empty string."""
+    close = difflib.get_close_matches(str(found), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""

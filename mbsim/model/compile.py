@@ -1,0 +1,261 @@
+"""SceneSpec -> Model: mass properties, frames, joints, forces; every check that can fail
+before a run fails here, before any output file exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mbsim.errors import did_you_mean
+from mbsim.model.constraints import Primitive, batch
+from mbsim.model.forces import FORCE_TYPES, BuildSetup
+from mbsim.model.joints import JOINT_TYPES, JointFrame
+from mbsim.model.model import JointInfo, Model
+from mbsim.model.shapes import composite_mass_properties, read_shape
+from mbsim.model.spatial import planar_rotation, quat_to_matrix
+from mbsim.scene.fields import Context, Expr, Field, Number, Vector, read_mapping
+from mbsim.scene.load import KeyPath
+from mbsim.scene.spec import SceneSpec, check_inertia
+
+SPARSE_ABOVE_NV = 300  # velocity coordinates above which linear algebra goes sparse
+
+DRIVE_FIELDS = {
+    "position": Field(Expr(frozenset({"t"})), "prescribed joint coordinate as a function of t (rad or m)"),
+}
+SPRING_FIELDS = {
+    "stiffness": Field(Number(minimum=0), "N/m or N m/rad"),
+    "damping": Field(Number(minimum=0), "N s/m or N m s/rad", 0.0),
+    "rest": Field(Number(), "coordinate at which the spring is relaxed", 0.0),
+}
+
+
+class SpringGroups:
+    """Joint springs: coordinate primitives with stiffness, damping and rest (offset)."""
+
+    def __init__(self, groups, ncoord, stiffness, damping):
+        self.groups = groups
+        self.ncoord = ncoord
+        self.stiffness = stiffness
+        self.damping = damping
+
+
+def _read_bodies(spec: SceneSpec, ctx: Context):
+    nb = len(spec.bodies)
+    d = spec.dimension
+    masses = np.zeros(nb)
+    inertias = np.zeros((nb, 3, 3)) if d == 3 else np.zeros((nb, 1, 1))
+    shapes: dict[str, list[dict[str, Any]]] = {}
+    base = spec.raw.base_dir
+    ground_shapes = [read_shape(ctx, ("ground", "shapes", k), s, base, True) for k, s in enumerate(spec.ground_shapes)]
+    shapes["ground"] = ground_shapes
+    for b, body in enumerate(spec.bodies):
+        body_shapes = [read_shape(ctx, (*body.path, "shapes", k), s, base, False) for k, s in enumerate(body.shapes)]
+        if body.density is not None:
+            mass, com, inertia = composite_mass_properties(ctx, body.path, body_shapes, body.density, d)
+            # the body frame sits at the centre of mass: shapes are re-expressed about it
+            for s in body_shapes:
+                if s.get("pose") is not None:
+                    s["pose"]["position"] = s["pose"]["position"] - com
+                elif "pose" in s:
+                    s["pose"] = {"position": -com, "rotation": np.eye(d)}
+                if s["type"] == "point":
+                    s["position"] = s["position"] - com
+            if d == 3:
+                check_inertia(ctx, (*body.path, "shapes"), inertia)
+        else:
+            mass, inertia = body.mass, body.inertia
+        masses[b] = mass
+        inertias[b] = inertia
+        shapes[body.name] = body_shapes
+    return masses, inertias, shapes
+
+
+def _initial_state(spec: SceneSpec):
+    d = spec.dimension
+    nb = len(spec.bodies)
+    if d == 3:
+        q0 = np.concatenate([np.concatenate((b.position, b.orientation)) for b in spec.bodies])
+        v0 = []
+        for b in spec.bodies:
+            rot = quat_to_matrix(b.orientation)
+            v0.append(np.concatenate((b.velocity, rot.T @ b.angular_velocity)))
+        v0 = np.concatenate(v0)
+        pos0 = np.vstack([q0.reshape(nb, 7)[:, :3], np.zeros((1, 3))])
+        rot0 = np.concatenate((quat_to_matrix(q0.reshape(nb, 7)[:, 3:]), np.eye(3)[None]))
+    else:
+        q0 = np.concatenate([np.concatenate((b.position, b.orientation)) for b in spec.bodies])
+        v0 = np.concatenate([np.concatenate((b.velocity, b.angular_velocity)) for b in spec.bodies])
+        pos0 = np.vstack([q0.reshape(nb, 3)[:, :2], np.zeros((1, 2))])
+        rot0 = planar_rotation(np.append(q0.reshape(nb, 3)[:, 2], 0.0))
+    return q0, v0, pos0, rot0
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def _joint_frame(ctx: Context, item, values, kind, body_index, pos0, rot0, d) -> JointFrame:
+    path = item.path
+    i = _body(ctx, (*path, "body1"), values["body1"], body_index)
+    j = _body(ctx, (*path, "body2"), values["body2"], body_index)
+    if i == j:
+        raise ctx.error((*path, "body2"), f"body1 and body2 must differ, got '{values['body2']}' twice")
+    has_point = values["point"] is not None
+    has_pair = values["point1"] is not None or values["point2"] is not None
+    if has_point and has_pair:
+        raise ctx.error(path, "give either point or point1 + point2, not both")
+    if has_pair and (values["point1"] is None or values["point2"] is None):
+        raise ctx.error(path, "point1 and point2 go together; one of them is missing")
+    if has_point:
+        world = values["point"]
+        s_i = rot0[i].T @ (world - pos0[i])
+        s_j = rot0[j].T @ (world - pos0[j])
+    elif has_pair:
+        s_i, s_j = values["point1"], values["point2"]
+        world = pos0[j] + rot0[j] @ s_j
+    else:
+        raise ctx.error(path, f"missing the joint location: give point (world, t = 0) or point1 + point2 "
+                              f"for a {kind.name} joint")
+    axis_i = axis_j = None
+    if values["axis"] is not None:
+        axis = _unit(values["axis"])
+        axis_i, axis_j = rot0[i].T @ axis, rot0[j].T @ axis
+    elif d == 2:
+        axis_i = axis_j = np.array([1.0, 0.0])  # unused by planar revolute and fixed
+    axes = None
+    if values["axes"] is not None:
+        raw = values["axes"]
+        if not isinstance(raw, list) or len(raw) != 2:
+            raise ctx.error((*path, "axes"), f"expected two axes [[..], [..]], got {raw!r}")
+        a1, a2 = (_unit(Vector(3, nonzero=True).read(ctx, (*path, "axes", k), raw[k])) for k in range(2))
+        if abs(a1 @ a2) > 1e-6:
+            raise ctx.error((*path, "axes"), f"the two axes of a universal joint must be perpendicular, "
+                                             f"got an angle of {np.degrees(np.arccos(np.clip(a1 @ a2, -1, 1))):.4g} deg")
+        axes = (rot0[i].T @ a1, rot0[j].T @ a2)
+    return JointFrame(i, j, s_i, s_j, world, axis_i, axis_j, rot0[i], rot0[j], axes, d)
+
+
+def _body(ctx: Context, path: KeyPath, name: str, body_index: dict[str, int]) -> int:
+    if name not in body_index:
+        raise ctx.error(path, f"unknown body '{name}'; expected one of {', '.join(body_index)}",
+                        did_you_mean(name, body_index))
+    return body_index[name]
+
+
+def compile_model(spec: SceneSpec) -> Model:
+    """Build the Model of a checked scene (initial state as given; see solvers.projection.assemble)."""
+    ctx = spec.ctx
+    d = spec.dimension
+    nb = len(spec.bodies)
+    masses, inertias, shapes = _read_bodies(spec, ctx)
+    q0, v0, pos0, rot0 = _initial_state(spec)
+    body_index = {b.name: k for k, b in enumerate(spec.bodies)}
+    body_index["ground"] = nb
+
+    # joints -> primitives
+    constraint_prims: list[Primitive] = []
+    spring_prims: list[tuple[Primitive, float, float]] = []
+    joint_parts: list[tuple[str, str, int, int, list[Primitive], Primitive | None, np.ndarray]] = []
+    for item in spec.joints:
+        path = item.path
+        kind = JOINT_TYPES.get(item.type)
+        names = [n for n, jt in JOINT_TYPES.items() if d in jt.dimensions]
+        if kind is None or d not in kind.dimensions:
+            where = "" if kind is None else f" in a {d}D scene"
+            raise ctx.error((*path, "type"), f"unknown joint type '{item.type}'{where}; expected one of "
+                                             f"{', '.join(names)}", did_you_mean(item.type, names))
+        allowed = {"name", "type", "body1", "body2"} | kind.allowed_keys(d)
+        for key in item.raw:
+            if key not in allowed:
+                raise ctx.error((*path, key), f"a {d}D {kind.name} joint has no key '{key}'; expected one of "
+                                              f"{', '.join(sorted(allowed))}", did_you_mean(key, allowed))
+        for key in kind.required_keys(d):
+            if item.values.get(key) is None:
+                raise ctx.error(path, f"missing required key '{key}' for a {kind.name} joint")
+        frame = _joint_frame(ctx, item, item.values, kind, body_index, pos0, rot0, d)
+        prims = kind.primitives(frame)
+        for p in prims:
+            p.labels = [f"{item.name}: {label}" for label in p.labels]
+        drive_prim = None
+        if item.values["drive"] is not None:
+            drive = read_mapping(ctx, (*path, "drive"), item.values["drive"], DRIVE_FIELDS)
+            drive_prim = kind.coordinate_primitive(frame)
+            drive_prim.drive = drive["position"]
+            drive_prim.labels = [f"{item.name}: drive {kind.coordinate}"]
+            prims = [*prims, drive_prim]
+        if item.values["spring"] is not None:
+            spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
+            sp_prim = kind.coordinate_primitive(frame)
+            sp_prim.offset += spring["rest"]
+            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"]))
+        constraint_prims.extend(prims)
+        point2 = frame.s_j if frame.body_j < nb else frame.s_i
+        joint_parts.append((item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2))
+
+    groups, nc = batch(constraint_prims, 0, d)
+    row_labels = [""] * nc
+    for p in constraint_prims:
+        for r, label in zip(p.rows, p.labels, strict=True):
+            row_labels[r] = label
+    joints = [
+        JointInfo(name, jtype, bi, bj, np.concatenate([p.rows for p in prims]) if prims else np.zeros(0, int),
+                  int(drive.rows[0]) if drive is not None else None, point2)
+        for name, jtype, bi, bj, prims, drive, point2 in joint_parts
+    ]
+    springs = []
+    if spring_prims:
+        sgroups, ncoord = batch([p for p, _, _ in spring_prims], 0, d)
+        stiffness = np.zeros(ncoord)
+        damping = np.zeros(ncoord)
+        for p, k, c in spring_prims:
+            stiffness[p.rows] = k
+            damping[p.rows] = c
+        springs = [SpringGroups(sgroups, ncoord, stiffness, damping)]
+
+    # forces, batched per type
+    setup = BuildSetup(ctx, body_index, pos0, rot0, nb)
+    by_type: dict[str, list] = {}
+    for item in spec.forces:
+        ftype = FORCE_TYPES.get(item.type)
+        if ftype is None:
+            raise ctx.error((*item.path, "type"), f"unknown force type '{item.type}'; expected one of "
+                                                  f"{', '.join(FORCE_TYPES)}", did_you_mean(item.type, FORCE_TYPES))
+        values = read_mapping(ctx, item.path, item.raw, ftype.FIELDS)
+        by_type.setdefault(item.type, []).append((item, values))
+    forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]
+
+    # contacts: checked here; which methods take them is the solver's business
+    for item in spec.contacts:
+        _body(ctx, (*item.path, "body1"), item.values["body1"], body_index)
+        _body(ctx, (*item.path, "body2"), item.values["body2"], body_index)
+
+    nv = nb * (6 if d == 3 else 3)
+    model = Model(
+        name=spec.name,
+        dimension=d,
+        nbody=nb,
+        nq=nb * (7 if d == 3 else 3),
+        nv=nv,
+        nc=nc,
+        body_names=tuple(b.name for b in spec.bodies),
+        body_mass=masses,
+        body_inertia=inertias,
+        gravity=np.asarray(spec.gravity, dtype=float),
+        q0=q0,
+        v0=v0,
+        groups=groups,
+        row_labels=row_labels,
+        joints=joints,
+        springs=springs,
+        forces=forces,
+        sparse=nv > SPARSE_ABOVE_NV,
+        t_end=spec.t_end,
+        step=spec.step,
+        output_every=spec.output_every,
+        scene_text=spec.raw.to_yaml(),
+        shapes=shapes,
+        contacts=list(spec.contacts),
+    )
+    return model

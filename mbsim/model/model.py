@@ -1,0 +1,228 @@
+"""Model (static, compiled once), State and the per-state body frames.
+
+Coordinates, per body b (in the order of the scene's bodies):
+- 3D: q[7b:7b+7] = (x, y, z, qw, qx, qy, qz): centre of mass in the world and the unit
+  quaternion of body-to-world rotation; v[6b:6b+6] = (vx, vy, vz, wx, wy, wz): centre-of-mass
+  velocity in the world and angular velocity in *body* axes, so that the mass matrix
+  diag(m I3, I_body) is constant.
+- 2D: q[3b:3b+3] = (x, y, angle); v[3b:3b+3] = (vx, vy, w).
+
+The ground is the extra body index ``nbody`` in every "extended" array (``*_ext``), fixed at
+the origin with identity rotation, so that joint kernels need no special case for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from mbsim.model.spatial import omega_to_quat_rate, planar_rotation, quat_to_matrix, rotvec_to_quat, quat_mul
+
+
+@dataclass
+class State:
+    """Time, generalized positions and velocities, and the work done so far by
+    non-conservative forces, drives and projections' opposite (see diagnostics)."""
+
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+    work: float = 0.0
+
+    def copy(self) -> State:
+        return State(self.t, self.q.copy(), self.v.copy(), self.work)
+
+
+@dataclass
+class Frames:
+    """Body frames of one state, extended with the ground at index ``nbody``.
+
+    Attributes:
+        pos: (nbody+1, d) centre of mass, world, m.
+        rot: (nbody+1, d, d) rotation body -> world.
+        vel: (nbody+1, d) centre-of-mass velocity, world, m/s.
+        omega: (nbody+1, 3) angular velocity in world axes (3D) or (nbody+1,) rad/s (2D).
+        omega_body: (nbody+1, 3) angular velocity in body axes (3D only; None in 2D).
+        angle: (nbody+1,) body angle (2D only).
+    """
+
+    pos: np.ndarray
+    rot: np.ndarray
+    vel: np.ndarray
+    omega: np.ndarray
+    omega_body: np.ndarray | None = None
+    angle: np.ndarray | None = None
+
+
+@dataclass
+class JointInfo:
+    """Per-joint bookkeeping for results: rows of the joint and its drive, point in body2."""
+
+    name: str
+    type: str
+    body1: int  # extended index (nbody = ground)
+    body2: int
+    rows: np.ndarray  # constraint rows of this joint (drive row included)
+    drive_row: int | None
+    point2_local: np.ndarray  # joint point in body2's frame
+
+
+@dataclass
+class Model:
+    """Compiled scene: structure-of-arrays data that every solver shares.
+
+    Attributes:
+        name: scene name.
+        dimension: 2 or 3.
+        nbody, nq, nv, nc: numbers of bodies, position and velocity coordinates, constraint rows.
+        body_names: (nbody,) names.
+        body_mass: (nbody,) kg.
+        body_inertia: (nbody, 3, 3) about the centre of mass in body axes (2D: (nbody, 1, 1)), kg m^2.
+        body_width: 6 (3D) or 3 (2D): velocity coordinates per body.
+        gravity: (d,) m/s^2.
+        q0, v0: initial state after assembly.
+        mass_diag_blocks: (nbody, w, w) mass matrix blocks (constant in these coordinates).
+        inv_mass_blocks: (nbody, w, w) their inverses.
+        groups: batched constraint primitives (mbsim.model.constraints.PrimitiveGroup).
+        row_labels: (nc,) "joint: equation" per constraint row.
+        joints: per-joint info.
+        springs: batched joint-spring coordinate groups.
+        forces: force element groups (mbsim.model.forces).
+        sparse: use sparse linear algebra (large systems).
+        scene_text: YAML of the scene as loaded (after overrides).
+    """
+
+    name: str
+    dimension: int
+    nbody: int
+    nq: int
+    nv: int
+    nc: int
+    body_names: tuple[str, ...]
+    body_mass: np.ndarray
+    body_inertia: np.ndarray
+    gravity: np.ndarray
+    q0: np.ndarray
+    v0: np.ndarray
+    groups: list[Any]
+    row_labels: list[str]
+    joints: list[JointInfo]
+    springs: list[Any]
+    forces: list[Any]
+    sparse: bool
+    t_end: float
+    step: float
+    output_every: int
+    scene_text: str = ""
+    shapes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    assembly_report: list[dict[str, Any]] = field(default_factory=list)
+    contacts: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        w = self.body_width
+        nb = self.nbody
+        blocks = np.zeros((nb, w, w))
+        d = self.dimension
+        idx = np.arange(d)
+        blocks[:, idx, idx] = self.body_mass[:, None]
+        blocks[:, d:, d:] = self.body_inertia
+        self.mass_diag_blocks = blocks
+        self.inv_mass_blocks = np.linalg.inv(blocks)
+        self.mass_matrix = sp.block_diag(list(blocks), format="csr")
+        self.inv_mass_matrix = sp.block_diag(list(self.inv_mass_blocks), format="csr")
+        if not self.sparse:
+            self.mass_matrix = self.mass_matrix.toarray()
+            self.inv_mass_matrix = self.inv_mass_matrix.toarray()
+        self.inv_mass_diag = self.inv_mass_blocks.reshape(nb, w * w)
+        self.body_inertia_inv = np.linalg.inv(self.body_inertia)
+
+    @property
+    def body_width(self) -> int:
+        return 6 if self.dimension == 3 else 3
+
+    @property
+    def body_qwidth(self) -> int:
+        return 7 if self.dimension == 3 else 3
+
+    # ---------------------------------------------------------------- kinematics
+
+    def frames(self, q: np.ndarray, v: np.ndarray) -> Frames:
+        """Body frames of the state (q, v), ground appended."""
+        nb = self.nbody
+        if self.dimension == 3:
+            qb = q.reshape(nb, 7)
+            vb = v.reshape(nb, 6)
+            pos = np.zeros((nb + 1, 3))
+            pos[:nb] = qb[:, :3]
+            rot = np.empty((nb + 1, 3, 3))
+            rot[:nb] = quat_to_matrix(qb[:, 3:])
+            rot[nb] = np.eye(3)
+            vel = np.zeros((nb + 1, 3))
+            vel[:nb] = vb[:, :3]
+            omega_body = np.zeros((nb + 1, 3))
+            omega_body[:nb] = vb[:, 3:]
+            omega = np.einsum("nij,nj->ni", rot, omega_body)
+            return Frames(pos, rot, vel, omega, omega_body=omega_body)
+        qb = q.reshape(nb, 3)
+        vb = v.reshape(nb, 3)
+        pos = np.zeros((nb + 1, 2))
+        pos[:nb] = qb[:, :2]
+        angle = np.zeros(nb + 1)
+        angle[:nb] = qb[:, 2]
+        vel = np.zeros((nb + 1, 2))
+        vel[:nb] = vb[:, :2]
+        omega = np.zeros(nb + 1)
+        omega[:nb] = vb[:, 2]
+        return Frames(pos, planar_rotation(angle), vel, omega, angle=angle)
+
+    def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """dq/dt for generalized velocities v (quaternion rate from body angular velocity)."""
+        if self.dimension == 2:
+            return v.copy()
+        nb = self.nbody
+        qb = q.reshape(nb, 7)
+        vb = v.reshape(nb, 6)
+        out = np.empty((nb, 7))
+        out[:, :3] = vb[:, :3]
+        out[:, 3:] = omega_to_quat_rate(qb[:, 3:], vb[:, 3:])
+        return out.reshape(-1)
+
+    def retract(self, q: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        """Move q by a velocity-space increment dx (translation plus body-frame rotation vector)."""
+        if self.dimension == 2:
+            return q + dx
+        nb = self.nbody
+        qb = q.reshape(nb, 7).copy()
+        db = dx.reshape(nb, 6)
+        qb[:, :3] += db[:, :3]
+        qb[:, 3:] = quat_mul(qb[:, 3:], rotvec_to_quat(db[:, 3:]))
+        return qb.reshape(-1)
+
+    def normalize(self, q: np.ndarray) -> np.ndarray:
+        """Quaternions scaled to unit norm (3D); returns q unchanged in 2D."""
+        if self.dimension == 2:
+            return q
+        qb = q.reshape(self.nbody, 7).copy()
+        qb[:, 3:] /= np.linalg.norm(qb[:, 3:], axis=1, keepdims=True)
+        return qb.reshape(-1)
+
+    def quaternion_norm_error(self, q: np.ndarray) -> float:
+        if self.dimension == 2:
+            return 0.0
+        return float(np.max(np.abs(np.linalg.norm(q.reshape(self.nbody, 7)[:, 3:], axis=1) - 1.0)))
+
+    def coordinate_names(self) -> tuple[list[str], list[str]]:
+        """Names of the columns of q and v."""
+        if self.dimension == 3:
+            qn = ["x", "y", "z", "qw", "qx", "qy", "qz"]
+            vn = ["vx", "vy", "vz", "wx_body", "wy_body", "wz_body"]
+        else:
+            qn = ["x", "y", "angle"]
+            vn = ["vx", "vy", "w"]
+        return (
+            [f"{b}.{c}" for b in self.body_names for c in qn],
+            [f"{b}.{c}" for b in self.body_names for c in vn],
+        )

@@ -1,0 +1,124 @@
+"""The HDF5 result file of CONTRACT §3, written as the run goes.
+
+Rows are buffered in memory and appended to chunked, resizable datasets at least every
+``flush_seconds`` of wall time (and every ``flush_rows`` rows), then the file is flushed, so
+that a killed run leaves a readable file with every recorded step up to that point. The root
+attribute ``status`` is ``running`` until :meth:`ResultWriter.close` sets ``completed`` or
+``failed``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+import mbsim
+from mbsim.model.model import Model
+
+FORMAT = "mbsim-result"
+FORMAT_VERSION = 1
+
+
+class ResultWriter:
+    """Appends recorded rows to the result file.
+
+    A row is a mapping ``dataset path -> array`` (one time step); paths may contain the
+    placeholder ``{body}`` / ``{joint}`` / ``{driven}`` for arrays whose first axis runs over
+    bodies / joints / driven joints; they are split into one dataset each (``bodies/box1/position``).
+    """
+
+    def __init__(self, path: str | Path, model: Model, attrs: dict[str, Any], flush_seconds: float = 2.0,
+                 flush_rows: int = 2000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.model = model
+        self.file = h5py.File(self.path, "w")
+        root = self.file.attrs
+        root["format"] = FORMAT
+        root["format_version"] = FORMAT_VERSION
+        root["mbsim_version"] = mbsim.__version__
+        root["dimension"] = model.dimension
+        root["status"] = "running"
+        root["message"] = ""
+        root["steps"] = 0
+        root["wall_time_s"] = 0.0
+        root["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        for key, value in attrs.items():
+            root[key] = value
+        self.file.create_dataset("scene", data=model.scene_text, dtype=h5py.string_dtype())
+        self._buffer: dict[str, list[np.ndarray]] = {}
+        self._datasets: dict[str, h5py.Dataset] = {}
+        self._last_flush = time.perf_counter()
+        self.flush_seconds = flush_seconds
+        self.flush_rows = flush_rows
+        self.rows = 0
+        self._pending = 0
+        qn, vn = model.coordinate_names()
+        self._names = {"q": qn, "v": vn}
+
+    def append(self, row: dict[str, np.ndarray | float]) -> None:
+        for key, value in row.items():
+            self._buffer.setdefault(key, []).append(np.asarray(value, dtype=float))
+        self.rows += 1
+        self._pending += 1
+        if self._pending >= self.flush_rows or time.perf_counter() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
+    def _targets(self, key: str, block: np.ndarray):
+        """(dataset path, data) pairs of a buffered block (n, ...)."""
+        if "{body}" in key:
+            for b, name in enumerate(self.model.body_names):
+                yield key.replace("{body}", name), block[:, b]
+        elif "{driven}" in key:
+            driven = [j for j in self.model.joints if j.drive_row is not None]
+            for j, joint in enumerate(driven):
+                yield key.replace("{driven}", joint.name), block[:, j]
+        elif "{joint}" in key:
+            for j, joint in enumerate(self.model.joints):
+                yield key.replace("{joint}", joint.name), block[:, j]
+        else:
+            yield key, block
+
+    def flush(self) -> None:
+        if self._pending:
+            for key, values in self._buffer.items():
+                block = np.stack(values)
+                for path, data in self._targets(key, block):
+                    if data.ndim > 1 and data.shape[1] == 0:
+                        continue
+                    ds = self._datasets.get(path)
+                    if ds is None:
+                        chunk_rows = max(1, min(1024, 2**20 // max(8, data[0].nbytes)))
+                        ds = self.file.create_dataset(path, shape=(0, *data.shape[1:]), maxshape=(None, *data.shape[1:]),
+                                                      chunks=(chunk_rows, *data.shape[1:]), dtype="f8")
+                        if path in self._names:
+                            ds.attrs["names"] = self._names[path]
+                        self._datasets[path] = ds
+                    n = ds.shape[0]
+                    ds.resize(n + len(data), axis=0)
+                    ds[n:] = data
+                values.clear()
+            self._pending = 0
+            self.file.attrs["steps_recorded"] = self.rows
+        self.file.flush()
+        self._last_flush = time.perf_counter()
+
+    def set_attrs(self, **attrs: Any) -> None:
+        for key, value in attrs.items():
+            self.file.attrs[key] = value
+
+    def close(self, status: str, message: str, **attrs: Any) -> None:
+        """Write the remaining rows, the final status and close the file."""
+        if not self.file:
+            return
+        try:
+            self.flush()
+        finally:
+            self.set_attrs(status=status, message=message, **attrs)
+            self.file.flush()
+            self.file.close()

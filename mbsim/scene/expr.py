@@ -1,0 +1,385 @@
+"""Safe expression language of scene files (CONTRACT §1, "Expressions").
+
+An expression is parsed once with :mod:`ast`, every node is checked against a whitelist,
+and the tree is turned into a small intermediate form (tuples) that is both compiled to a
+closure over numpy functions and differentiated symbolically (drives need the first and
+second time derivative of a prescribed coordinate, exactly). Python's ``eval`` is never
+used on scene text.
+
+Grammar: numbers, names (parameters, ``t``, ``pi``, ``e``, and in forces the state
+variables of the body), ``+ - * / **``, unary minus, comparisons, and calls of the functions
+in :data:`FUNCTIONS`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# name -> (numpy implementation, number of arguments; -1 means two or more)
+FUNCTIONS: dict[str, tuple[Callable, int]] = {
+    "sin": (np.sin, 1),
+    "cos": (np.cos, 1),
+    "tan": (np.tan, 1),
+    "asin": (np.arcsin, 1),
+    "acos": (np.arccos, 1),
+    "atan": (np.arctan, 1),
+    "atan2": (np.arctan2, 2),
+    "sinh": (np.sinh, 1),
+    "cosh": (np.cosh, 1),
+    "tanh": (np.tanh, 1),
+    "exp": (np.exp, 1),
+    "log": (np.log, 1),
+    "sqrt": (np.sqrt, 1),
+    "abs": (np.abs, 1),
+    "min": (np.minimum, -1),
+    "max": (np.maximum, -1),
+    "floor": (np.floor, 1),
+    "ceil": (np.ceil, 1),
+    "sign": (np.sign, 1),
+    "where": (np.where, 3),
+}
+CONSTANTS = {"pi": math.pi, "e": math.e}
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_BIN_IMPL = {
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.divide,
+    "**": np.power,
+}
+_CMP_IMPL = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+}
+
+
+class ExpressionError(ValueError):
+    """An expression is malformed or uses something outside the language."""
+
+
+# Intermediate form: ("num", value) | ("var", name) | ("neg", a) | ("bin", op, a, b)
+#                  | ("cmp", op, a, b) | ("call", name, (args...))
+Node = tuple
+
+
+def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise ExpressionError(f"in '{text}': only numbers are allowed, got {node.value!r}")
+        return ("num", float(node.value))
+    if isinstance(node, ast.Name):
+        if node.id in CONSTANTS:
+            return ("num", CONSTANTS[node.id])
+        if node.id not in names:
+            allowed = ", ".join(sorted(names | set(CONSTANTS))) or "none"
+            raise ExpressionError(f"in '{text}': unknown name '{node.id}' (allowed here: {allowed})")
+        return ("var", node.id)
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.USub):
+            return _simplify(("neg", _to_ir(node.operand, names, text)))
+        if isinstance(node.op, ast.UAdd):
+            return _to_ir(node.operand, names, text)
+        raise ExpressionError(f"in '{text}': operator {type(node.op).__name__} is not allowed")
+    if isinstance(node, ast.BinOp):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise ExpressionError(f"in '{text}': operator {type(node.op).__name__} is not allowed")
+        return _simplify(("bin", op, _to_ir(node.left, names, text), _to_ir(node.right, names, text)))
+    if isinstance(node, ast.Compare):
+        parts = []
+        left = _to_ir(node.left, names, text)
+        for op_node, right_node in zip(node.ops, node.comparators, strict=True):
+            op = _CMPOPS.get(type(op_node))
+            if op is None:
+                raise ExpressionError(f"in '{text}': comparison {type(op_node).__name__} is not allowed")
+            right = _to_ir(right_node, names, text)
+            parts.append(("cmp", op, left, right))
+            left = right
+        out = parts[0]
+        for extra in parts[1:]:  # a < b < c means (a < b) and (b < c)
+            out = ("call", "where", (out, extra, ("num", 0.0)))
+        return out
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise ExpressionError(f"in '{text}': only calls of plain function names are allowed")
+        fname = node.func.id
+        if fname not in FUNCTIONS:
+            raise ExpressionError(
+                f"in '{text}': unknown function '{fname}' (allowed: {', '.join(sorted(FUNCTIONS))})"
+            )
+        if node.keywords:
+            raise ExpressionError(f"in '{text}': keyword arguments are not allowed")
+        _, arity = FUNCTIONS[fname]
+        nargs = len(node.args)
+        if (arity == -1 and nargs < 2) or (arity >= 0 and nargs != arity):
+            want = "at least 2" if arity == -1 else str(arity)
+            raise ExpressionError(f"in '{text}': {fname}() takes {want} arguments, got {nargs}")
+        args = tuple(_to_ir(a, names, text) for a in node.args)
+        if fname in ("min", "max") and nargs > 2:  # fold to binary calls
+            out = ("call", fname, args[:2])
+            for a in args[2:]:
+                out = ("call", fname, (out, a))
+            return out
+        return ("call", fname, args)
+    if isinstance(node, ast.Attribute):
+        raise ExpressionError(f"in '{text}': attribute access ('.{node.attr}') is not allowed")
+    raise ExpressionError(f"in '{text}': {type(node).__name__} is not allowed in an expression")
+
+
+def _is_num(n: Node, value: float | None = None) -> bool:
+    return n[0] == "num" and (value is None or n[1] == value)
+
+
+def _simplify(n: Node) -> Node:
+    """Fold constants and drop zeros and ones, so that derivatives stay small."""
+    kind = n[0]
+    if kind == "neg":
+        a = n[1]
+        if _is_num(a):
+            return ("num", -a[1])
+        if a[0] == "neg":
+            return a[1]
+        return n
+    if kind == "bin":
+        op, a, b = n[1], n[2], n[3]
+        if _is_num(a) and _is_num(b):
+            with np.errstate(all="ignore"):
+                return ("num", float(_BIN_IMPL[op](a[1], b[1])))
+        if op == "+":
+            if _is_num(a, 0.0):
+                return b
+            if _is_num(b, 0.0):
+                return a
+        elif op == "-":
+            if _is_num(b, 0.0):
+                return a
+            if _is_num(a, 0.0):
+                return _simplify(("neg", b))
+        elif op == "*":
+            if _is_num(a, 0.0) or _is_num(b, 0.0):
+                return ("num", 0.0)
+            if _is_num(a, 1.0):
+                return b
+            if _is_num(b, 1.0):
+                return a
+        elif op == "/":
+            if _is_num(a, 0.0):
+                return ("num", 0.0)
+            if _is_num(b, 1.0):
+                return a
+        elif op == "**":
+            if _is_num(b, 0.0):
+                return ("num", 1.0)
+            if _is_num(b, 1.0):
+                return a
+    return n
+
+
+def _d(n: Node, var: str) -> Node:
+    """Symbolic derivative of an IR node with respect to the variable ``var``."""
+    s = _simplify
+    kind = n[0]
+    if kind == "num":
+        return ("num", 0.0)
+    if kind == "var":
+        return ("num", 1.0 if n[1] == var else 0.0)
+    if kind == "neg":
+        return s(("neg", _d(n[1], var)))
+    if kind == "cmp":
+        return ("num", 0.0)
+    if kind == "bin":
+        op, a, b = n[1], n[2], n[3]
+        da, db = _d(a, var), _d(b, var)
+        if op in ("+", "-"):
+            return s(("bin", op, da, db))
+        if op == "*":
+            return s(("bin", "+", s(("bin", "*", da, b)), s(("bin", "*", a, db))))
+        if op == "/":
+            num = s(("bin", "-", s(("bin", "*", da, b)), s(("bin", "*", a, db))))
+            return s(("bin", "/", num, s(("bin", "**", b, ("num", 2.0)))))
+        if op == "**":
+            if _is_num(db, 0.0):  # d(a^c) = c a^(c-1) a'
+                power = s(("bin", "**", a, s(("bin", "-", b, ("num", 1.0)))))
+                return s(("bin", "*", s(("bin", "*", b, power)), da))
+            # d(a^b) = a^b (b' log a + b a'/a)
+            log_a = ("call", "log", (a,))
+            inner = s(("bin", "+", s(("bin", "*", db, log_a)), s(("bin", "/", s(("bin", "*", b, da)), a))))
+            return s(("bin", "*", n, inner))
+    if kind == "call":
+        f, args = n[1], n[2]
+        if f in ("floor", "ceil", "sign"):
+            return ("num", 0.0)
+        if f == "where":
+            c, a, b = args
+            return ("call", "where", (c, _d(a, var), _d(b, var)))
+        if f in ("min", "max"):
+            a, b = args
+            test = ("cmp", "<=" if f == "min" else ">=", a, b)
+            return ("call", "where", (test, _d(a, var), _d(b, var)))
+        if f == "atan2":
+            y, x = args
+            num = s(("bin", "-", s(("bin", "*", x, _d(y, var))), s(("bin", "*", y, _d(x, var)))))
+            den = ("bin", "+", ("bin", "**", x, ("num", 2.0)), ("bin", "**", y, ("num", 2.0)))
+            return s(("bin", "/", num, den))
+        (a,) = args
+        da = _d(a, var)
+        if _is_num(da, 0.0):
+            return ("num", 0.0)
+        one = ("num", 1.0)
+        a2 = ("bin", "**", a, ("num", 2.0))
+        outer = {
+            "sin": ("call", "cos", (a,)),
+            "cos": ("neg", ("call", "sin", (a,))),
+            "tan": ("bin", "/", one, ("bin", "**", ("call", "cos", (a,)), ("num", 2.0))),
+            "asin": ("bin", "/", one, ("call", "sqrt", (("bin", "-", one, a2),))),
+            "acos": ("neg", ("bin", "/", one, ("call", "sqrt", (("bin", "-", one, a2),)))),
+            "atan": ("bin", "/", one, ("bin", "+", one, a2)),
+            "sinh": ("call", "cosh", (a,)),
+            "cosh": ("call", "sinh", (a,)),
+            "tanh": ("bin", "-", one, ("bin", "**", ("call", "tanh", (a,)), ("num", 2.0))),
+            "exp": n,
+            "log": ("bin", "/", one, a),
+            "sqrt": ("bin", "/", ("num", 0.5), n),
+            "abs": ("call", "sign", (a,)),
+        }[f]
+        return s(("bin", "*", outer, da))
+    raise AssertionError(f"unknown node {kind}")
+
+
+def _compile(n: Node) -> Callable[[Mapping[str, float]], float]:
+    kind = n[0]
+    if kind == "num":
+        value = n[1]
+        return lambda env: value
+    if kind == "var":
+        name = n[1]
+        return lambda env: env[name]
+    if kind == "neg":
+        inner = _compile(n[1])
+        return lambda env: -inner(env)
+    if kind in ("bin", "cmp"):
+        impl = (_BIN_IMPL if kind == "bin" else _CMP_IMPL)[n[1]]
+        left, right = _compile(n[2]), _compile(n[3])
+        return lambda env: impl(left(env), right(env))
+    if kind == "call":
+        impl = FUNCTIONS[n[1]][0]
+        parts = [_compile(a) for a in n[2]]
+        if len(parts) == 1:
+            (only,) = parts
+            return lambda env: impl(only(env))
+        if len(parts) == 2:
+            first, second = parts
+            return lambda env: impl(first(env), second(env))
+        return lambda env: impl(*[p(env) for p in parts])
+    raise AssertionError(f"unknown node {kind}")
+
+
+def _variables(n: Node) -> set[str]:
+    if n[0] == "var":
+        return {n[1]}
+    if n[0] == "num":
+        return set()
+    children = n[2] if n[0] == "call" else n[1:]
+    out: set[str] = set()
+    for c in children:
+        if isinstance(c, tuple):
+            out |= _variables(c)
+    return out
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A checked, compiled expression.
+
+    Attributes:
+        text: the source text as written in the scene.
+        tree: the intermediate form (nested tuples).
+        variables: names of the free variables it uses (parameters are already folded in).
+    """
+
+    text: str
+    tree: Node
+    variables: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_fn", _compile(self.tree))
+
+    @property
+    def is_constant(self) -> bool:
+        return self.tree[0] == "num"
+
+    def __call__(self, env: Mapping[str, float] | None = None) -> float:
+        """Evaluate; ``env`` maps each free variable to a number or a numpy array."""
+        with np.errstate(all="ignore"):
+            return self._fn(env or {})  # type: ignore[attr-defined]
+
+    def derivative(self, var: str = "t") -> Expression:
+        """The exact symbolic derivative with respect to ``var``."""
+        tree = _d(self.tree, var)
+        return Expression(f"d/d{var}({self.text})", tree, frozenset(_variables(tree)))
+
+
+def compile_expression(
+    text: str | float | int,
+    parameters: Mapping[str, float] | None = None,
+    variables: frozenset[str] | set[str] = frozenset(),
+) -> Expression:
+    """Parse and check an expression; parameters are folded in as constants.
+
+    Args:
+        text: the expression (a number is accepted and becomes a constant).
+        parameters: named numbers of the scene.
+        variables: names that stay free (``t``, state variables of a force).
+
+    Raises:
+        ExpressionError: on syntax errors and on anything outside the language.
+    """
+    if isinstance(text, bool):
+        raise ExpressionError(f"expected a number or an expression, got {text!r}")
+    if isinstance(text, (int, float)):
+        return Expression(repr(text), ("num", float(text)))
+    parameters = dict(parameters or {})
+    source = str(text).strip()
+    if len(source) > 2000:
+        raise ExpressionError("expression longer than 2000 characters")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"in '{source}': syntax error: {exc.msg}") from None
+    names = frozenset(parameters) | frozenset(variables)
+    ir = _to_ir(tree.body, names, source)
+    ir = _substitute(ir, parameters)
+    return Expression(source, ir, frozenset(_variables(ir)))
+
+
+def _substitute(n: Node, values: Mapping[str, float]) -> Node:
+    """Replace parameter names by their numbers and fold constants."""
+    kind = n[0]
+    if kind == "var":
+        return ("num", float(values[n[1]])) if n[1] in values else n
+    if kind == "num":
+        return n
+    if kind == "neg":
+        return _simplify(("neg", _substitute(n[1], values)))
+    if kind in ("bin", "cmp"):
+        out = (kind, n[1], _substitute(n[2], values), _substitute(n[3], values))
+        return _simplify(out) if kind == "bin" else out
+    if kind == "call":
+        args = tuple(_substitute(a, values) for a in n[2])
+        if all(_is_num(a) for a in args):
+            with np.errstate(all="ignore"):
+                value = FUNCTIONS[n[1]][0](*[a[1] for a in args])
+            return ("num", float(value))
+        return ("call", n[1], args)
+    raise AssertionError(kind)

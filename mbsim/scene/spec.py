@@ -1,0 +1,412 @@
+"""The scene as checked data: the generic keys of CONTRACT §1 and the frozen ``SceneSpec``.
+
+Keys common to every item (a body's mass, a joint's bodies) are checked here; the keys that
+belong to one joint, shape or force type stay raw (with their key path) and are checked by
+that type's own field table when the model is compiled (``mbsim.model.compile``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from mbsim.errors import did_you_mean
+from mbsim.scene.expr import ExpressionError, compile_expression
+from mbsim.scene.fields import (
+    Boolean,
+    Choice,
+    Context,
+    Custom,
+    Field,
+    Number,
+    Raw,
+    Sub,
+    Text,
+    Vector,
+    read_mapping,
+)
+from mbsim.scene.load import KeyPath, RawScene, load_raw_scene
+
+FORMAT_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- readers
+
+
+def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
+    """Orientation -> unit quaternion (w, x, y, z); in 2D a single angle -> array([angle])."""
+    if ctx.dimension == 2:
+        return np.array([Number().read(ctx, path, value)])
+    forms = ("euler", "quaternion", "axis_angle")
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ctx.error(path, "expected a mapping with exactly one of euler, quaternion, axis_angle")
+    (kind, spec), = value.items()
+    if kind not in forms:
+        raise ctx.error((*path, kind), f"unknown orientation form '{kind}'; expected one of {', '.join(forms)}",
+                        did_you_mean(kind, forms))
+    sub = (*path, kind)
+    if kind == "quaternion":
+        quat = Vector(4, nonzero=True).read(ctx, sub, spec)
+        norm = np.linalg.norm(quat)
+        if abs(norm - 1.0) > 1e-6:
+            raise ctx.error(sub, f"expected a unit quaternion (w, x, y, z), got norm {norm:.6g}")
+        return quat / norm
+    if kind == "axis_angle":
+        got = read_mapping(ctx, sub, spec, {
+            "axis": Field(Vector(3, nonzero=True), "rotation axis"),
+            "angle": Field(Number(), "rotation angle, rad"),
+        })
+        axis = got["axis"] / np.linalg.norm(got["axis"])
+        rot = Rotation.from_rotvec(axis * got["angle"])
+    else:
+        got = read_mapping(ctx, sub, spec, {
+            "sequence": Field(Text(), "scipy Rotation sequence, e.g. ZXZ (intrinsic) or zxz (extrinsic)"),
+            "angles": Field(Vector(3), "the three angles, rad"),
+        })
+        seq = got["sequence"]
+        if len(seq) != 3 or not (set(seq) <= set("XYZ") or set(seq) <= set("xyz")):
+            raise ctx.error((*sub, "sequence"),
+                            f"expected three axis letters all upper case (intrinsic) or all lower case "
+                            f"(extrinsic), got '{seq}'")
+        rot = Rotation.from_euler(seq, got["angles"])
+    x, y, z, w = rot.as_quat()
+    return np.array([w, x, y, z])
+
+
+def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
+    """Inertia about the centre of mass in body axes -> (3, 3) matrix, or (1, 1) in 2D."""
+    if ctx.dimension == 2:
+        return np.array([[Number(positive=True).read(ctx, path, value)]])
+    if isinstance(value, list) and len(value) == 3 and all(not isinstance(v, list) for v in value):
+        diag = Vector(3).read(ctx, path, value)
+        inertia = np.diag(diag)
+    elif isinstance(value, list) and len(value) == 3 and all(isinstance(v, list) for v in value):
+        inertia = np.array([Vector(3).read(ctx, (*path, i), row) for i, row in enumerate(value)])
+        if not np.allclose(inertia, inertia.T, rtol=1e-9, atol=1e-12):
+            raise ctx.error(path, "expected a symmetric 3x3 inertia matrix")
+    else:
+        got = f"a list of {len(value)}" if isinstance(value, list) else repr(value)
+        raise ctx.error(path, f"expected 3 principal values or a 3x3 matrix, got {got}")
+    check_inertia(ctx, path, inertia)
+    return inertia
+
+
+def check_inertia(ctx: Context, path: KeyPath, inertia: np.ndarray) -> None:
+    """Positive definite, and the triangle inequality of principal moments."""
+    eig = np.linalg.eigvalsh(inertia)
+    if eig[0] <= 0:
+        raise ctx.error(path, f"inertia is not positive definite (principal values {np.round(eig, 9).tolist()})")
+    tol = 1e-9 * eig[-1]
+    if eig[0] + eig[1] < eig[2] - tol:
+        raise ctx.error(path, f"principal inertias {np.round(eig, 9).tolist()} break the triangle inequality "
+                              "I1 + I2 >= I3 that every rigid body satisfies")
+
+
+def _read_angular(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
+    if ctx.dimension == 2:
+        return np.array([Number().read(ctx, path, value)])
+    return Vector(3).read(ctx, path, value)
+
+
+def _read_list(ctx: Context, path: KeyPath, value: Any) -> list:
+    if not isinstance(value, list):
+        raise ctx.error(path, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+# ----------------------------------------------------------------------------- tables
+
+TIME_FIELDS = {
+    "end": Field(Number(positive=True), "end time of the run, s"),
+    "step": Field(Number(positive=True), "the fixed step, or the first step of an adaptive integrator, s"),
+}
+
+SOLVER_FIELDS = {
+    "method": Field(Text(), "solver method (see the table of methods)", "lagrange"),
+    "integrator": Field(Text(), "euler, semi_implicit_euler, rk4, scipy:RK45, scipy:DOP853, scipy:Radau, scipy:BDF",
+                        "rk4"),
+    "rtol": Field(Number(positive=True), "relative tolerance of the adaptive integrators", 1e-8),
+    "atol": Field(Number(positive=True), "absolute tolerance of the adaptive integrators", 1e-10),
+    "max_violation": Field(Number(positive=True), "a run whose position violation passes this fails (exit 3)",
+                           1e-3),
+}
+
+OUTPUT_FIELDS = {
+    "file": Field(Text(), "result file; relative to the current directory", None),
+    "every": Field(Number(minimum=1, integer=True), "record every n-th step", 1),
+}
+
+SHAPE_COMMON = ("type", "pose")
+
+GROUND_FIELDS = {
+    "shapes": Field(Custom(_read_list, "a list of shapes"), "shapes fixed to the world", []),
+}
+
+BODY_FIELDS = {
+    "name": Field(Text(), "unique name; 'ground' is reserved"),
+    "mass": Field(Number(positive=True), "mass, kg (or give density and shapes)", None),
+    "density": Field(Number(positive=True), "density, kg/m^3 (kg/m^2 in 2D); mass and inertia from the shapes",
+                     None),
+    "inertia": Field(Custom(_read_inertia, "3 principal values or a 3x3 matrix; one number in 2D"),
+                     "inertia about the centre of mass in body axes, kg m^2", None),
+    "position": Field(Vector("dim"), "centre of mass at t = 0, world frame, m"),
+    "orientation": Field(Custom(_read_orientation, "{euler: {sequence, angles}}, {quaternion: [w,x,y,z]} or "
+                                "{axis_angle: {axis, angle}}; one angle in 2D"),
+                         "orientation at t = 0", None),
+    "velocity": Field(Vector("dim"), "centre-of-mass velocity at t = 0, world frame, m/s", None),
+    "angular_velocity": Field(Custom(_read_angular, "3 numbers; one in 2D"),
+                              "angular velocity at t = 0, world frame, rad/s", None),
+    "shapes": Field(Custom(_read_list, "a list of shapes"), "geometry (mass derivation, contact, pictures)", []),
+}
+
+JOINT_FIELDS = {
+    "name": Field(Text(), "unique joint name"),
+    "type": Field(Text(), "joint type"),
+    "body1": Field(Text(), "first body (or ground)"),
+    "body2": Field(Text(), "second body"),
+    "point": Field(Vector("dim"), "world position of the joint at t = 0", None),
+    "point1": Field(Vector("dim"), "joint point in body1's frame (with point2; the start is assembled)", None),
+    "point2": Field(Vector("dim"), "joint point in body2's frame", None),
+    "axis": Field(Vector("dim", nonzero=True), "joint axis, world direction at t = 0", None),
+    "axes": Field(Raw("two axes"), "universal: first axis fixed in body1, second in body2 (world, t = 0)", None),
+    "drive": Field(Raw("{position: expression of t}"), "prescribed joint coordinate", None),
+    "spring": Field(Raw("{stiffness, damping, rest}"), "spring on the joint coordinate", None),
+}
+
+FORCE_FIELDS_COMMON = ("type",)
+
+CONTACT_FIELDS = {
+    "name": Field(Text(), "contact name", None),
+    "type": Field(Choice(("rigid", "compliant")), "rigid (timestepping) or compliant (force)"),
+    "body1": Field(Text(), "first body (master for compliant contacts)"),
+    "body2": Field(Text(), "second body (slave)"),
+    "restitution": Field(Number(minimum=0, maximum=1), "Newton restitution coefficient", 0.0),
+    "friction": Field(Raw("a number or {static, dynamic, v_static, v_dynamic}"), "Coulomb friction", 0.0),
+    "stiffness": Field(Number(positive=True), "k in f_N = k g^n + chi g^m dg/dt", None),
+    "exponent": Field(Number(positive=True), "n", 1.0),
+    "damping": Field(Number(minimum=0), "chi", 0.0),
+    "damping_exponent": Field(Number(minimum=0), "m", 0.0),
+    "sdf": Field(Raw("{cell, padding}"), "signed distance field grid of the master shape", None),
+    "enabled": Field(Boolean(), "switch the contact off without deleting it", True),
+}
+
+SCENE_FIELDS = {
+    "mbsim": Field(Number(integer=True, minimum=1, maximum=FORMAT_VERSION), "format version (1)"),
+    "name": Field(Text(), "scene name"),
+    "description": Field(Raw("text"), "free text", ""),
+    "dimension": Field(Choice((2, 3)), "3 (default) or 2 (planar: x, y, angle)", 3),
+    "parameters": Field(Raw("mapping of names to numbers"), "named numbers usable in every expression", None),
+    "gravity": Field(Vector("dim"), "gravitational acceleration, m/s^2", None),
+    "time": Field(Sub(TIME_FIELDS, "time"), "end and step"),
+    "solver": Field(Raw("mapping"), "method, integrator, tolerances and method options", None),
+    "output": Field(Sub(OUTPUT_FIELDS, "output"), "result file and recording", None),
+    "ground": Field(Sub(GROUND_FIELDS, "ground"), "the fixed world body", None),
+    "bodies": Field(Custom(_read_list, "a list of bodies"), "rigid bodies"),
+    "joints": Field(Custom(_read_list, "a list of joints"), "joints between bodies", []),
+    "forces": Field(Custom(_read_list, "a list of forces"), "force elements", []),
+    "contacts": Field(Custom(_read_list, "a list of contacts"), "contact pairs", []),
+}
+
+
+# ----------------------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class ItemSpec:
+    """A list item whose type-specific keys are checked later; ``path`` locates it."""
+
+    name: str
+    type: str
+    path: KeyPath
+    values: dict[str, Any]  # the generic keys, checked
+    raw: dict[str, Any]  # the item as written
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    name: str
+    path: KeyPath
+    mass: float | None
+    density: float | None
+    inertia: np.ndarray | None
+    position: np.ndarray
+    orientation: np.ndarray  # quaternion (w, x, y, z) in 3D, [angle] in 2D
+    velocity: np.ndarray
+    angular_velocity: np.ndarray  # world frame; [w] in 2D
+    shapes: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    method: str
+    integrator: str
+    rtol: float
+    atol: float
+    max_violation: float
+    options: dict[str, Any]  # method-specific keys, checked by the solver's Options
+    path: KeyPath = ("solver",)
+
+
+@dataclass(frozen=True)
+class SceneSpec:
+    """Everything of the scene file, checked where it can be checked without the model."""
+
+    raw: RawScene
+    ctx: Context
+    name: str
+    description: str
+    dimension: int
+    parameters: dict[str, float]
+    gravity: np.ndarray
+    t_end: float
+    step: float
+    solver: SolverSpec
+    output_file: str | None
+    output_every: int
+    ground_shapes: list[dict[str, Any]]
+    bodies: list[BodySpec]
+    joints: list[ItemSpec]
+    forces: list[ItemSpec]
+    contacts: list[ItemSpec]
+    body_names: tuple[str, ...] = field(default=())
+
+
+def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ctx.error(("parameters",), "expected a mapping of names to numbers")
+    reserved = {"t", "pi", "e", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz", "w", "angle"}
+    out: dict[str, float] = {}
+    for key, val in value.items():
+        path = ("parameters", key)
+        if not key.isidentifier() or key in reserved:
+            raise ctx.error(path, f"'{key}' cannot be a parameter name (reserved or not a name)")
+        if isinstance(val, bool) or not isinstance(val, (int, float, str)):
+            raise ctx.error(path, f"expected a number or an expression of earlier parameters, got {val!r}")
+        try:
+            expr = compile_expression(val, out)
+        except ExpressionError as exc:
+            raise ctx.error(path, str(exc)) from None
+        out[key] = float(expr())
+    return out
+
+
+def _read_items(
+    ctx: Context, key: str, items: list, table: dict[str, Field], need_name: bool, strict: bool = False
+) -> list[ItemSpec]:
+    """Check the generic keys of list items; with ``strict`` every key must be in ``table``."""
+    out = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        path = (key, i)
+        if not isinstance(item, dict):
+            raise ctx.error(path, f"expected a mapping, got {type(item).__name__}")
+        if "type" not in item:
+            raise ctx.error(path, "missing required key 'type'")
+        generic = item if strict else {k: v for k, v in item.items() if k in table}
+        values = read_mapping(ctx, path, generic, table)
+        name = values.get("name") or item.get("name") or f"{key}[{i}]"
+        if need_name or "name" in item:
+            if not isinstance(name, str):
+                raise ctx.error((*path, "name"), f"expected a text, got {name!r}")
+            if name in seen:
+                raise ctx.error((*path, "name"), f"duplicate name '{name}' (also {key}[{seen[name]}])")
+            seen[name] = i
+        out.append(ItemSpec(name=name, type=str(item["type"]), path=path, values=values, raw=item))
+    return out
+
+
+def build_spec(raw: RawScene) -> SceneSpec:
+    """Check the generic keys of a raw scene and return the SceneSpec."""
+    ctx = Context(scene=raw)
+    # dimension and parameters first: the other keys are checked with them
+    if raw.data.get("dimension") is not None:
+        ctx.dimension = int(SCENE_FIELDS["dimension"].reader.read(ctx, ("dimension",), raw.data["dimension"]))
+    ctx.parameters = _read_parameters(ctx, raw.data.get("parameters"))
+    top = read_mapping(ctx, (), raw.data, SCENE_FIELDS)
+    dim = ctx.dimension
+
+    solver_raw = top["solver"] or {}
+    if not isinstance(solver_raw, dict):
+        raise ctx.error(("solver",), "expected a mapping")
+    generic = {k: v for k, v in solver_raw.items() if k in SOLVER_FIELDS}
+    solver_values = read_mapping(ctx, ("solver",), generic, SOLVER_FIELDS)
+    options = {k: v for k, v in solver_raw.items() if k not in SOLVER_FIELDS}
+    solver = SolverSpec(options=options, **solver_values)
+
+    bodies: list[BodySpec] = []
+    names: dict[str, int] = {}
+    for i, item in enumerate(top["bodies"]):
+        path = ("bodies", i)
+        values = read_mapping(ctx, path, item, BODY_FIELDS)
+        name = values["name"]
+        if name == "ground":
+            raise ctx.error((*path, "name"), "'ground' is reserved for the fixed world body")
+        if name in names:
+            raise ctx.error((*path, "name"), f"duplicate body name '{name}' (also bodies[{names[name]}])")
+        names[name] = i
+        has_mass = values["mass"] is not None
+        has_density = values["density"] is not None
+        if has_mass == has_density:
+            raise ctx.error(path, "give either mass (with inertia) or density (with shapes), not both or neither")
+        if has_mass and values["inertia"] is None:
+            raise ctx.error(path, "missing required key 'inertia' (mass is given)")
+        if has_density and not values["shapes"]:
+            raise ctx.error(path, "density needs shapes to derive mass and inertia from")
+        if has_density and values["inertia"] is not None:
+            raise ctx.error((*path, "inertia"), "inertia is derived from density and shapes; do not give both")
+        orientation = values["orientation"]
+        if orientation is None:
+            orientation = np.zeros(1) if dim == 2 else np.array([1.0, 0.0, 0.0, 0.0])
+        bodies.append(
+            BodySpec(
+                name=name,
+                path=path,
+                mass=values["mass"],
+                density=values["density"],
+                inertia=values["inertia"],
+                position=values["position"],
+                orientation=orientation,
+                velocity=values["velocity"] if values["velocity"] is not None else np.zeros(dim),
+                angular_velocity=(
+                    values["angular_velocity"] if values["angular_velocity"] is not None
+                    else np.zeros(3 if dim == 3 else 1)
+                ),
+                shapes=values["shapes"],
+            )
+        )
+    if not bodies:
+        raise ctx.error(("bodies",), "expected at least one body")
+
+    gravity = top["gravity"] if top["gravity"] is not None else np.zeros(dim)
+    output = top["output"] or {"file": None, "every": 1}
+    ground = top["ground"] or {"shapes": []}
+    return SceneSpec(
+        raw=raw,
+        ctx=ctx,
+        name=top["name"],
+        description=str(top["description"] or ""),
+        dimension=dim,
+        parameters=ctx.parameters,
+        gravity=gravity,
+        t_end=top["time"]["end"],
+        step=top["time"]["step"],
+        solver=solver,
+        output_file=output["file"],
+        output_every=int(output["every"]),
+        ground_shapes=ground["shapes"],
+        bodies=bodies,
+        joints=_read_items(ctx, "joints", top["joints"], JOINT_FIELDS, need_name=True),
+        forces=_read_items(ctx, "forces", top["forces"], {}, need_name=False),
+        contacts=_read_items(ctx, "contacts", top["contacts"], CONTACT_FIELDS, need_name=False, strict=True),
+        body_names=tuple(b.name for b in bodies),
+    )
+
+
+def load_scene(path: str, overrides: list[str] | tuple[str, ...] = ()) -> SceneSpec:
+    """Read, override and check a scene file."""
+    return build_spec(load_raw_scene(path, overrides))

@@ -1,0 +1,44 @@
+"""Solver methods: one module each, picked by ``solver.method`` from ``SOLVERS``."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from mbsim.errors import did_you_mean
+from mbsim.model.model import Model
+from mbsim.scene.spec import SceneSpec
+from mbsim.solvers import lagrange
+from mbsim.solvers.integrators import INTEGRATORS
+
+SOLVERS: dict[str, ModuleType] = {m.NAME: m for m in (lagrange,)}
+
+# methods of CONTRACT §1 that later work adds; named so that the message can say so
+PLANNED = ("augmented_lagrangian", "null_space", "gauss", "variational", "recursive", "timestepping")
+
+
+def get_solver(spec: SceneSpec, model: Model):
+    """Check the method, integrator, options and contacts of a scene; return a ready solver."""
+    ctx = spec.ctx
+    method = spec.solver.method
+    if method not in SOLVERS:
+        known = sorted(SOLVERS)
+        if method in PLANNED:
+            raise ctx.error(("solver", "method"), f"method '{method}' is not available in this version; "
+                                                  f"available: {', '.join(known)}")
+        raise ctx.error(("solver", "method"), f"unknown method '{method}'; expected one of {', '.join(known)}",
+                        did_you_mean(method, [*known, *PLANNED]))
+    module = SOLVERS[method]
+    if spec.solver.integrator not in INTEGRATORS:
+        raise ctx.error(("solver", "integrator"), f"unknown integrator '{spec.solver.integrator}'; expected one of "
+                                                  f"{', '.join(INTEGRATORS)}",
+                        did_you_mean(spec.solver.integrator, INTEGRATORS))
+    for item in spec.contacts:
+        if not item.values.get("enabled", True):
+            continue
+        kind = item.values["type"]
+        if kind == "rigid" and not module.CAPABILITIES.get("rigid_contacts"):
+            raise ctx.error((*item.path, "type"), f"'rigid' needs solver.method 'timestepping', got '{method}'")
+        if kind == "compliant" and not module.CAPABILITIES.get("compliant_contacts"):
+            raise ctx.error((*item.path, "type"), "compliant (SDF mesh) contacts are not available in this "
+                                                  "version; remove the contact or set enabled: false")
+    return module.create(model, ctx, spec.solver)

@@ -1,0 +1,84 @@
+"""Time integrators for first-order systems y' = f(t, y) with y = (q, v, work).
+
+Fixed step: ``euler`` (explicit), ``semi_implicit_euler`` (symplectic Euler: v first, then q
+with the new v), ``rk4`` (classical Runge-Kutta). Adaptive: ``scipy:RK45``, ``scipy:DOP853``,
+``scipy:Radau``, ``scipy:BDF`` through scipy's ``OdeSolver.step()`` with ``rtol``/``atol``;
+one accepted step of theirs is one mbsim step.
+
+The system object passed in provides ``derivative(t, y)``, and for the split integrator
+``acceleration(t, q, v) -> (v_dot, power)`` and ``q_rate(q, v)``, plus the sizes ``nq``, ``nv``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.integrate import BDF, DOP853, RK45, Radau
+
+from mbsim.errors import SimulationError
+
+SCIPY_METHODS = {"scipy:RK45": RK45, "scipy:DOP853": DOP853, "scipy:Radau": Radau, "scipy:BDF": BDF}
+FIXED = ("euler", "semi_implicit_euler", "rk4")
+INTEGRATORS = (*FIXED, *SCIPY_METHODS)
+
+
+def euler(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
+    k1 = system.derivative(t, y) if f0 is None else f0
+    return y + h * k1
+
+
+def semi_implicit_euler(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
+    nq, nv = system.nq, system.nv
+    q, v = y[:nq], y[nq : nq + nv]
+    if f0 is None:
+        a, power = system.acceleration(t, q, v)
+    else:
+        a, power = f0[nq : nq + nv], f0[-1]
+    v_new = v + h * a
+    q_new = q + h * system.q_rate(q, v_new)
+    return np.concatenate((q_new, v_new, [y[-1] + h * power]))
+
+
+def rk4(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
+    k1 = system.derivative(t, y) if f0 is None else f0
+    k2 = system.derivative(t + 0.5 * h, y + 0.5 * h * k1)
+    k3 = system.derivative(t + 0.5 * h, y + 0.5 * h * k2)
+    k4 = system.derivative(t + h, y + h * k3)
+    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+FIXED_STEP = {"euler": euler, "semi_implicit_euler": semi_implicit_euler, "rk4": rk4}
+
+
+@dataclass
+class AdaptiveStepper:
+    """One scipy OdeSolver kept across steps, or restarted after every step whose state the
+    caller changed (projection), with the step size carried over."""
+
+    method: str
+    rtol: float
+    atol: float
+    t_end: float
+    max_step: float = np.inf
+
+    def __post_init__(self) -> None:
+        self._solver = None
+        self._y_last: np.ndarray | None = None
+
+    def step(self, system: Any, t: float, y: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
+        """Take one accepted step from (t, y); h is the proposed step. Returns (t, y, h_next)."""
+        solver = self._solver
+        if solver is None or self._y_last is None or solver.t != t or not np.array_equal(self._y_last, y):
+            solver = SCIPY_METHODS[self.method](
+                system.derivative, t, y, self.t_end, first_step=min(h, self.t_end - t), rtol=self.rtol,
+                atol=self.atol, max_step=self.max_step,
+            )
+            self._solver = solver
+        message = solver.step()
+        if solver.status == "failed":
+            raise SimulationError(f"{self.method} failed: {message}", t=t)
+        h_next = float(getattr(solver, "h_abs", solver.step_size) or h)
+        self._y_last = solver.y.copy()
+        return float(solver.t), solver.y.copy(), h_next

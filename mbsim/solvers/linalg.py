@@ -1,0 +1,85 @@
+"""The Schur complement S = J M^-1 J^T of the constraint Jacobian, factorised once per use.
+
+Dense Cholesky for small systems, sparse LU (SuperLU) for large ones. A pivot of the
+factorisation much smaller than the largest (relative ``rank_tol``) means the Jacobian has
+lost rank: redundant constraints or a singular position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from mbsim.model.model import Model
+
+
+class RankDeficient(Exception):
+    """S = J M^-1 J^T is singular to the tolerance."""
+
+    def __init__(self, ratio: float) -> None:
+        self.ratio = ratio
+        super().__init__(f"smallest pivot / largest = {ratio:.3g}")
+
+
+class Schur:
+    """Factorised S = J M^-1 J^T; ``minv_jt`` is M^-1 J^T.
+
+    Args:
+        model: gives M^-1 and whether to go sparse.
+        J: (nc, nv) Jacobian.
+        rank_tol: relative pivot threshold; smaller pivots raise RankDeficient.
+    """
+
+    def __init__(self, model: Model, J, rank_tol: float = 1e-12) -> None:
+        self.J = J
+        if sp.issparse(J):
+            self.minv_jt = (model.inv_mass_matrix @ J.T).tocsc()
+            S = (J @ self.minv_jt).tocsc()
+            try:
+                self.lu = spla.splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                    options={"SymmetricMode": True})
+            except RuntimeError:  # exactly singular
+                raise RankDeficient(0.0) from None
+            pivots = np.abs(self.lu.U.diagonal())
+            self.sparse = True
+        else:
+            self.minv_jt = model.inv_mass_matrix @ J.T
+            S = J @ self.minv_jt
+            try:
+                self.chol = np.linalg.cholesky(S)
+            except np.linalg.LinAlgError:
+                raise RankDeficient(0.0) from None
+            pivots = np.diagonal(self.chol) ** 2
+            self.sparse = False
+        if len(pivots):
+            ratio = float(pivots.min() / pivots.max()) if pivots.max() > 0 else 0.0
+            if not ratio > rank_tol:
+                raise RankDeficient(ratio)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """S^-1 rhs."""
+        if self.sparse:
+            return self.lu.solve(rhs)
+        y = sla.solve_triangular(self.chol, rhs, lower=True, check_finite=False)
+        return sla.solve_triangular(self.chol.T, y, lower=False, check_finite=False)
+
+
+def dependent_rows(J, labels: list[str], tol: float = 1e-8, limit: int = 12) -> list[str]:
+    """Names of the constraint equations that take part in a rank loss of J.
+
+    They are the rows with weight in the left null space of J (vectors y with J^T y = 0).
+    """
+    dense = J.toarray() if sp.issparse(J) else np.asarray(J)
+    if dense.shape[0] == 0 or dense.shape[0] > 4000:
+        return []
+    u, s, _ = np.linalg.svd(dense, full_matrices=True)
+    smax = s.max() if len(s) else 1.0
+    null = [k for k in range(dense.shape[0]) if k >= len(s) or s[k] <= tol * smax]
+    if not null:
+        null = [int(np.argmin(s))]
+    weight = np.max(np.abs(u[:, null]), axis=1)
+    rows = np.argsort(-weight)
+    out = [labels[r] for r in rows if weight[r] > 1e-3][:limit]
+    return out

@@ -1,0 +1,147 @@
+"""Mass-weighted projection of positions, then velocities, onto the constraint manifold.
+
+papers/unilateral-constraints-lcp-projection-correction.txt §3, eqs. (15)-(18): the
+position correction solves min ||dq||_M subject to Phi(q + dq) = 0 by Newton steps on
+
+    [M    J^T] [dq ]   [  0 ]
+    [J     0 ] [eta] = [-Phi]     =>   dq = -M^-1 J^T (J M^-1 J^T)^-1 Phi,
+
+(the paper's sign of the right side is garbled in the OCR; this is the sign that makes
+Phi(q + dq) = 0 to first order), then the velocity correction solves the same system with
+the velocity residual J v + Phi_t. In 3D, dq is a velocity-space increment (translation
+and body-frame rotation vector) applied through the exponential map, so quaternions stay
+unit; mbsim also rescales quaternions to unit norm after every integrator step (the
+closest unit quaternion; it changes nothing that the projection does not change anyway).
+
+Initial assembly (CONTRACT §1) is the same projection, iterated to convergence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.errors import SceneError, SimulationError
+from mbsim.model.constraints import constraint_values
+from mbsim.model.model import Model
+from mbsim.model.spatial import quat_mul, quat_conj, quat_to_rotvec
+from mbsim.scene.fields import Boolean, Field, Number
+from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows
+
+PROJECTION_FIELDS = {
+    "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
+    "velocity": Field(Boolean(), "then project velocities onto J v + Phi_t = 0", True),
+    "iterations": Field(Number(minimum=1, integer=True), "Newton iterations of the position projection at most",
+                        2),
+    "tol": Field(Number(positive=True), "stop iterating once max |Phi| is below this", 1e-13),
+}
+
+
+@dataclass(frozen=True)
+class ProjectionOptions:
+    position: bool = True
+    velocity: bool = True
+    iterations: int = 2
+    tol: float = 1e-13
+
+
+def _schur(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
+    try:
+        return Schur(model, J, rank_tol)
+    except RankDeficient as exc:
+        rows = dependent_rows(J, model.row_labels)
+        raise SimulationError(
+            f"the constraint Jacobian lost rank during the {what} ({exc}); equations involved: "
+            f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
+            f"use a method that survives rank loss", t=t,
+        ) from None
+
+
+def project_positions(
+    model: Model, q: np.ndarray, t: float, iterations: int, tol: float, rank_tol: float = 1e-12
+) -> tuple[np.ndarray, int, float]:
+    """Newton steps of the mass-weighted position projection.
+
+    Returns:
+        (q, Newton steps taken, max |Phi| at the last evaluation: after convergence, or before
+        the last step when the budget ran out).
+    """
+    zeros = np.zeros(model.nv)
+    used = 0
+    violation = 0.0
+    for _ in range(iterations):
+        cv = constraint_values(model, model.frames(q, zeros), t)
+        violation = float(np.max(np.abs(cv.phi))) if model.nc else 0.0
+        if violation <= tol:
+            return q, used, violation
+        schur = _schur(model, cv.jacobian, rank_tol, t, "position projection")
+        dx = -(schur.minv_jt @ schur.solve(cv.phi))
+        q = model.normalize(model.retract(q, dx))
+        used += 1
+    return q, used, violation
+
+
+def project_velocities(model: Model, q: np.ndarray, v: np.ndarray, t: float, rank_tol: float = 1e-12) -> np.ndarray:
+    """v - M^-1 J^T (J M^-1 J^T)^-1 (J v + Phi_t): the closest consistent velocity in the M-norm."""
+    if model.nc == 0:
+        return v
+    cv = constraint_values(model, model.frames(q, v), t)
+    schur = _schur(model, cv.jacobian, rank_tol, t, "velocity projection")
+    residual = cv.jacobian @ v + cv.phi_t
+    return v - schur.minv_jt @ schur.solve(residual)
+
+
+def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> list[dict]:
+    """Initial assembly: project q0 then v0 onto the constraints (in place on the model).
+
+    Returns:
+        one entry per body that moved: name, distance (m), rotation (rad), velocity change (m/s).
+
+    Raises:
+        SceneError: with ``strict`` when the start is inconsistent, or when assembly fails.
+    """
+    if model.nc == 0:
+        return []
+    t = 0.0
+    cv = constraint_values(model, model.frames(model.q0, model.v0), t)
+    pos_violation = float(np.max(np.abs(cv.phi)))
+    vel_violation = float(np.max(np.abs(cv.jacobian @ model.v0 + cv.phi_t)))
+    if pos_violation <= threshold and vel_violation <= threshold:
+        return []
+    if strict:
+        worst = int(np.argmax(np.abs(cv.phi))) if pos_violation > threshold else int(
+            np.argmax(np.abs(cv.jacobian @ model.v0 + cv.phi_t)))
+        raise SceneError(
+            f"the initial state violates the joints (position {pos_violation:.3g}, velocity {vel_violation:.3g}; "
+            f"worst: {model.row_labels[worst]}) and --strict forbids assembling it",
+            key_path="joints",
+        )
+    q, v = model.q0.copy(), model.v0.copy()
+    try:
+        q, _, _ = project_positions(model, q, t, iterations=100, tol=1e-13)
+        cv = constraint_values(model, model.frames(q, v), t)
+        residual = float(np.max(np.abs(cv.phi)))
+        if residual > 1e-10:
+            raise SceneError(f"initial assembly did not converge: position violation still {residual:.3g} "
+                             f"after 100 Newton steps (worst: {model.row_labels[int(np.argmax(np.abs(cv.phi)))]})",
+                             key_path="joints")
+        v = project_velocities(model, q, v, t)
+    except SimulationError as exc:
+        raise SceneError(f"initial assembly failed: {exc.reason}", key_path="joints") from None
+    report = []
+    w, qw = model.body_width, model.body_qwidth
+    for b, name in enumerate(model.body_names):
+        old, new = model.q0[b * qw : (b + 1) * qw], q[b * qw : (b + 1) * qw]
+        d = model.dimension
+        distance = float(np.linalg.norm(new[:d] - old[:d]))
+        if d == 3:
+            rotation = float(np.linalg.norm(quat_to_rotvec(quat_mul(quat_conj(old[3:]), new[3:]))))
+        else:
+            rotation = abs(float(new[2] - old[2]))
+        dv = float(np.linalg.norm(v[b * w : (b + 1) * w] - model.v0[b * w : (b + 1) * w]))
+        if distance > 0 or rotation > 0 or dv > 0:
+            report.append({"body": name, "distance": distance, "rotation": rotation, "velocity_change": dv})
+    model.q0, model.v0 = q, v
+    model.assembly_report = report
+    return report
