@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mbsim.model.model import Frames, Model
-from mbsim.model.spatial import cross, perp
+from mbsim.model.spatial import cross, perp, skew
 from mbsim.scene.expr import Expression
 
 ROWS = {"point": None, "dot1": 1, "dot2": 1, "angle": 1}  # point: dimension rows
@@ -65,6 +65,7 @@ class PrimitiveGroup:
     drives: list[tuple[int, Expression, Expression, Expression]] = field(default_factory=list)
     # (item index, c, c', c'')
     wrap: bool = False  # angle rows are wrapped to (-pi, pi]
+    dense_index: tuple | None = None  # cached scatter indices of the dense Jacobian
 
 
 def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[list[PrimitiveGroup], int]:
@@ -82,6 +83,11 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
         for p, r in zip(items, rows, strict=True):
             p.rows = r
         params = {key: np.array([p.params[key] for p in items]) for key in items[0].params}
+        if kind == "point" and dimension == 3:
+            params["skew_s_i"] = skew(params["s_i"])
+            params["skew_s_j"] = skew(params["s_j"])
+            params["s_i_col"] = params["s_i"][:, :, None]
+            params["s_j_col"] = params["s_j"][:, :, None]
         drives = []
         for idx, p in enumerate(items):
             if p.drive is not None:
@@ -103,8 +109,8 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
 
 
 # ------------------------------------------------------------------- 3D kernels
-# Each returns value (n, k), Ji (n, k, 6), Jj (n, k, 6) with rotational columns in WORLD
-# axes (converted to body axes by the caller), and bias (n, k).
+# Each returns value (n, k), Ji (n, k, 6), Jj (n, k, 6) with rotational columns in body
+# axes (omega = R omega_body, so a world row c becomes c^T R), and bias (n, k).
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -112,27 +118,33 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _rotate(rot: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.einsum("nij,nj->ni", rot, v)
+    return (rot @ v[..., None])[..., 0]
+
+
+def _to_body(row_world: np.ndarray, rot: np.ndarray) -> np.ndarray:
+    """Rotational Jacobian row in world axes (n, 3) -> body axes: c^T R."""
+    return (row_world[:, None, :] @ rot)[:, 0, :]
 
 
 def _point3(f: Frames, g: PrimitiveGroup):
     i, j = g.body_i, g.body_j
-    ri = _rotate(f.rot[i], g.params["s_i"])
-    rj = _rotate(f.rot[j], g.params["s_j"])
-    wi, wj = f.omega[i], f.omega[j]
-    value = f.pos[j] + rj - f.pos[i] - ri
+    Ri, Rj = f.rot[i], f.rot[j]
+    ri = Ri @ g.params["s_i_col"]  # (n, 3, 1)
+    rj = Rj @ g.params["s_j_col"]
     n = len(i)
-    eye = np.broadcast_to(np.eye(3), (n, 3, 3))
-    Ji = np.concatenate((-eye, _skew_batch(ri)), axis=2)  # -(v_i + w_i x r_i) = -v_i + r_i x w_i
-    Jj = np.concatenate((eye, -_skew_batch(rj)), axis=2)
-    bias = cross(wj, cross(wj, rj)) - cross(wi, cross(wi, ri))
-    return value, Ji, Jj, bias
+    J = np.empty((n, 3, 12))
+    J[:, :, :3] = _MINUS_EYE3
+    J[:, :, 6:9] = _EYE3
+    # d/dt (R s) = R (omega_body x s) = -R skew(s) omega_body
+    J[:, :, 3:6] = Ri @ g.params["skew_s_i"]
+    J[:, :, 9:] = -(Rj @ g.params["skew_s_j"])
+    w2 = f.omega_cross2  # omega x (omega x .) per body
+    bias = (w2[j] @ rj - w2[i] @ ri)[:, :, 0]
+    return f.pos[j] - f.pos[i] + (rj - ri)[:, :, 0], J[:, :, :6], J[:, :, 6:], bias
 
 
-def _skew_batch(v: np.ndarray) -> np.ndarray:
-    z = np.zeros(len(v))
-    x, y, w = v[:, 0], v[:, 1], v[:, 2]
-    return np.stack((z, -w, y, w, z, -x, -y, x, z), axis=1).reshape(-1, 3, 3)
+_EYE3 = np.eye(3)
+_MINUS_EYE3 = -np.eye(3)
 
 
 def _dot1_3(f: Frames, g: PrimitiveGroup):
@@ -144,8 +156,8 @@ def _dot1_3(f: Frames, g: PrimitiveGroup):
     n = len(i)
     Ji = np.zeros((n, 1, 6))
     Jj = np.zeros((n, 1, 6))
-    Ji[:, 0, 3:] = axb
-    Jj[:, 0, 3:] = -axb
+    Ji[:, 0, 3:] = _to_body(axb, f.rot[i])
+    Jj[:, 0, 3:] = -_to_body(axb, f.rot[j])
     Ad, Bd = cross(wi, A), cross(wj, B)
     bias = _dot(cross(wi, Ad), B) + 2.0 * _dot(Ad, Bd) + _dot(A, cross(wj, Bd))
     return _dot(A, B)[:, None], Ji, Jj, bias[:, None]
@@ -162,9 +174,9 @@ def _dot2_3(f: Frames, g: PrimitiveGroup):
     Ji = np.empty((n, 1, 6))
     Jj = np.empty((n, 1, 6))
     Ji[:, 0, :3] = -A
-    Ji[:, 0, 3:] = cross(A, d + ri)
+    Ji[:, 0, 3:] = _to_body(cross(A, d + ri), f.rot[i])
     Jj[:, 0, :3] = A
-    Jj[:, 0, 3:] = cross(rj, A)
+    Jj[:, 0, 3:] = _to_body(cross(rj, A), f.rot[j])
     Ad = cross(wi, A)
     dd = f.vel[j] + cross(wj, rj) - f.vel[i] - cross(wi, ri)
     d_bias = cross(wj, cross(wj, rj)) - cross(wi, cross(wi, ri))
@@ -185,8 +197,8 @@ def _angle3(f: Frames, g: PrimitiveGroup):
     n = len(i)
     Ji = np.zeros((n, 1, 6))
     Jj = np.zeros((n, 1, 6))
-    Ji[:, 0, 3:] = gi
-    Jj[:, 0, 3:] = -gi
+    Ji[:, 0, 3:] = _to_body(gi, f.rot[i])
+    Jj[:, 0, 3:] = -_to_body(gi, f.rot[j])
     Bd, Ed, Cd = cross(wi, B), cross(wi, E), cross(wj, C)
     xd = _dot(Bd, C) + _dot(B, Cd)
     yd = _dot(Ed, C) + _dot(E, Cd)
@@ -298,9 +310,6 @@ def evaluate_groups(
             residual = (residual + np.pi) % (2.0 * np.pi) - np.pi
         phi[g.rows] = residual
         gamma[g.rows] = accel - bias
-        if dimension == 3:  # world -> body axes for the rotational columns: J_w omega_w = (J_w R) omega_b
-            Ji[:, :, 3:] = np.einsum("nki,nij->nkj", Ji[:, :, 3:], frames.rot[g.body_i])
-            Jj[:, :, 3:] = np.einsum("nki,nij->nkj", Jj[:, :, 3:], frames.rot[g.body_j])
         blocks.append((g, Ji, Jj))
     return phi, phi_t, gamma, blocks
 
@@ -313,9 +322,15 @@ def assemble_jacobian(
     if not sparse:
         J = np.zeros((nrows, nv + width))  # one spare block column receives the ground's entries
         for g, Ji, Jj in blocks:
-            cols = np.arange(width)
-            J[g.rows[:, :, None], (g.body_i[:, None, None] * width + cols)] = Ji
-            J[g.rows[:, :, None], (g.body_j[:, None, None] * width + cols)] = Jj
+            if g.dense_index is None:
+                cols = np.arange(width)
+                rows = np.broadcast_to(g.rows[:, :, None], Ji.shape)
+                g.dense_index = (
+                    (rows, np.broadcast_to(g.body_i[:, None, None] * width + cols, Ji.shape)),
+                    (rows, np.broadcast_to(g.body_j[:, None, None] * width + cols, Jj.shape)),
+                )
+            J[g.dense_index[0]] = Ji
+            J[g.dense_index[1]] = Jj
         return J[:, :nv]
     data, rows, cols = [], [], []
     cols_w = np.arange(width)

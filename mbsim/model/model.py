@@ -22,6 +22,11 @@ import scipy.sparse as sp
 from mbsim.model.spatial import omega_to_quat_rate, planar_rotation, quat_to_matrix, rotvec_to_quat, quat_mul
 
 
+_EYE3 = np.eye(3)[None]
+_ZERO3 = np.zeros((1, 3))
+_ZERO2 = np.zeros((1, 2))
+
+
 @dataclass
 class State:
     """Time, generalized positions and velocities, and the work done so far by
@@ -55,6 +60,16 @@ class Frames:
     omega: np.ndarray
     omega_body: np.ndarray | None = None
     angle: np.ndarray | None = None
+
+    @property
+    def omega_cross2(self) -> np.ndarray:
+        """(nbody+1, 3, 3) matrices of x -> omega x (omega x x), world axes (3D), cached."""
+        cached = self.__dict__.get("_omega_cross2")
+        if cached is None:
+            w = self.omega
+            cached = w[:, :, None] * w[:, None, :] - np.einsum("ni,ni->n", w, w)[:, None, None] * np.eye(3)
+            self.__dict__["_omega_cross2"] = cached
+        return cached
 
 
 @dataclass
@@ -155,28 +170,17 @@ class Model:
         if self.dimension == 3:
             qb = q.reshape(nb, 7)
             vb = v.reshape(nb, 6)
-            pos = np.zeros((nb + 1, 3))
-            pos[:nb] = qb[:, :3]
-            rot = np.empty((nb + 1, 3, 3))
-            rot[:nb] = quat_to_matrix(qb[:, 3:])
-            rot[nb] = np.eye(3)
-            vel = np.zeros((nb + 1, 3))
-            vel[:nb] = vb[:, :3]
-            omega_body = np.zeros((nb + 1, 3))
-            omega_body[:nb] = vb[:, 3:]
-            omega = np.einsum("nij,nj->ni", rot, omega_body)
+            rot = np.concatenate((quat_to_matrix(qb[:, 3:]), _EYE3))
+            pos = np.concatenate((qb[:, :3], _ZERO3))
+            vel = np.concatenate((vb[:, :3], _ZERO3))
+            omega_body = np.concatenate((vb[:, 3:], _ZERO3))
+            omega = (rot @ omega_body[:, :, None])[:, :, 0]
             return Frames(pos, rot, vel, omega, omega_body=omega_body)
         qb = q.reshape(nb, 3)
         vb = v.reshape(nb, 3)
-        pos = np.zeros((nb + 1, 2))
-        pos[:nb] = qb[:, :2]
-        angle = np.zeros(nb + 1)
-        angle[:nb] = qb[:, 2]
-        vel = np.zeros((nb + 1, 2))
-        vel[:nb] = vb[:, :2]
-        omega = np.zeros(nb + 1)
-        omega[:nb] = vb[:, 2]
-        return Frames(pos, planar_rotation(angle), vel, omega, angle=angle)
+        angle = np.append(qb[:, 2], 0.0)
+        return Frames(np.concatenate((qb[:, :2], _ZERO2)), planar_rotation(angle),
+                      np.concatenate((vb[:, :2], _ZERO2)), np.append(vb[:, 2], 0.0), angle=angle)
 
     def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """dq/dt for generalized velocities v (quaternion rate from body angular velocity)."""

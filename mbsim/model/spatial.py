@@ -14,53 +14,71 @@ from __future__ import annotations
 import numpy as np
 
 
+# Levi-Civita symbol: cross(a, b)_i = EPS_ijk a_j b_k. Constant tensors turn the small
+# per-body products below into one einsum call each (far fewer numpy calls per step).
+EPS = np.zeros((3, 3, 3))
+EPS[0, 1, 2] = EPS[1, 2, 0] = EPS[2, 0, 1] = 1.0
+EPS[0, 2, 1] = EPS[2, 1, 0] = EPS[1, 0, 2] = -1.0
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross product over the last axis, (..., 3) x (..., 3) -> (..., 3)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    return np.einsum("ijk,...j,...k->...i", EPS, a, b)
 
 
 def skew(v: np.ndarray) -> np.ndarray:
     """Cross-product matrix: ``skew(v) @ x == cross(v, x)``; (..., 3) -> (..., 3, 3)."""
-    out = np.zeros(v.shape[:-1] + (3, 3))
-    out[..., 0, 1] = -v[..., 2]
-    out[..., 0, 2] = v[..., 1]
-    out[..., 1, 0] = v[..., 2]
-    out[..., 1, 2] = -v[..., 0]
-    out[..., 2, 0] = -v[..., 1]
-    out[..., 2, 1] = v[..., 0]
-    return out
+    return np.einsum("ijk,...j->...ik", EPS, v)
+
+
+def _quat_product_tensor() -> np.ndarray:
+    """H with (p ⊗ q)_i = H_ijk p_j q_k (Hamilton product, scalar first)."""
+    H = np.zeros((4, 4, 4))
+    table = {  # (j, k) -> (i, sign) for basis 1, i, j, k
+        (0, 0): (0, 1), (0, 1): (1, 1), (0, 2): (2, 1), (0, 3): (3, 1),
+        (1, 0): (1, 1), (1, 1): (0, -1), (1, 2): (3, 1), (1, 3): (2, -1),
+        (2, 0): (2, 1), (2, 1): (3, -1), (2, 2): (0, -1), (2, 3): (1, 1),
+        (3, 0): (3, 1), (3, 1): (2, 1), (3, 2): (1, -1), (3, 3): (0, -1),
+    }  # fmt: skip
+    for (j, k), (i, sign) in table.items():
+        H[i, j, k] = sign
+    return H
+
+
+QUAT_PRODUCT = _quat_product_tensor()
+def _rotation_tensor() -> np.ndarray:
+    def matrix(q):
+        w, x, y, z = q
+        return np.array([
+            [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
+        ])
+
+    T = np.zeros((3, 3, 4, 4))
+    basis = np.eye(4)
+    for k in range(4):
+        for m in range(4):
+            T[:, :, k, m] = 0.5 * (matrix(basis[k] + basis[m]) - matrix(basis[k]) - matrix(basis[m]))
+        T[:, :, k, k] = matrix(basis[k])
+    return T
+
+
+# rotation matrix as a quadratic form of the quaternion: R_ij = ROT_ijkl q_k q_l for |q| = 1
+ROT = _rotation_tensor()
+# quaternion rate: q_dot_i = RATE_ijk q_j omega_k = 1/2 (q ⊗ (0, omega))_i
+RATE = 0.5 * QUAT_PRODUCT[:, :, 1:]
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices of (not necessarily unit) quaternions, normalised first; (..., 4) -> (..., 3, 3)."""
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    rows = (
-        1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
-        2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
-        2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
-    )  # fmt: skip
-    return np.stack(rows, axis=-1).reshape(q.shape[:-1] + (3, 3))
+    R = np.einsum("ijkl,...k,...l->...ij", ROT, q, q)
+    return R / np.einsum("...i,...i->...", q, q)[..., None, None]
 
 
 def quat_mul(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hamilton product p ⊗ q over the last axis."""
-    pw, px, py, pz = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
-    qw, qx, qy, qz = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack(
-        (
-            pw * qw - px * qx - py * qy - pz * qz,
-            pw * qx + px * qw + py * qz - pz * qy,
-            pw * qy - px * qz + py * qw + pz * qx,
-            pw * qz + px * qy - py * qx + pz * qw,
-        ),
-        axis=-1,
-    )
+    return np.einsum("ijk,...j,...k->...i", QUAT_PRODUCT, p, q)
 
 
 def quat_conj(q: np.ndarray) -> np.ndarray:
@@ -69,17 +87,7 @@ def quat_conj(q: np.ndarray) -> np.ndarray:
 
 def omega_to_quat_rate(q: np.ndarray, omega_body: np.ndarray) -> np.ndarray:
     """q_dot = 1/2 q ⊗ (0, omega_body); (..., 4), (..., 3) -> (..., 4)."""
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    ox, oy, oz = omega_body[..., 0], omega_body[..., 1], omega_body[..., 2]
-    return 0.5 * np.stack(
-        (
-            -x * ox - y * oy - z * oz,
-            w * ox + y * oz - z * oy,
-            w * oy - x * oz + z * ox,
-            w * oz + x * oy - y * ox,
-        ),
-        axis=-1,
-    )
+    return np.einsum("ijk,...j,...k->...i", RATE, q, omega_body)
 
 
 def rotvec_to_quat(r: np.ndarray) -> np.ndarray:

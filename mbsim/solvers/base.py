@@ -24,6 +24,7 @@ class StepInfo:
 
     iterations: int = 0
     h: float = 0.0
+    position_violation: float | None = None  # max |Phi| at the new state, when the solver knows it
 
 
 @dataclass

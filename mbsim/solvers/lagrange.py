@@ -149,14 +149,15 @@ class Solver:
         q = m.normalize(y_new[: self.nq])
         v = y_new[self.nq : self.nq + self.nv]
         p = self.options.projection
-        iterations = 0
+        iterations, violation, values = 0, None, None
         if m.nc:
             if p.position:
-                q, iterations, _ = project_positions(m, q, t_new, p.iterations, p.tol, self.options.rank_tol)
+                q, iterations, violation, values = project_positions(m, q, t_new, p.iterations, p.tol,
+                                                                     self.options.rank_tol)
             if p.velocity:
-                v = project_velocities(m, q, v, t_new, self.options.rank_tol)
+                v = project_velocities(m, q, v, t_new, self.options.rank_tol, values)
         new = State(t_new, q, v, float(y_new[-1]))
-        return new, StepInfo(iterations=iterations, h=t_new - state.t), h_next
+        return new, StepInfo(iterations=iterations, h=t_new - state.t, position_violation=violation), h_next
 
     def evaluate(self, state: State) -> Evaluation:
         m = self.model

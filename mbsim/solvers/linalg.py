@@ -8,8 +8,8 @@ lost rank: redundant constraints or a singular position.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg.lapack import dpotrf, dpotrs
 import scipy.sparse.linalg as spla
 
 from mbsim.model.model import Model
@@ -46,12 +46,11 @@ class Schur:
             self.sparse = True
         else:
             self.minv_jt = model.inv_mass_matrix @ J.T
-            S = J @ self.minv_jt
-            try:
-                self.chol = np.linalg.cholesky(S)
-            except np.linalg.LinAlgError:
-                raise RankDeficient(0.0) from None
-            pivots = np.diagonal(self.chol) ** 2
+            # LAPACK Cholesky directly: the numpy/scipy wrappers cost more than the work here
+            self.factor, info = dpotrf(J @ self.minv_jt, lower=True, clean=False)
+            if info != 0:
+                raise RankDeficient(0.0)
+            pivots = np.diagonal(self.factor) ** 2
             self.sparse = False
         if len(pivots):
             ratio = float(pivots.min() / pivots.max()) if pivots.max() > 0 else 0.0
@@ -62,8 +61,8 @@ class Schur:
         """S^-1 rhs."""
         if self.sparse:
             return self.lu.solve(rhs)
-        y = sla.solve_triangular(self.chol, rhs, lower=True, check_finite=False)
-        return sla.solve_triangular(self.chol.T, y, lower=False, check_finite=False)
+        x, info = dpotrs(self.factor, rhs, lower=True)
+        return x
 
 
 def dependent_rows(J, labels: list[str], tol: float = 1e-8, limit: int = 12) -> list[str]:

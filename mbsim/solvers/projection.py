@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.errors import SceneError, SimulationError
-from mbsim.model.constraints import constraint_values
+from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_mul, quat_conj, quat_to_rotvec
 from mbsim.scene.fields import Boolean, Field, Number
@@ -60,33 +60,37 @@ def _schur(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
 
 def project_positions(
     model: Model, q: np.ndarray, t: float, iterations: int, tol: float, rank_tol: float = 1e-12
-) -> tuple[np.ndarray, int, float]:
-    """Newton steps of the mass-weighted position projection.
+) -> tuple[np.ndarray, int, float, ConstraintValues]:
+    """Newton steps of the mass-weighted position projection, at most ``iterations``.
 
     Returns:
-        (q, Newton steps taken, max |Phi| at the last evaluation: after convergence, or before
-        the last step when the budget ran out).
+        (q, Newton steps taken, max |Phi| at the returned q, the constraint values there --
+        with velocity-independent Jacobian and Phi_t, ready for the velocity projection).
     """
     zeros = np.zeros(model.nv)
     used = 0
-    violation = 0.0
-    for _ in range(iterations):
+    while True:
         cv = constraint_values(model, model.frames(q, zeros), t)
-        violation = float(np.max(np.abs(cv.phi))) if model.nc else 0.0
-        if violation <= tol:
-            return q, used, violation
+        violation = float(np.max(np.abs(cv.phi)))
+        if violation <= tol or used >= iterations:
+            return q, used, violation, cv
         schur = _schur(model, cv.jacobian, rank_tol, t, "position projection")
         dx = -(schur.minv_jt @ schur.solve(cv.phi))
         q = model.normalize(model.retract(q, dx))
         used += 1
-    return q, used, violation
 
 
-def project_velocities(model: Model, q: np.ndarray, v: np.ndarray, t: float, rank_tol: float = 1e-12) -> np.ndarray:
-    """v - M^-1 J^T (J M^-1 J^T)^-1 (J v + Phi_t): the closest consistent velocity in the M-norm."""
+def project_velocities(
+    model: Model, q: np.ndarray, v: np.ndarray, t: float, rank_tol: float = 1e-12,
+    values: ConstraintValues | None = None,
+) -> np.ndarray:
+    """v - M^-1 J^T (J M^-1 J^T)^-1 (J v + Phi_t): the closest consistent velocity in the M-norm.
+
+    ``values``: constraint values already computed at (q, t), reused if given.
+    """
     if model.nc == 0:
         return v
-    cv = constraint_values(model, model.frames(q, v), t)
+    cv = values if values is not None else constraint_values(model, model.frames(q, v), t)
     schur = _schur(model, cv.jacobian, rank_tol, t, "velocity projection")
     residual = cv.jacobian @ v + cv.phi_t
     return v - schur.minv_jt @ schur.solve(residual)
@@ -119,7 +123,7 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
         )
     q, v = model.q0.copy(), model.v0.copy()
     try:
-        q, _, _ = project_positions(model, q, t, iterations=100, tol=1e-13)
+        q, _, _, _ = project_positions(model, q, t, iterations=100, tol=1e-13)
         cv = constraint_values(model, model.frames(q, v), t)
         residual = float(np.max(np.abs(cv.phi)))
         if residual > 1e-10:
