@@ -1,0 +1,36 @@
+"""``mbsim info``: summary of a result file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option
+from mbsim.errors import SceneError
+from mbsim.output.summary import read_info
+
+
+@click.command()
+@click.argument("result", type=click.Path(dir_okay=False))
+@json_option
+@debug_option
+@handle_errors
+def info(result: str, as_json: bool, debug: bool) -> None:
+    """Summarise the result file RESULT (status, steps, violations, energy, contents)."""
+    if not Path(result).is_file():
+        raise SceneError(f"result file not found: {result}", file=result)
+    data = read_info(result)
+    if as_json:
+        emit_json(data)
+        return
+    width = max(len(k) for k in data if not isinstance(data[k], (list, dict)))
+    for key, value in data.items():
+        if isinstance(value, list):
+            click.echo(f"{key}:")
+            for item in value:
+                click.echo(f"  {item}")
+        elif isinstance(value, float):
+            click.echo(f"{key:<{width}}  {value:.6g}")
+        else:
+            click.echo(f"{key:<{width}}  {value}")

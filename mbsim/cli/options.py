@@ -1,0 +1,72 @@
+"""Options shared by several commands, and the one place where errors become exit codes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mbsim.errors import Interrupted, MbsimError, SceneError, SimulationError
+
+set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                          help="Override a scene value by its dotted path (repeatable), e.g. solver.method=lagrange.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+debug_option = click.option("--debug", is_flag=True, help="Show Python tracebacks of errors.")
+strict_option = click.option("--strict", is_flag=True,
+                             help="Refuse an inconsistent start instead of assembling it (exit 2).")
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def handle_errors(func: Callable) -> Callable:
+    """Map mbsim's errors to CONTRACT §2 exit codes: 2 scene/command line, 3 simulation,
+    1 anything else; no traceback unless --debug."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = kwargs.get("debug", False)
+        as_json = kwargs.get("as_json", False)
+        try:
+            return func(*args, **kwargs)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except MbsimError as exc:
+            code = exc.exit_code
+            kind = {SceneError: "scene error", SimulationError: "simulation failed", Interrupted: "interrupted"}
+            label = next((v for k, v in kind.items() if isinstance(exc, k)), "error")
+            _report(exc, label, code, debug, as_json)
+            sys.exit(code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(Interrupted.exit_code)
+        except Exception as exc:  # anything unforeseen: exit 1, traceback only with --debug
+            _report(exc, "internal error", 1, debug, as_json)
+            sys.exit(1)
+
+    return wrapper
+
+
+def _report(exc: BaseException, label: str, code: int, debug: bool, as_json: bool) -> None:
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"mbsim: {label}: {exc}", err=True)
+    if as_json:
+        emit_json({"status": "error", "exit_code": code, "error": label, "message": str(exc)})

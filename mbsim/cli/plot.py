@@ -1,0 +1,31 @@
+"""``mbsim plot``: PNG plots of a result file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mbsim.cli.options import debug_option, handle_errors
+from mbsim.errors import SceneError
+from mbsim.output.plot import plot_result
+
+
+@click.command()
+@click.argument("result", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="PNG file (default: next to RESULT, same stem).")
+@click.option("--what", default="energy,violation", show_default=True,
+              help="Comma-separated: energy, violation, quaternion, iterations, step_size, contacts, "
+                   "BODY (its position), BODY.position|velocity|angle|angular_velocity|orientation[.x|y|z|w], "
+                   "JOINT.reaction, JOINT.drive_force, q:NAME, v:NAME.")
+@debug_option
+@handle_errors
+def plot(result: str, output: str | None, what: str, debug: bool) -> None:
+    """Plot quantities of RESULT against time into a PNG file."""
+    if not Path(result).is_file():
+        raise SceneError(f"result file not found: {result}", file=result)
+    out = Path(output) if output else Path(result).with_suffix(".png")
+    items = [w.strip() for w in what.split(",") if w.strip()]
+    plot_result(result, out, items)
+    click.echo(str(out))

@@ -1,0 +1,91 @@
+"""``mbsim run``: simulate a scene and write its result file."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, quiet_option, set_option, \
+    strict_option
+from mbsim.errors import EXIT_CODES
+from mbsim.scene.spec import load_scene
+from mbsim.simulate import RunSummary, prepare
+from mbsim.simulate import run as simulate_run
+
+
+class ProgressBar:
+    """A one-line progress display on stderr, shown once a run has taken a second."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, t: float, t_end: float) -> None:
+        elapsed = time.perf_counter() - self.start
+        if elapsed < 1.0:
+            return
+        frac = min(1.0, t / t_end) if t_end > 0 else 1.0
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        eta = elapsed * (1 - frac) / frac if frac > 0 else 0.0
+        sys.stderr.write(f"\r[{bar}] {100 * frac:5.1f}%  t = {t:.4g} / {t_end:.4g} s  eta {eta:5.1f} s ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def format_summary(s: RunSummary) -> str:
+    lines = [
+        f"scene      {s.scene}",
+        f"method     {s.method} / {s.integrator}",
+        f"status     {s.status}" + (f": {s.message}" if s.message else ""),
+        f"steps      {s.steps} (t = {s.t_end:.6g} s, {s.recorded} recorded)",
+        f"wall time  {s.wall_time_s:.3f} s ({s.us_per_step:.1f} us/step)",
+        f"max position violation  {s.max_position_violation:.3e}",
+        f"max velocity violation  {s.max_velocity_violation:.3e}",
+        f"energy drift (relative) {s.energy_drift:.3e}",
+        f"result     {s.file}",
+    ]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("scene", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).")
+@set_option
+@quiet_option
+@json_option
+@strict_option
+@debug_option
+@handle_errors
+def run(scene: str, output: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, strict: bool,
+        debug: bool) -> None:
+    """Simulate SCENE and write the HDF5 result file."""
+    spec = load_scene(scene, overrides)
+    prepared = prepare(spec, strict=strict)
+    model = prepared[0]
+    if model.assembly_report and not quiet and not as_json:
+        moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad"
+                          for r in model.assembly_report)
+        click.echo(f"mbsim: the initial state was assembled onto the joints: {moved}", err=True)
+    progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
+    try:
+        summary = simulate_run(spec, output, strict=strict, progress=progress, prepared=prepared)
+    finally:
+        if progress:
+            progress.close()
+    if as_json:
+        emit_json(summary.to_dict())
+    elif not quiet:
+        click.echo(format_summary(summary))
+    if summary.status != "completed":
+        if not as_json:
+            click.echo(f"mbsim: simulation failed: {summary.message} (partial results in {summary.file})", err=True)
+        sys.exit(EXIT_CODES["interrupted"] if summary.message == "interrupted" else EXIT_CODES["simulation"])

@@ -1,0 +1,45 @@
+"""PNG plots of result files (matplotlib, no screen needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+
+from mbsim.output.summary import open_result, series
+
+
+def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
+    """One panel per item against time; violations on a log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open_result(path) as f:
+        time = f["time"][:]
+        panels = [series(f, item) for item in items]
+        title = f"{f.attrs.get('scene_name', '')} ({f.attrs.get('method', '')}, {f.attrs.get('status', '')})"
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False)
+    for ax, (name, values, labels) in zip(axes[:, 0], panels, strict=True):
+        for k, label in enumerate(labels):
+            ax.plot(time, values[:, k], label=label, lw=1.0)
+        if "violation" in name or "quaternion" in name:
+            positive = values[values > 0]
+            if positive.size:
+                ax.set_yscale("log")
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+        if len(labels) > 1:
+            ax.legend(fontsize=8, loc="best")
+    axes[-1, 0].set_xlabel("time, s")
+    fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+__all__ = ["plot_result"]

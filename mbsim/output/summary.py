@@ -1,0 +1,120 @@
+"""Reading result files back: the summary of ``mbsim info`` and time series by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from mbsim.errors import SceneError
+from mbsim.output.hdf5 import FORMAT
+
+
+def open_result(path: str | Path) -> h5py.File:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise SceneError(f"not a readable HDF5 file: {exc}", file=str(path)) from None
+    if f.attrs.get("format") != FORMAT:
+        f.close()
+        raise SceneError(f"not an mbsim result file (format attribute is {f.attrs.get('format')!r})", file=str(path))
+    return f
+
+
+def _attr(f: h5py.File, key: str, default: Any = None) -> Any:
+    value = f.attrs.get(key, default)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def read_info(path: str | Path) -> dict[str, Any]:
+    """Summary of a result file: attributes, time span, maxima of the diagnostics, contents."""
+    with open_result(path) as f:
+        time = f["time"][:] if "time" in f else np.zeros(0)
+        out: dict[str, Any] = {"file": str(path)}
+        for key in ("scene_name", "status", "message", "method", "integrator", "dimension", "steps",
+                    "wall_time_s", "mbsim_version", "created"):
+            out[key] = _attr(f, key)
+        out["recorded"] = int(len(time))
+        out["t_start"] = float(time[0]) if len(time) else float("nan")
+        out["t_last"] = float(time[-1]) if len(time) else float("nan")
+
+        def max_of(name: str) -> float:
+            return float(np.max(f[name][:])) if name in f and len(f[name]) else float("nan")
+
+        out["max_position_violation"] = max_of("diagnostics/constraints/position_violation")
+        out["max_velocity_violation"] = max_of("diagnostics/constraints/velocity_violation")
+        if "diagnostics/constraints/quaternion_norm_error" in f:
+            out["max_quaternion_norm_error"] = max_of("diagnostics/constraints/quaternion_norm_error")
+        out["energy_drift"] = energy_drift(f)
+        out["bodies"] = sorted(f["bodies"].keys()) if "bodies" in f else []
+        out["joints"] = sorted(f["joints"].keys()) if "joints" in f else []
+        datasets: list[str] = []
+        f.visititems(lambda name, obj: datasets.append(f"{name} {obj.shape}") if isinstance(obj, h5py.Dataset) else None)
+        out["datasets"] = datasets
+    return out
+
+
+def energy_drift(f: h5py.File) -> float:
+    """Relative energy drift as mbsim.diagnostics defines it, from the recorded series."""
+    if "diagnostics/energy/total" not in f or len(f["diagnostics/energy/total"]) == 0:
+        return float("nan")
+    total = f["diagnostics/energy/total"][:]
+    work = f["diagnostics/energy/work"][:]
+    kinetic = f["diagnostics/energy/kinetic"][:]
+    conserved = total - work
+    scale = max(abs(total[0]), float(np.max(kinetic)))
+    err = float(np.max(np.abs(conserved - conserved[0])))
+    return err / scale if scale > 0 else err
+
+
+def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
+    """A named quantity against time: (title, values (n, k), labels); see ``mbsim plot --what``."""
+    named = {
+        "energy": (["diagnostics/energy/kinetic", "diagnostics/energy/potential", "diagnostics/energy/total",
+                    "diagnostics/energy/work"], "energy, J"),
+        "violation": (["diagnostics/constraints/position_violation", "diagnostics/constraints/velocity_violation"],
+                      "constraint violation"),
+        "quaternion": (["diagnostics/constraints/quaternion_norm_error"], "quaternion norm error"),
+        "iterations": (["diagnostics/solver/iterations"], "solver iterations"),
+        "step_size": (["diagnostics/solver/step_size"], "step size, s"),
+        "contacts": (["diagnostics/contacts/count", "diagnostics/contacts/max_penetration"], "contacts"),
+    }
+    if item in named:
+        paths, title = named[item]
+        present = [p for p in paths if p in f]
+        if not present:
+            raise SceneError(f"'{item}' is not in this result file", file="--what")
+        return title, np.column_stack([f[p][:] for p in present]), [p.rsplit("/", 1)[1] for p in present]
+    if item.startswith(("q:", "v:")):
+        which, name = item.split(":", 1)
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in f[which].attrs["names"]]
+        if name not in names:
+            raise SceneError(f"no coordinate '{name}' in /{which}; expected one of {', '.join(names[:12])}...",
+                             file="--what")
+        return item, f[which][:, names.index(name)][:, None], [name]
+    parts = item.split(".")
+    owner = parts[0]
+    group = "bodies" if "bodies" in f and owner in f["bodies"] else "joints" if "joints" in f and owner in f["joints"] else None
+    if group is None:
+        raise SceneError(f"unknown plot item '{item}': not a quantity, body or joint of this file", file="--what")
+    quantity = parts[1] if len(parts) > 1 else ("position" if group == "bodies" else "reaction")
+    if quantity not in f[group][owner]:
+        raise SceneError(f"'{owner}' has no '{quantity}'; it has {', '.join(f[group][owner].keys())}", file="--what")
+    data = f[group][owner][quantity][:]
+    data = data[:, None] if data.ndim == 1 else data
+    labels = {3: ["x", "y", "z"], 2: ["x", "y"], 4: ["w", "x", "y", "z"], 6: ["fx", "fy", "fz", "tx", "ty", "tz"]}.get(
+        data.shape[1], [str(k) for k in range(data.shape[1])])
+    if quantity == "reaction" and data.shape[1] == 3:
+        labels = ["fx", "fy", "torque"]
+    if len(parts) > 2:
+        if parts[2] not in labels:
+            raise SceneError(f"'{item}': component '{parts[2]}' not in {', '.join(labels)}", file="--what")
+        k = labels.index(parts[2])
+        return item, data[:, k : k + 1], [parts[2]]
+    return f"{owner}.{quantity}", data, labels
