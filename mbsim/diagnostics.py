@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from mbsim.model.model import Model, State
-from mbsim.solvers.base import Evaluation, StepInfo
+from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 
 
 @dataclass
@@ -40,47 +39,56 @@ class RunStats:
         return self.max_energy_error / scale if scale > 0 else self.max_energy_error
 
 
-def reactions(model: Model, state: State, ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
-    """Joint reactions (njoint, 6) (3D: force, torque about the joint point, world, on body2;
-    2D: (njoint, 3) fx, fy, torque) and drive forces (ndriven,) of the driven joints."""
+def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
+    """Joint reactions and drive forces at a recorded state.
+
+    Returns:
+        (njoint, 6) in 3D: force and torque about the joint point, world axes, acting on body2
+        (on body1 if body2 is the ground); (njoint, 3) in 2D: fx, fy, torque. And the drive
+        forces (ndriven,) of the driven joints: force or torque the drive applies to body2
+        along its coordinate.
+    """
     nj = len(model.joints)
     d = model.dimension
     k = 6 if d == 3 else 3
     out = np.zeros((nj, k))
-    driven = [j for j in model.joints if j.drive_row is not None]
     lam = ev.multipliers
-    drive = np.array([-lam[j.drive_row] for j in driven]) if driven else np.zeros(0)
+    driven = model.driven_rows
+    drive = -lam[driven] if len(driven) else np.zeros(0)
     if nj == 0 or ev.jacobian is None:
         return out, drive
-    J = ev.jacobian
-    frames = model.frames(state.q, state.v)
-    w = model.body_width
-    for j, joint in enumerate(model.joints):
-        body = joint.body2 if joint.body2 < model.nbody else joint.body1
-        if body >= model.nbody or len(joint.rows) == 0:
-            continue
-        rows = joint.rows
-        block = J[rows][:, body * w : (body + 1) * w]
-        if sp.issparse(block):
-            block = block.toarray()
-        gen = -(block.T @ lam[rows])  # generalized constraint force on the body
-        force = gen[:d]
-        offset = frames.rot[body] @ joint.point2_local
-        if d == 3:
-            torque_com = frames.rot[body] @ gen[3:]
-            out[j, :3] = force
-            out[j, 3:] = torque_com - np.cross(offset, force)
-        else:
-            out[j, :2] = force
-            out[j, 2] = gen[2] - (offset[0] * force[1] - offset[1] * force[0])
+    w, nb = model.body_width, model.nbody
+    row_joint, row_body = model.row_joint, model.row_body  # per constraint row: its joint, the reported body
+    gen = np.zeros((nj, w))  # generalized constraint force -J^T lambda on each joint's reported body
+    if sp.issparse(ev.jacobian):
+        coo = ev.jacobian.tocoo()
+        keep = coo.col // w == row_body[coo.row]
+        rows, cols = coo.row[keep], coo.col[keep]
+        np.add.at(gen, (row_joint[rows], cols % w), -coo.data[keep] * lam[rows])
+    else:
+        ok = row_body < nb
+        rows = np.nonzero(ok)[0]
+        blocks = ev.jacobian.reshape(model.nc, nb, w)[rows, row_body[rows]]  # (nrows, w)
+        np.add.at(gen, row_joint[rows], -blocks * lam[rows, None])
+    body = model.joint_body
+    rot = frames.rot[body]
+    offset = (rot @ model.joint_point[:, :, None])[:, :, 0]
+    force = gen[:, :d]
+    if d == 3:
+        out[:, :3] = force
+        out[:, 3:] = (rot @ gen[:, 3:, None])[:, :, 0] - np.cross(offset, force)
+    else:
+        out[:, :2] = force
+        out[:, 2] = gen[:, 2] - (offset[:, 0] * force[:, 1] - offset[:, 1] * force[:, 0])
     return out, drive
 
 
-def record_row(model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats,
-               contacts: tuple[int, float] = (0, 0.0)) -> dict[str, np.ndarray | float]:
+def record_row(
+    model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats, contacts: tuple[int, float] = (0, 0.0)
+) -> dict[str, np.ndarray | float]:
     """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``."""
     nb, d = model.nbody, model.dimension
-    frames = model.frames(state.q, state.v)
+    frames = ev.frames if ev.frames is not None else model.frames(state.q, state.v)
     pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
     vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0
     quat_error = model.quaternion_norm_error(state.q)
@@ -93,7 +101,7 @@ def record_row(model: Model, state: State, ev: Evaluation, info: StepInfo, stats
     stats.max_quaternion_norm_error = max(stats.max_quaternion_norm_error, quat_error)
     stats.max_kinetic = max(stats.max_kinetic, ev.kinetic)
     stats.max_energy_error = max(stats.max_energy_error, abs(total - state.work - stats.energy0))
-    reaction, drive = reactions(model, state, ev)
+    reaction, drive = reactions(model, frames, ev)
     row: dict[str, np.ndarray | float] = {
         "time": state.t,
         "q": state.q,

@@ -128,8 +128,9 @@ def run(
                 new, info, h = solver.step(state, h_try)
                 steps += 1
                 if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
-                    raise SimulationError("the state is not finite (NaN or inf): the solution diverged",
-                                          step=steps, t=new.t)
+                    raise SimulationError(
+                        "the state is not finite (NaN or inf): the solution diverged", step=steps, t=new.t
+                    )
                 state = new
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                 if steps % every == 0 or last:
@@ -144,7 +145,9 @@ def run(
                 if violation > max_violation:
                     raise SimulationError(
                         f"position violation {violation:.3g} passed solver.max_violation = {max_violation:g}",
-                        step=steps, t=state.t)
+                        step=steps,
+                        t=state.t,
+                    )
                 if progress is not None and time.perf_counter() - last_progress > 0.1:
                     progress(state.t, t_end)
                     last_progress = time.perf_counter()
@@ -155,10 +158,15 @@ def run(
         message = "interrupted"
     finally:
         wall = time.perf_counter() - start
-        writer.close(status, message, steps=steps, wall_time_s=wall,
-                     max_position_violation=stats.max_position_violation,
-                     max_velocity_violation=stats.max_velocity_violation,
-                     energy_drift=stats.energy_drift)
+        writer.close(
+            status,
+            message,
+            steps=steps,
+            wall_time_s=wall,
+            max_position_violation=stats.max_position_violation,
+            max_velocity_violation=stats.max_velocity_violation,
+            energy_drift=stats.energy_drift,
+        )
     return RunSummary(
         scene=spec.name,
         file=str(path),

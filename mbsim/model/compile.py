@@ -116,8 +116,9 @@ def _joint_frame(ctx: Context, item, values, kind, body_index, pos0, rot0, d) ->
         s_i, s_j = values["point1"], values["point2"]
         world = pos0[j] + rot0[j] @ s_j
     else:
-        raise ctx.error(path, f"missing the joint location: give point (world, t = 0) or point1 + point2 "
-                              f"for a {kind.name} joint")
+        raise ctx.error(
+            path, f"missing the joint location: give point (world, t = 0) or point1 + point2 for a {kind.name} joint"
+        )
     axis_i = axis_j = None
     if values["axis"] is not None:
         axis = _unit(values["axis"])
@@ -131,16 +132,20 @@ def _joint_frame(ctx: Context, item, values, kind, body_index, pos0, rot0, d) ->
             raise ctx.error((*path, "axes"), f"expected two axes [[..], [..]], got {raw!r}")
         a1, a2 = (_unit(Vector(3, nonzero=True).read(ctx, (*path, "axes", k), raw[k])) for k in range(2))
         if abs(a1 @ a2) > 1e-6:
-            raise ctx.error((*path, "axes"), f"the two axes of a universal joint must be perpendicular, "
-                                             f"got an angle of {np.degrees(np.arccos(np.clip(a1 @ a2, -1, 1))):.4g} deg")
+            raise ctx.error(
+                (*path, "axes"),
+                f"the two axes of a universal joint must be perpendicular, "
+                f"got an angle of {np.degrees(np.arccos(np.clip(a1 @ a2, -1, 1))):.4g} deg",
+            )
         axes = (rot0[i].T @ a1, rot0[j].T @ a2)
     return JointFrame(i, j, s_i, s_j, world, axis_i, axis_j, rot0[i], rot0[j], axes, d)
 
 
 def _body(ctx: Context, path: KeyPath, name: str, body_index: dict[str, int]) -> int:
     if name not in body_index:
-        raise ctx.error(path, f"unknown body '{name}'; expected one of {', '.join(body_index)}",
-                        did_you_mean(name, body_index))
+        raise ctx.error(
+            path, f"unknown body '{name}'; expected one of {', '.join(body_index)}", did_you_mean(name, body_index)
+        )
     return body_index[name]
 
 
@@ -164,13 +169,19 @@ def compile_model(spec: SceneSpec) -> Model:
         names = [n for n, jt in JOINT_TYPES.items() if d in jt.dimensions]
         if kind is None or d not in kind.dimensions:
             where = "" if kind is None else f" in a {d}D scene"
-            raise ctx.error((*path, "type"), f"unknown joint type '{item.type}'{where}; expected one of "
-                                             f"{', '.join(names)}", did_you_mean(item.type, names))
+            raise ctx.error(
+                (*path, "type"),
+                f"unknown joint type '{item.type}'{where}; expected one of {', '.join(names)}",
+                did_you_mean(item.type, names),
+            )
         allowed = {"name", "type", "body1", "body2"} | kind.allowed_keys(d)
         for key in item.raw:
             if key not in allowed:
-                raise ctx.error((*path, key), f"a {d}D {kind.name} joint has no key '{key}'; expected one of "
-                                              f"{', '.join(sorted(allowed))}", did_you_mean(key, allowed))
+                raise ctx.error(
+                    (*path, key),
+                    f"a {d}D {kind.name} joint has no key '{key}'; expected one of {', '.join(sorted(allowed))}",
+                    did_you_mean(key, allowed),
+                )
         for key in kind.required_keys(d):
             if item.values.get(key) is None:
                 raise ctx.error(path, f"missing required key '{key}' for a {kind.name} joint")
@@ -200,8 +211,15 @@ def compile_model(spec: SceneSpec) -> Model:
         for r, label in zip(p.rows, p.labels, strict=True):
             row_labels[r] = label
     joints = [
-        JointInfo(name, jtype, bi, bj, np.concatenate([p.rows for p in prims]) if prims else np.zeros(0, int),
-                  int(drive.rows[0]) if drive is not None else None, point2)
+        JointInfo(
+            name,
+            jtype,
+            bi,
+            bj,
+            np.concatenate([p.rows for p in prims]) if prims else np.zeros(0, int),
+            int(drive.rows[0]) if drive is not None else None,
+            point2,
+        )
         for name, jtype, bi, bj, prims, drive, point2 in joint_parts
     ]
     springs = []
@@ -220,8 +238,11 @@ def compile_model(spec: SceneSpec) -> Model:
     for item in spec.forces:
         ftype = FORCE_TYPES.get(item.type)
         if ftype is None:
-            raise ctx.error((*item.path, "type"), f"unknown force type '{item.type}'; expected one of "
-                                                  f"{', '.join(FORCE_TYPES)}", did_you_mean(item.type, FORCE_TYPES))
+            raise ctx.error(
+                (*item.path, "type"),
+                f"unknown force type '{item.type}'; expected one of {', '.join(FORCE_TYPES)}",
+                did_you_mean(item.type, FORCE_TYPES),
+            )
         values = read_mapping(ctx, item.path, item.raw, ftype.FIELDS)
         by_type.setdefault(item.type, []).append((item, values))
     forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]

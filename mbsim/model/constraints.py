@@ -346,9 +346,7 @@ def assemble_jacobian(
             cols.append(c.ravel())
     if not data:
         return sp.csr_matrix((nrows, nv))
-    return sp.csr_matrix(
-        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(nrows, nv)
-    )
+    return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(nrows, nv))
 
 
 def constraint_values(model: Model, frames: Frames, t: float) -> ConstraintValues:

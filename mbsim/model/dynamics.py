@@ -26,12 +26,17 @@ class ForceValues:
     potential: float
 
 
-def generalized_forces(model: Model, frames: Frames, v: np.ndarray, t: float) -> ForceValues:
-    """All applied and inertial generalized forces at one state."""
+def generalized_forces(
+    model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+) -> ForceValues:
+    """All applied and inertial generalized forces at one state.
+
+    ``with_potential=False`` skips the gravity potential (the right-hand side does not need it).
+    """
     nb, d, w = model.nbody, model.dimension, model.body_width
     Q = np.zeros((nb + 1, w))
-    Q[:nb, :d] = model.body_mass[:, None] * model.gravity
-    potential = -float(np.sum(model.body_mass * (frames.pos[:nb] @ model.gravity)))
+    Q[:nb, :d] = model.weight
+    potential = -float(model.body_mass @ (frames.pos[:nb] @ model.gravity)) if with_potential else 0.0
     if d == 3:
         omega = frames.omega_body[:nb]
         Q[:nb, 3:] = -cross(omega, np.einsum("nij,nj->ni", model.body_inertia, omega))

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from mbsim.model.spatial import omega_to_quat_rate, planar_rotation, quat_to_matrix, rotvec_to_quat, quat_mul
-
+from mbsim.model.spatial import omega_to_quat_rate, planar_rotation, quat_mul, quat_to_matrix, rotvec_to_quat
 
 _EYE3 = np.eye(3)[None]
 _ZERO3 = np.zeros((1, 3))
@@ -39,6 +38,35 @@ class State:
 
     def copy(self) -> State:
         return State(self.t, self.q.copy(), self.v.copy(), self.work)
+
+
+@dataclass
+class StepInfo:
+    """What a step reports: iterations (Newton/projection/multiplier/LCP), and how it went."""
+
+    iterations: int = 0
+    h: float = 0.0
+    position_violation: float | None = None  # max |Phi| at the new state, when the solver knows it
+
+
+@dataclass
+class Evaluation:
+    """Quantities at one recorded state.
+
+    Attributes:
+        multipliers: (nc,) Lagrange multipliers lambda of M v_dot = Q - J^T lambda.
+        phi: (nc,) constraint residual; phi_dot: (nc,) J v + Phi_t.
+        jacobian: J at the state (dense or sparse).
+        kinetic, potential: energies, J.
+    """
+
+    multipliers: np.ndarray
+    phi: np.ndarray
+    phi_dot: np.ndarray
+    jacobian: Any
+    kinetic: float
+    potential: float
+    frames: Frames | None = None
 
 
 @dataclass
@@ -153,6 +181,20 @@ class Model:
             self.inv_mass_matrix = self.inv_mass_matrix.toarray()
         self.inv_mass_diag = self.inv_mass_blocks.reshape(nb, w * w)
         self.body_inertia_inv = np.linalg.inv(self.body_inertia)
+        self.weight = self.body_mass[:, None] * self.gravity  # (nbody, d) gravity forces
+        # per constraint row: owning joint and the body whose reaction is reported (body2, or
+        # body1 when body2 is the ground); per joint: that body and the joint point in its frame
+        self.row_joint = np.zeros(self.nc, dtype=int)
+        self.row_body = np.full(self.nc, nb, dtype=int)
+        self.joint_body = np.zeros(len(self.joints), dtype=int)
+        self.joint_point = np.zeros((len(self.joints), d))
+        for k, joint in enumerate(self.joints):
+            body = joint.body2 if joint.body2 < nb else joint.body1
+            self.row_joint[joint.rows] = k
+            self.row_body[joint.rows] = body
+            self.joint_body[k] = body
+            self.joint_point[k] = joint.point2_local
+        self.driven_rows = np.array([j.drive_row for j in self.joints if j.drive_row is not None], dtype=int)
 
     @property
     def body_width(self) -> int:
@@ -179,8 +221,13 @@ class Model:
         qb = q.reshape(nb, 3)
         vb = v.reshape(nb, 3)
         angle = np.append(qb[:, 2], 0.0)
-        return Frames(np.concatenate((qb[:, :2], _ZERO2)), planar_rotation(angle),
-                      np.concatenate((vb[:, :2], _ZERO2)), np.append(vb[:, 2], 0.0), angle=angle)
+        return Frames(
+            np.concatenate((qb[:, :2], _ZERO2)),
+            planar_rotation(angle),
+            np.concatenate((vb[:, :2], _ZERO2)),
+            np.append(vb[:, 2], 0.0),
+            angle=angle,
+        )
 
     def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """dq/dt for generalized velocities v (quaternion rate from body angular velocity)."""

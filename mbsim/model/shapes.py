@@ -25,10 +25,15 @@ MassProps = tuple[float, np.ndarray, np.ndarray]  # volume, centre, inertia per 
 def _pose_reader(ctx: Context, path: KeyPath, value: Any) -> dict[str, np.ndarray]:
     from mbsim.scene.spec import _read_orientation  # the one orientation reader of the scene
 
-    got = read_mapping(ctx, path, value, {
-        "position": Field(Vector("dim"), "shape origin in the body frame", None),
-        "orientation": Field(Custom(_read_orientation, "orientation"), "shape axes in the body frame", None),
-    })
+    got = read_mapping(
+        ctx,
+        path,
+        value,
+        {
+            "position": Field(Vector("dim"), "shape origin in the body frame", None),
+            "orientation": Field(Custom(_read_orientation, "orientation"), "shape axes in the body frame", None),
+        },
+    )
     d = ctx.dimension
     pos = got["position"] if got["position"] is not None else np.zeros(d)
     if d == 3:
@@ -122,31 +127,101 @@ def _t(name):
 SHAPE_TYPES: dict[str, ShapeType] = {
     s.name: s
     for s in (
-        ShapeType("box", (3,), {"type": _t("box"), "size": Field(Vector(3), "edge lengths along x, y, z, m"),
-                                "pose": POSE}, _box, "cuboid centred on its frame"),
-        ShapeType("sphere", (3,), {"type": _t("sphere"), "radius": Field(Number(positive=True), "m"),
-                                   "pose": POSE}, _sphere, "sphere centred on its frame"),
-        ShapeType("cylinder", (3,), {"type": _t("cylinder"), "radius": Field(Number(positive=True), "m"),
-                                     "length": Field(Number(positive=True), "along local z, m"), "pose": POSE},
-                  _cylinder, "solid cylinder, axis local z, centred"),
-        ShapeType("capsule", (3,), {"type": _t("capsule"), "radius": Field(Number(positive=True), "m"),
-                                    "length": Field(Number(positive=True), "between hemisphere centres, m"),
-                                    "pose": POSE}, _capsule, "cylinder with hemispherical caps, axis local z"),
-        ShapeType("mesh", (3,), {"type": _t("mesh"), "file": Field(Text(), "relative to the scene file"),
-                                 "scale": Field(Number(positive=True), "scale factor", 1.0), "pose": POSE},
-                  _mesh, "triangle mesh (any format trimesh reads); watertight for mass properties"),
-        ShapeType("point", (2, 3), {"type": _t("point"), "position": Field(Vector("dim"), "in the body frame")},
-                  _massless, "a contact point; no mass"),
-        ShapeType("plane", (3,), {"type": _t("plane"), "point": Field(Vector(3), "a point of the plane"),
-                                  "normal": Field(Vector(3, nonzero=True), "outward normal")},
-                  _massless, "half-space boundary (ground only)", ground_only=True),
-        ShapeType("circle", (2,), {"type": _t("circle"), "radius": Field(Number(positive=True), "m"),
-                                   "pose": POSE}, _circle, "disc (planar)"),
-        ShapeType("rectangle", (2,), {"type": _t("rectangle"), "size": Field(Vector(2), "width and height, m"),
-                                      "pose": POSE}, _rectangle, "rectangle centred on its frame (planar)"),
-        ShapeType("line", (2,), {"type": _t("line"), "point": Field(Vector(2), "a point of the line"),
-                                 "normal": Field(Vector(2, nonzero=True), "outward normal")},
-                  _massless, "half-plane boundary (ground only, planar)", ground_only=True),
+        ShapeType(
+            "box",
+            (3,),
+            {"type": _t("box"), "size": Field(Vector(3), "edge lengths along x, y, z, m"), "pose": POSE},
+            _box,
+            "cuboid centred on its frame",
+        ),
+        ShapeType(
+            "sphere",
+            (3,),
+            {"type": _t("sphere"), "radius": Field(Number(positive=True), "m"), "pose": POSE},
+            _sphere,
+            "sphere centred on its frame",
+        ),
+        ShapeType(
+            "cylinder",
+            (3,),
+            {
+                "type": _t("cylinder"),
+                "radius": Field(Number(positive=True), "m"),
+                "length": Field(Number(positive=True), "along local z, m"),
+                "pose": POSE,
+            },
+            _cylinder,
+            "solid cylinder, axis local z, centred",
+        ),
+        ShapeType(
+            "capsule",
+            (3,),
+            {
+                "type": _t("capsule"),
+                "radius": Field(Number(positive=True), "m"),
+                "length": Field(Number(positive=True), "between hemisphere centres, m"),
+                "pose": POSE,
+            },
+            _capsule,
+            "cylinder with hemispherical caps, axis local z",
+        ),
+        ShapeType(
+            "mesh",
+            (3,),
+            {
+                "type": _t("mesh"),
+                "file": Field(Text(), "relative to the scene file"),
+                "scale": Field(Number(positive=True), "scale factor", 1.0),
+                "pose": POSE,
+            },
+            _mesh,
+            "triangle mesh (any format trimesh reads); watertight for mass properties",
+        ),
+        ShapeType(
+            "point",
+            (2, 3),
+            {"type": _t("point"), "position": Field(Vector("dim"), "in the body frame")},
+            _massless,
+            "a contact point; no mass",
+        ),
+        ShapeType(
+            "plane",
+            (3,),
+            {
+                "type": _t("plane"),
+                "point": Field(Vector(3), "a point of the plane"),
+                "normal": Field(Vector(3, nonzero=True), "outward normal"),
+            },
+            _massless,
+            "half-space boundary (ground only)",
+            ground_only=True,
+        ),
+        ShapeType(
+            "circle",
+            (2,),
+            {"type": _t("circle"), "radius": Field(Number(positive=True), "m"), "pose": POSE},
+            _circle,
+            "disc (planar)",
+        ),
+        ShapeType(
+            "rectangle",
+            (2,),
+            {"type": _t("rectangle"), "size": Field(Vector(2), "width and height, m"), "pose": POSE},
+            _rectangle,
+            "rectangle centred on its frame (planar)",
+        ),
+        ShapeType(
+            "line",
+            (2,),
+            {
+                "type": _t("line"),
+                "point": Field(Vector(2), "a point of the line"),
+                "normal": Field(Vector(2, nonzero=True), "outward normal"),
+            },
+            _massless,
+            "half-plane boundary (ground only, planar)",
+            ground_only=True,
+        ),
     )
 }
 
@@ -158,8 +233,11 @@ def read_shape(ctx: Context, path: KeyPath, value: Any, base_dir: Path, on_groun
     kind = value["type"]
     names = [n for n, s in SHAPE_TYPES.items() if ctx.dimension in s.dimensions and (on_ground or not s.ground_only)]
     if kind not in names:
-        raise ctx.error((*path, "type"), f"unknown shape type '{kind}' here; expected one of {', '.join(names)}",
-                        did_you_mean(str(kind), names))
+        raise ctx.error(
+            (*path, "type"),
+            f"unknown shape type '{kind}' here; expected one of {', '.join(names)}",
+            did_you_mean(str(kind), names),
+        )
     shape = SHAPE_TYPES[kind]
     got = read_mapping(ctx, path, value, shape.fields)
     if kind == "mesh":
@@ -180,9 +258,11 @@ def shape_mass_properties(ctx: Context, shape: dict[str, Any], dimension: int) -
     """Mass properties (density 1) in the body frame, or None for massless shapes."""
     kind = SHAPE_TYPES[shape["type"]]
     if kind.name == "mesh" and not shape["_mesh"].is_watertight:
-        raise ctx.error((*shape["_path"], "file"),
-                        "the mesh is not watertight, so it has no volume to derive mass from; "
-                        "give mass and inertia instead or repair the mesh")
+        raise ctx.error(
+            (*shape["_path"], "file"),
+            "the mesh is not watertight, so it has no volume to derive mass from; "
+            "give mass and inertia instead or repair the mesh",
+        )
     vol, centre, inertia = kind.mass(shape)
     if vol == 0.0:
         return None
@@ -202,8 +282,11 @@ def composite_mass_properties(
     """Mass, centre of mass (body frame) and inertia about it of shapes of one density."""
     parts = [p for p in (shape_mass_properties(ctx, s, dimension) for s in shapes) if p is not None]
     if not parts:
-        raise ctx.error(path, "density needs at least one shape with volume (box, sphere, cylinder, capsule, "
-                              "mesh; circle or rectangle in 2D)")
+        raise ctx.error(
+            path,
+            "density needs at least one shape with volume (box, sphere, cylinder, capsule, "
+            "mesh; circle or rectangle in 2D)",
+        )
     volume = sum(p[0] for p in parts)
     com = sum(p[0] * p[1] for p in parts) / volume
     inertia = np.zeros((3, 3)) if dimension == 3 else np.zeros((1, 1))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 # Levi-Civita symbol: cross(a, b)_i = EPS_ijk a_j b_k. Constant tensors turn the small
 # per-body products below into one einsum call each (far fewer numpy calls per step).
 EPS = np.zeros((3, 3, 3))
@@ -46,14 +45,18 @@ def _quat_product_tensor() -> np.ndarray:
 
 
 QUAT_PRODUCT = _quat_product_tensor()
+
+
 def _rotation_tensor() -> np.ndarray:
     def matrix(q):
         w, x, y, z = q
-        return np.array([
-            [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
-        ])
+        return np.array(
+            [
+                [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
+                [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
+            ]
+        )
 
     T = np.zeros((3, 3, 4, 4))
     basis = np.eye(4)

@@ -292,7 +292,7 @@ def read_mapping(ctx: Context, path: KeyPath, value: Any, table: Mapping[str, Fi
         if key in value and value[key] is not None:
             out[key] = spec.reader.read(ctx, (*path, key), value[key])
         elif spec.required:
-            raise ctx.error(path, f"missing required key '{key}' ({spec.reader.describe()})")
+            raise ctx.error((*path, key), f"missing required key '{key}' ({spec.reader.describe()})")
         else:
             out[key] = spec.default
     return out
@@ -306,7 +306,11 @@ def table_markdown(table: Mapping[str, Field]) -> str:
             default = "**required**"
         elif spec.default is None:
             default = "—"
+        elif spec.default == "":
+            default = '`""`'
         else:
             default = f"`{spec.default}`"
-        rows.append(f"| `{key}` | {spec.reader.describe()} | {default} | {spec.doc} |")
+        cells = (spec.reader.describe(), default, spec.doc)
+        cells = tuple(c.replace("|", "\\|") for c in cells)  # a pipe would end the table cell
+        rows.append(f"| `{key}` | {cells[0]} | {cells[1]} | {cells[2]} |")
     return "\n".join(rows)

@@ -23,15 +23,22 @@ def get_solver(spec: SceneSpec, model: Model):
     if method not in SOLVERS:
         known = sorted(SOLVERS)
         if method in PLANNED:
-            raise ctx.error(("solver", "method"), f"method '{method}' is not available in this version; "
-                                                  f"available: {', '.join(known)}")
-        raise ctx.error(("solver", "method"), f"unknown method '{method}'; expected one of {', '.join(known)}",
-                        did_you_mean(method, [*known, *PLANNED]))
+            raise ctx.error(
+                ("solver", "method"),
+                f"method '{method}' is not available in this version; available: {', '.join(known)}",
+            )
+        raise ctx.error(
+            ("solver", "method"),
+            f"unknown method '{method}'; expected one of {', '.join(known)}",
+            did_you_mean(method, [*known, *PLANNED]),
+        )
     module = SOLVERS[method]
     if spec.solver.integrator not in INTEGRATORS:
-        raise ctx.error(("solver", "integrator"), f"unknown integrator '{spec.solver.integrator}'; expected one of "
-                                                  f"{', '.join(INTEGRATORS)}",
-                        did_you_mean(spec.solver.integrator, INTEGRATORS))
+        raise ctx.error(
+            ("solver", "integrator"),
+            f"unknown integrator '{spec.solver.integrator}'; expected one of {', '.join(INTEGRATORS)}",
+            did_you_mean(spec.solver.integrator, INTEGRATORS),
+        )
     for item in spec.contacts:
         if not item.values.get("enabled", True):
             continue
@@ -39,6 +46,9 @@ def get_solver(spec: SceneSpec, model: Model):
         if kind == "rigid" and not module.CAPABILITIES.get("rigid_contacts"):
             raise ctx.error((*item.path, "type"), f"'rigid' needs solver.method 'timestepping', got '{method}'")
         if kind == "compliant" and not module.CAPABILITIES.get("compliant_contacts"):
-            raise ctx.error((*item.path, "type"), "compliant (SDF mesh) contacts are not available in this "
-                                                  "version; remove the contact or set enabled: false")
+            raise ctx.error(
+                (*item.path, "type"),
+                "compliant (SDF mesh) contacts are not available in this "
+                "version; remove the contact or set enabled: false",
+            )
     return module.create(model, ctx, spec.solver)

@@ -8,42 +8,11 @@ Solvers never print and never write files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
-from mbsim.model.model import Model, State
+from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, read_mapping
 from mbsim.scene.load import KeyPath
-
-
-@dataclass
-class StepInfo:
-    """What a step reports: iterations (Newton/projection/multiplier/LCP), and how it went."""
-
-    iterations: int = 0
-    h: float = 0.0
-    position_violation: float | None = None  # max |Phi| at the new state, when the solver knows it
-
-
-@dataclass
-class Evaluation:
-    """Quantities at one recorded state.
-
-    Attributes:
-        multipliers: (nc,) Lagrange multipliers lambda of M v_dot = Q - J^T lambda.
-        phi: (nc,) constraint residual; phi_dot: (nc,) J v + Phi_t.
-        jacobian: J at the state (dense or sparse).
-        kinetic, potential: energies, J.
-    """
-
-    multipliers: np.ndarray
-    phi: np.ndarray
-    phi_dot: np.ndarray
-    jacobian: Any
-    kinetic: float
-    potential: float
 
 
 class Solver(Protocol):

@@ -72,8 +72,14 @@ class AdaptiveStepper:
         solver = self._solver
         if solver is None or self._y_last is None or solver.t != t or not np.array_equal(self._y_last, y):
             solver = SCIPY_METHODS[self.method](
-                system.derivative, t, y, self.t_end, first_step=min(h, self.t_end - t), rtol=self.rtol,
-                atol=self.atol, max_step=self.max_step,
+                system.derivative,
+                t,
+                y,
+                self.t_end,
+                first_step=min(h, self.t_end - t),
+                rtol=self.rtol,
+                atol=self.atol,
+                max_step=self.max_step,
             )
             self._solver = solver
         message = solver.step()

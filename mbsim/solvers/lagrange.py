@@ -40,12 +40,21 @@ BAUMGARTE_FIELDS = {
     "beta": Field(Number(minimum=0), "position feedback beta^2 Phi, 1/s", 0.0),
 }
 OPTION_FIELDS = {
-    "projection": Field(Sub(PROJECTION_FIELDS, "projection"), "mass-weighted projection after each step",
-                        {"position": True, "velocity": True, "iterations": 2, "tol": 1e-13}),
-    "baumgarte": Field(Sub(BAUMGARTE_FIELDS, "baumgarte"), "Baumgarte stabilisation of the acceleration equations",
-                       {"alpha": 0.0, "beta": 0.0}),
-    "rank_tol": Field(Number(positive=True), "relative pivot of J M^-1 J^T below which the Jacobian counts as "
-                                             "rank deficient (exit 3)", 1e-12),
+    "projection": Field(
+        Sub(PROJECTION_FIELDS, "projection"),
+        "mass-weighted projection after each step",
+        {"position": True, "velocity": True, "iterations": 2, "tol": 1e-13},
+    ),
+    "baumgarte": Field(
+        Sub(BAUMGARTE_FIELDS, "baumgarte"),
+        "Baumgarte stabilisation of the acceleration equations",
+        {"alpha": 0.0, "beta": 0.0},
+    ),
+    "rank_tol": Field(
+        Number(positive=True),
+        "relative pivot of J M^-1 J^T below which the Jacobian counts as rank deficient (exit 3)",
+        1e-12,
+    ),
     "max_step": Field(Number(positive=True), "largest step of the adaptive (scipy:*) integrators, s", None),
 }
 
@@ -63,8 +72,9 @@ def parse_options(ctx: Context, raw: dict) -> Options:
     got = read_options(ctx, ("solver",), raw, OPTION_FIELDS)
     proj = got["projection"]
     return Options(
-        projection=ProjectionOptions(bool(proj["position"]), bool(proj["velocity"]), int(proj["iterations"]),
-                                     float(proj["tol"])),
+        projection=ProjectionOptions(
+            bool(proj["position"]), bool(proj["velocity"]), int(proj["iterations"]), float(proj["tol"])
+        ),
         alpha=got["baumgarte"]["alpha"],
         beta=got["baumgarte"]["beta"],
         rank_tol=got["rank_tol"],
@@ -83,21 +93,22 @@ class Solver:
         self._fixed = FIXED_STEP.get(integrator)
         self._adaptive = None
         if integrator in SCIPY_METHODS:
-            self._adaptive = AdaptiveStepper(integrator, rtol, atol, model.t_end,
-                                             options.max_step if options.max_step else np.inf)
+            self._adaptive = AdaptiveStepper(
+                integrator, rtol, atol, model.t_end, options.max_step if options.max_step else np.inf
+            )
         self._cached: tuple[float, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ dynamics
 
-    def _solve(self, t: float, q: np.ndarray, v: np.ndarray):
+    def _solve(self, t: float, q: np.ndarray, v: np.ndarray, for_record: bool = False):
         """Accelerations, multipliers, non-conservative power and the pieces for recording."""
         m = self.model
         frames = m.frames(q, v)
-        forces = generalized_forces(m, frames, v, t)
+        forces = generalized_forces(m, frames, v, t, with_potential=for_record)
         Q = forces.q_force
         if m.nc == 0:
             vb = (m.inv_mass_blocks @ Q.reshape(m.nbody, -1)[..., None])[..., 0]
-            return vb.reshape(-1), np.zeros(0), forces.power_nc, forces, None
+            return vb.reshape(-1), np.zeros(0), forces.power_nc, forces, None, frames
         cv = constraint_values(m, frames, t)
         J = cv.jacobian
         gamma = cv.gamma
@@ -111,17 +122,18 @@ class Solver:
             raise SimulationError(
                 f"the constraint Jacobian is rank deficient ({exc}); equations involved: "
                 f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
-                f"the lagrange method cannot continue (use a method that survives rank loss)", t=t,
+                f"the lagrange method cannot continue (use a method that survives rank loss)",
+                t=t,
             ) from None
         minv_q = m.inv_mass_matrix @ Q
         lam = schur.solve(J @ minv_q - gamma)
         vdot = minv_q - schur.minv_jt @ lam
         # drives do work: constraint power -lambda^T J v = lambda^T Phi_t
         power = forces.power_nc + float(lam @ cv.phi_t)
-        return vdot, lam, power, forces, cv
+        return vdot, lam, power, forces, cv, frames
 
     def acceleration(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
-        vdot, _, power, _, _ = self._solve(t, q, v)
+        vdot, _, power, _, _, _ = self._solve(t, q, v)
         return vdot, power
 
     def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -130,7 +142,7 @@ class Solver:
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq : nq + nv]
-        vdot, _, power, _, _ = self._solve(t, q, v)
+        vdot, _, power, _, _, _ = self._solve(t, q, v)
         return np.concatenate((self.model.q_rate(q, v), vdot, (power,)))
 
     # ------------------------------------------------------------------ stepping
@@ -152,8 +164,9 @@ class Solver:
         iterations, violation, values = 0, None, None
         if m.nc:
             if p.position:
-                q, iterations, violation, values = project_positions(m, q, t_new, p.iterations, p.tol,
-                                                                     self.options.rank_tol)
+                q, iterations, violation, values = project_positions(
+                    m, q, t_new, p.iterations, p.tol, self.options.rank_tol
+                )
             if p.velocity:
                 v = project_velocities(m, q, v, t_new, self.options.rank_tol, values)
         new = State(t_new, q, v, float(y_new[-1]))
@@ -161,14 +174,21 @@ class Solver:
 
     def evaluate(self, state: State) -> Evaluation:
         m = self.model
-        vdot, lam, power, forces, cv = self._solve(state.t, state.q, state.v)
+        vdot, lam, power, forces, cv, frames = self._solve(state.t, state.q, state.v, for_record=True)
         y = np.concatenate((state.q, state.v, (state.work,)))
         self._cached = (state.t, y, np.concatenate((m.q_rate(state.q, state.v), vdot, (power,))))
         if cv is None:
             empty = np.zeros(0)
-            return Evaluation(empty, empty, empty, None, kinetic_energy(m, state.v), forces.potential)
-        return Evaluation(lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian,
-                          kinetic_energy(m, state.v), forces.potential)
+            return Evaluation(empty, empty, empty, None, kinetic_energy(m, state.v), forces.potential, frames)
+        return Evaluation(
+            lam,
+            cv.phi,
+            cv.jacobian @ state.v + cv.phi_t,
+            cv.jacobian,
+            kinetic_energy(m, state.v),
+            forces.potential,
+            frames,
+        )
 
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg.lapack import dpotrf, dpotrs
 import scipy.sparse.linalg as spla
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from mbsim.model.model import Model
 
@@ -38,8 +38,9 @@ class Schur:
             self.minv_jt = (model.inv_mass_matrix @ J.T).tocsc()
             S = (J @ self.minv_jt).tocsc()
             try:
-                self.lu = spla.splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                    options={"SymmetricMode": True})
+                self.lu = spla.splu(
+                    S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+                )
             except RuntimeError:  # exactly singular
                 raise RankDeficient(0.0) from None
             pivots = np.abs(self.lu.U.diagonal())

@@ -25,15 +25,14 @@ import numpy as np
 from mbsim.errors import SceneError, SimulationError
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
-from mbsim.model.spatial import quat_mul, quat_conj, quat_to_rotvec
+from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
 from mbsim.scene.fields import Boolean, Field, Number
 from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
     "velocity": Field(Boolean(), "then project velocities onto J v + Phi_t = 0", True),
-    "iterations": Field(Number(minimum=1, integer=True), "Newton iterations of the position projection at most",
-                        2),
+    "iterations": Field(Number(minimum=1, integer=True), "Newton iterations of the position projection at most", 2),
     "tol": Field(Number(positive=True), "stop iterating once max |Phi| is below this", 1e-13),
 }
 
@@ -54,7 +53,8 @@ def _schur(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
         raise SimulationError(
             f"the constraint Jacobian lost rank during the {what} ({exc}); equations involved: "
             f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
-            f"use a method that survives rank loss", t=t,
+            f"use a method that survives rank loss",
+            t=t,
         ) from None
 
 
@@ -81,7 +81,11 @@ def project_positions(
 
 
 def project_velocities(
-    model: Model, q: np.ndarray, v: np.ndarray, t: float, rank_tol: float = 1e-12,
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    t: float,
+    rank_tol: float = 1e-12,
     values: ConstraintValues | None = None,
 ) -> np.ndarray:
     """v - M^-1 J^T (J M^-1 J^T)^-1 (J v + Phi_t): the closest consistent velocity in the M-norm.
@@ -114,8 +118,11 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
     if pos_violation <= threshold and vel_violation <= threshold:
         return []
     if strict:
-        worst = int(np.argmax(np.abs(cv.phi))) if pos_violation > threshold else int(
-            np.argmax(np.abs(cv.jacobian @ model.v0 + cv.phi_t)))
+        worst = (
+            int(np.argmax(np.abs(cv.phi)))
+            if pos_violation > threshold
+            else int(np.argmax(np.abs(cv.jacobian @ model.v0 + cv.phi_t)))
+        )
         raise SceneError(
             f"the initial state violates the joints (position {pos_violation:.3g}, velocity {vel_violation:.3g}; "
             f"worst: {model.row_labels[worst]}) and --strict forbids assembling it",
@@ -127,9 +134,11 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
         cv = constraint_values(model, model.frames(q, v), t)
         residual = float(np.max(np.abs(cv.phi)))
         if residual > 1e-10:
-            raise SceneError(f"initial assembly did not converge: position violation still {residual:.3g} "
-                             f"after 100 Newton steps (worst: {model.row_labels[int(np.argmax(np.abs(cv.phi)))]})",
-                             key_path="joints")
+            raise SceneError(
+                f"initial assembly did not converge: position violation still {residual:.3g} "
+                f"after 100 Newton steps (worst: {model.row_labels[int(np.argmax(np.abs(cv.phi)))]})",
+                key_path="joints",
+            )
         v = project_velocities(model, q, v, t)
     except SimulationError as exc:
         raise SceneError(f"initial assembly failed: {exc.reason}", key_path="joints") from None

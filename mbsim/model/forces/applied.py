@@ -13,12 +13,23 @@ from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_poin
 from mbsim.model.model import Frames
 from mbsim.scene.fields import Choice, ExprVector, Field, Text, Vector
 
+
 def _env(f: Frames, body: int, t: float, dimension: int) -> dict[str, float]:
     p, v = f.pos[body], f.vel[body]
     if dimension == 3:
         w = f.omega[body]
-        return {"t": t, "x": p[0], "y": p[1], "z": p[2], "vx": v[0], "vy": v[1], "vz": v[2],
-                "wx": w[0], "wy": w[1], "wz": w[2]}
+        return {
+            "t": t,
+            "x": p[0],
+            "y": p[1],
+            "z": p[2],
+            "vx": v[0],
+            "vy": v[1],
+            "vz": v[2],
+            "wx": w[0],
+            "wy": w[1],
+            "wz": w[2],
+        }
     return {"t": t, "x": p[0], "y": p[1], "angle": f.angle[body], "vx": v[0], "vy": v[1], "w": f.omega[body]}
 
 
@@ -35,8 +46,9 @@ class _Loads:
 
     def evaluate(self, f: Frames, t: float):
         d = self.dimension
-        vals = np.array([[float(e(_env(f, b, t, d))) for e in exprs]
-                         for b, exprs in zip(self.bodies, self.values, strict=True)])
+        vals = np.array(
+            [[float(e(_env(f, b, t, d))) for e in exprs] for b, exprs in zip(self.bodies, self.values, strict=True)]
+        )
         w = 6 if d == 3 else 3
         out = np.zeros((self.nbody + 1, w))
         if self.torque:
@@ -76,8 +88,9 @@ class PointForce(ForceType):
         "type": Field(Text(), "force"),
         "name": Field(Text(), "optional name", None),
         "body": Field(Text(), "the body it acts on"),
-        "point": Field(Vector("dim"), "point of application, world position at t = 0; default the centre of mass",
-                       None),
+        "point": Field(
+            Vector("dim"), "point of application, world position at t = 0; default the centre of mass", None
+        ),
         "value": Field(ExprVector("dim"), "force components, N"),
         "frame": Field(Choice(("world", "body")), "axes of the components", "world"),
     }

@@ -45,8 +45,9 @@ class BuildSetup:
 
         choices = [n for n in self.body_index if allow_ground or n != "ground"]
         if name not in choices:
-            raise self.ctx.error(path, f"unknown body '{name}'; expected one of {', '.join(choices)}",
-                                 did_you_mean(name, choices))
+            raise self.ctx.error(
+                path, f"unknown body '{name}'; expected one of {', '.join(choices)}", did_you_mean(name, choices)
+            )
         return self.body_index[name]
 
     def local_point(self, body: int, world_point: np.ndarray) -> np.ndarray:

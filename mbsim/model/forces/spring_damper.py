@@ -41,8 +41,17 @@ class SpringDamper(ForceType):
             c.append(v["damping"])
             length = float(np.linalg.norm(v["point2"] - v["point1"]))
             rest.append(length if v["rest_length"] is None else v["rest_length"])
-        return _SpringDamperGroup(np.array(b1), np.array(b2), np.array(s1), np.array(s2), np.array(k),
-                                  np.array(c), np.array(rest), setup.nbody, setup.dimension)
+        return _SpringDamperGroup(
+            np.array(b1),
+            np.array(b2),
+            np.array(s1),
+            np.array(s2),
+            np.array(k),
+            np.array(c),
+            np.array(rest),
+            setup.nbody,
+            setup.dimension,
+        )
 
 
 class _SpringDamperGroup:

@@ -49,8 +49,9 @@ class JointFrame:
 
     def point_rows(self) -> Primitive:
         labels = ["x", "y", "z"][: self.dimension]
-        return Primitive("point", self.body_i, self.body_j, {"s_i": self.s_i, "s_j": self.s_j},
-                         [f"point {c}" for c in labels])
+        return Primitive(
+            "point", self.body_i, self.body_j, {"s_i": self.s_i, "s_j": self.s_j}, [f"point {c}" for c in labels]
+        )
 
     def axis_parallel_rows(self) -> list[Primitive]:
         """Two dot1 rows keeping body j's axis parallel to body i's (3D)."""
@@ -68,8 +69,9 @@ class JointFrame:
             b1, b2 = orthonormal_basis(self.axis_i)
             normals = [("b1", b1), ("b2", b2)]
         return [
-            Primitive("dot2", self.body_i, self.body_j, {"a_i": n, "s_i": self.s_i, "s_j": self.s_j},
-                      [f"offset along {name}"])
+            Primitive(
+                "dot2", self.body_i, self.body_j, {"a_i": n, "s_i": self.s_i, "s_j": self.s_j}, [f"offset along {name}"]
+            )
             for name, n in normals
         ]
 
@@ -84,8 +86,9 @@ class JointFrame:
     def relative_angle(self) -> Primitive:
         """Rotation of body j relative to body i about the axis, zero at t = 0."""
         if self.dimension == 2:
-            offset = float(np.arctan2(self.rot_j[1, 0], self.rot_j[0, 0]) - np.arctan2(self.rot_i[1, 0],
-                                                                                       self.rot_i[0, 0]))
+            offset = float(
+                np.arctan2(self.rot_j[1, 0], self.rot_j[0, 0]) - np.arctan2(self.rot_i[1, 0], self.rot_i[0, 0])
+            )
             return Primitive("angle", self.body_i, self.body_j, {}, ["angle"], offset=offset)
         b1, b2 = orthonormal_basis(self.axis_i)
         c_j = self.rot_j.T @ self.rot_i @ b1
@@ -93,8 +96,9 @@ class JointFrame:
 
     def axial_position(self) -> Primitive:
         """Distance of body j's point from body i's point along the axis."""
-        return Primitive("dot2", self.body_i, self.body_j, {"a_i": self.axis_i, "s_i": self.s_i, "s_j": self.s_j},
-                         ["position"])
+        return Primitive(
+            "dot2", self.body_i, self.body_j, {"a_i": self.axis_i, "s_i": self.s_i, "s_j": self.s_j}, ["position"]
+        )
 
 
 class JointType:

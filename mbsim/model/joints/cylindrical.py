@@ -10,8 +10,10 @@ class Cylindrical(JointType):
     keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring"})
     required = frozenset({"axis"})
     coordinate = "position"
-    doc = ("axes parallel, body2's point on body1's axis (4 equations); drive and spring act on the "
-           "translation along the axis, m")
+    doc = (
+        "axes parallel, body2's point on body1's axis (4 equations); drive and spring act on the "
+        "translation along the axis, m"
+    )
 
     @classmethod
     def primitives(cls, frame: JointFrame):

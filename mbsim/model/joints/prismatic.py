@@ -9,8 +9,10 @@ class Prismatic(JointType):
     keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring"})
     required = frozenset({"axis"})
     coordinate = "position"
-    doc = ("no rotation, body2's point stays on body1's axis (5 equations; 2 in 2D); coordinate: "
-           "position along the axis, m, measured between the joint points")
+    doc = (
+        "no rotation, body2's point stays on body1's axis (5 equations; 2 in 2D); coordinate: "
+        "position along the axis, m, measured between the joint points"
+    )
 
     @classmethod
     def primitives(cls, frame: JointFrame):

@@ -15,5 +15,7 @@ class Universal(JointType):
     @classmethod
     def primitives(cls, frame: JointFrame):
         a1, a2 = frame.axes
-        return [frame.point_rows(),
-                Primitive("dot1", frame.body_i, frame.body_j, {"a_i": a1, "b_j": a2}, ["cross axes _|_"])]
+        return [
+            frame.point_rows(),
+            Primitive("dot1", frame.body_i, frame.body_j, {"a_i": a1, "b_j": a2}, ["cross axes _|_"]),
+        ]
