@@ -57,6 +57,14 @@ class SceneError(MbsimError):
         return text
 
 
+class AssemblyError(SceneError):
+    """The initial state cannot be assembled (or --strict forbids it); ``joint`` is the worst one."""
+
+    def __init__(self, reason: str, joint: str | None = None) -> None:
+        self.joint = joint
+        super().__init__(reason, key_path="joints")
+
+
 class SimulationError(MbsimError):
     """The simulation failed: NaN, divergence, a solve that did not converge (exit code 3)."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.diagnostics import RunStats, record_row
-from mbsim.errors import Interrupted, SimulationError
+from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.model import Model, State
@@ -60,7 +60,11 @@ def prepare(spec: SceneSpec, strict: bool = False):
     """Compile, assemble and pick the solver: every scene error surfaces here (exit 2)."""
     model = compile_model(spec)
     solver = get_solver(spec, model)
-    assemble(model, strict=strict)
+    try:
+        assemble(model, strict=strict)
+    except AssemblyError as exc:  # locate the joint in the scene file
+        path = next((j.path for j in spec.joints if j.name == exc.joint), ("joints",))
+        raise spec.raw.error(path, exc.reason) from None
     return model, solver
 
 
@@ -126,11 +130,11 @@ def run(
                 if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                     h_try = t_end - state.t
                 new, info, h = solver.step(state, h_try)
-                steps += 1
                 if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
                     raise SimulationError(
-                        "the state is not finite (NaN or inf): the solution diverged", step=steps, t=new.t
+                        "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
                     )
+                steps += 1  # completed steps only
                 state = new
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                 if steps % every == 0 or last:

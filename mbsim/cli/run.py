@@ -7,8 +7,15 @@ import time
 
 import click
 
-from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, quiet_option, set_option, \
-    strict_option
+from mbsim.cli.options import (
+    debug_option,
+    emit_json,
+    handle_errors,
+    json_option,
+    quiet_option,
+    set_option,
+    strict_option,
+)
 from mbsim.errors import EXIT_CODES
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import RunSummary, prepare

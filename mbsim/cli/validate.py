@@ -39,8 +39,12 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
     if as_json:
         emit_json(report)
         return
-    click.echo(f"{scene}: ok: '{spec.name}', {model.dimension}D, {model.nbody} bodies, {len(model.joints)} joints "
-               f"({model.nc} equations), {dof} degrees of freedom if independent; "
-               f"{spec.solver.method}/{spec.solver.integrator}, t_end {model.t_end:g} s, step {model.step:g} s")
+    bodies = f"{model.nbody} {'body' if model.nbody == 1 else 'bodies'}"
+    joints = f"{len(model.joints)} {'joint' if len(model.joints) == 1 else 'joints'}"
+    click.echo(
+        f"{scene}: ok: '{spec.name}', {model.dimension}D, {bodies}, {joints} ({model.nc} equations), "
+        f"{dof} degrees of freedom if independent; {spec.solver.method}/{spec.solver.integrator}, "
+        f"t_end {model.t_end:g} s, step {model.step:g} s"
+    )
     for r in model.assembly_report:
         click.echo(f"  assembly moves {r['body']} by {r['distance']:.3g} m and {r['rotation']:.3g} rad")

@@ -47,7 +47,7 @@ class ResultWriter:
         root["message"] = ""
         root["steps"] = 0
         root["wall_time_s"] = 0.0
-        root["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         for key, value in attrs.items():
             root[key] = value
         self.file.create_dataset("scene", data=model.scene_text, dtype=h5py.string_dtype())
@@ -60,6 +60,7 @@ class ResultWriter:
         self._pending = 0
         qn, vn = model.coordinate_names()
         self._names = {"q": qn, "v": vn}
+        self.file.flush()  # readable (status "running") from the start, before the first rows
 
     def append(self, row: dict[str, np.ndarray | float]) -> None:
         for key, value in row.items():
@@ -94,8 +95,9 @@ class ResultWriter:
                     ds = self._datasets.get(path)
                     if ds is None:
                         chunk_rows = max(1, min(1024, 2**20 // max(8, data[0].nbytes)))
-                        ds = self.file.create_dataset(path, shape=(0, *data.shape[1:]), maxshape=(None, *data.shape[1:]),
-                                                      chunks=(chunk_rows, *data.shape[1:]), dtype="f8")
+                        row_shape = data.shape[1:]
+                        ds = self.file.create_dataset(path, shape=(0, *row_shape), maxshape=(None, *row_shape),
+                                                      chunks=(chunk_rows, *row_shape), dtype="f8")
                         if path in self._names:
                             ds.attrs["names"] = self._names[path]
                         self._datasets[path] = ds

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-
 from mbsim.output.summary import open_result, series
 
 

@@ -17,9 +17,10 @@ def open_result(path: str | Path) -> h5py.File:
         f = h5py.File(path, "r")
     except OSError as exc:
         raise SceneError(f"not a readable HDF5 file: {exc}", file=str(path)) from None
-    if f.attrs.get("format") != FORMAT:
+    found = f.attrs.get("format")
+    if found != FORMAT:
         f.close()
-        raise SceneError(f"not an mbsim result file (format attribute is {f.attrs.get('format')!r})", file=str(path))
+        raise SceneError(f"not an mbsim result file (format attribute is {found!r})", file=str(path))
     return f
 
 
@@ -55,7 +56,9 @@ def read_info(path: str | Path) -> dict[str, Any]:
         out["bodies"] = sorted(f["bodies"].keys()) if "bodies" in f else []
         out["joints"] = sorted(f["joints"].keys()) if "joints" in f else []
         datasets: list[str] = []
-        f.visititems(lambda name, obj: datasets.append(f"{name} {obj.shape}") if isinstance(obj, h5py.Dataset) else None)
+        f.visititems(
+            lambda name, obj: datasets.append(f"{name} {obj.shape}") if isinstance(obj, h5py.Dataset) else None
+        )
         out["datasets"] = datasets
     return out
 
@@ -100,7 +103,7 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
         return item, f[which][:, names.index(name)][:, None], [name]
     parts = item.split(".")
     owner = parts[0]
-    group = "bodies" if "bodies" in f and owner in f["bodies"] else "joints" if "joints" in f and owner in f["joints"] else None
+    group = next((g for g in ("bodies", "joints") if g in f and owner in f[g]), None)
     if group is None:
         raise SceneError(f"unknown plot item '{item}': not a quantity, body or joint of this file", file="--what")
     quantity = parts[1] if len(parts) > 1 else ("position" if group == "bodies" else "reaction")

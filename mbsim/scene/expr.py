@@ -44,6 +44,8 @@ FUNCTIONS: dict[str, tuple[Callable, int]] = {
     "where": (np.where, 3),
 }
 CONSTANTS = {"pi": math.pi, "e": math.e}
+# nesting limit of the syntax tree: the compiler, its derivatives and the closures recurse
+MAX_DEPTH = 100
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -112,19 +114,22 @@ def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
         return out
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
-            raise ExpressionError(f"in '{text}': only calls of plain function names are allowed")
+            raise ExpressionError(
+                f"in '{text}': only calls of plain function names are allowed, got a call of '{ast.unparse(node.func)}'"
+            )
         fname = node.func.id
         if fname not in FUNCTIONS:
             raise ExpressionError(
                 f"in '{text}': unknown function '{fname}' (allowed: {', '.join(sorted(FUNCTIONS))})"
             )
         if node.keywords:
-            raise ExpressionError(f"in '{text}': keyword arguments are not allowed")
+            keys = ", ".join(f"'{k.arg}'" if k.arg else "'**'" for k in node.keywords)
+            raise ExpressionError(f"in '{text}': keyword arguments are not allowed, got {keys} in {fname}()")
         _, arity = FUNCTIONS[fname]
         nargs = len(node.args)
         if (arity == -1 and nargs < 2) or (arity >= 0 and nargs != arity):
-            want = "at least 2" if arity == -1 else str(arity)
-            raise ExpressionError(f"in '{text}': {fname}() takes {want} arguments, got {nargs}")
+            want = "at least 2 arguments" if arity == -1 else f"{arity} argument" + ("s" if arity != 1 else "")
+            raise ExpressionError(f"in '{text}': {fname}() takes {want}, got {nargs}")
         args = tuple(_to_ir(a, names, text) for a in node.args)
         if fname in ("min", "max") and nargs > 2:  # fold to binary calls
             out = ("call", fname, args[:2])
@@ -135,6 +140,16 @@ def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
     if isinstance(node, ast.Attribute):
         raise ExpressionError(f"in '{text}': attribute access ('.{node.attr}') is not allowed")
     raise ExpressionError(f"in '{text}': {type(node).__name__} is not allowed in an expression")
+
+
+def _depth(tree: ast.AST) -> int:
+    """Nesting depth of a syntax tree, walked without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _is_num(n: Node, value: float | None = None) -> bool:
@@ -150,6 +165,10 @@ def _simplify(n: Node) -> Node:
             return ("num", -a[1])
         if a[0] == "neg":
             return a[1]
+        return n
+    if kind == "cmp":
+        if _is_num(n[2]) and _is_num(n[3]):
+            return ("num", float(_CMP_IMPL[n[1]](n[2][1], n[3][1])))
         return n
     if kind == "bin":
         op, a, b = n[1], n[2], n[3]
@@ -357,6 +376,10 @@ def compile_expression(
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"in '{source}': syntax error: {exc.msg}") from None
+    except RecursionError:
+        tree = None
+    if tree is None or _depth(tree) > MAX_DEPTH:
+        raise ExpressionError(f"in '{source}': nested more than {MAX_DEPTH} levels deep")
     names = frozenset(parameters) | frozenset(variables)
     ir = _to_ir(tree.body, names, source)
     ir = _substitute(ir, parameters)
@@ -373,8 +396,7 @@ def _substitute(n: Node, values: Mapping[str, float]) -> Node:
     if kind == "neg":
         return _simplify(("neg", _substitute(n[1], values)))
     if kind in ("bin", "cmp"):
-        out = (kind, n[1], _substitute(n[2], values), _substitute(n[3], values))
-        return _simplify(out) if kind == "bin" else out
+        return _simplify((kind, n[1], _substitute(n[2], values), _substitute(n[3], values)))
     if kind == "call":
         args = tuple(_substitute(a, values) for a in n[2])
         if all(_is_num(a) for a in args):

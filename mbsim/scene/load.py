@@ -130,7 +130,7 @@ def _split_key(key: str) -> list[str | int]:
     for piece in key.split("."):
         m = _INDEX.match(piece)
         if not m or piece == "":
-            raise SceneError(f"bad key '{key}' in --set; expected a dotted path such as solver.method")
+            raise SceneError(f"bad key '{key}'; expected a dotted path such as solver.method", file="--set")
         if m.group("key"):
             parts.append(m.group("key"))
         parts.extend(int(i) for i in re.findall(r"\[(-?\d+)\]", piece))
@@ -166,7 +166,8 @@ def apply_override(scene: RawScene, assignment: str) -> None:
                     )
                 part = names.index(part)
             if not -len(node) <= part < len(node):
-                raise SceneError(f"index {part} out of range (the list has {len(node)} items)", file="--set", key_path=key)
+                raise SceneError(f"index {part} out of range (the list has {len(node)} items)", file="--set",
+                                 key_path=key)
             part = part % len(node)
         elif isinstance(node, dict):
             if isinstance(part, int):

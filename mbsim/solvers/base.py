@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mbsim.model.model import Evaluation, Model, State, StepInfo
+from mbsim.errors import did_you_mean
 from mbsim.scene.fields import Context, Field, read_mapping
+from mbsim.scene.spec import SOLVER_FIELDS
 from mbsim.scene.load import KeyPath
 
 
@@ -26,5 +28,12 @@ class Solver(Protocol):
 
 
 def read_options(ctx: Context, path: KeyPath, raw: dict[str, Any], table: dict[str, Field]) -> dict[str, Any]:
-    """Check method options against the method's table (unknown keys get "did you mean")."""
+    """Check method options against the method's table; an unknown key is listed against the
+    general solver keys too, so that a typo of ``integrator`` gets its "did you mean"."""
+    general = tuple(SOLVER_FIELDS)
+    allowed = (*general, *table)
+    for key in raw:
+        if key not in table:
+            raise ctx.error((*path, key), f"unknown key '{key}'; expected one of {', '.join(allowed)}",
+                            did_you_mean(key, allowed))
     return read_mapping(ctx, path, raw, table)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.errors import SceneError, SimulationError
+from mbsim.errors import AssemblyError, SimulationError
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
@@ -100,6 +100,10 @@ def project_velocities(
     return v - schur.minv_jt @ schur.solve(residual)
 
 
+def _joint_of_row(model: Model, row: int) -> str:
+    return model.joints[int(model.row_joint[row])].name
+
+
 def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> list[dict]:
     """Initial assembly: project q0 then v0 onto the constraints (in place on the model).
 
@@ -107,7 +111,7 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
         one entry per body that moved: name, distance (m), rotation (rad), velocity change (m/s).
 
     Raises:
-        SceneError: with ``strict`` when the start is inconsistent, or when assembly fails.
+        AssemblyError: with ``strict`` when the start is inconsistent, or when assembly fails.
     """
     if model.nc == 0:
         return []
@@ -123,10 +127,10 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
             if pos_violation > threshold
             else int(np.argmax(np.abs(cv.jacobian @ model.v0 + cv.phi_t)))
         )
-        raise SceneError(
-            f"the initial state violates the joints (position {pos_violation:.3g}, velocity {vel_violation:.3g}; "
-            f"worst: {model.row_labels[worst]}) and --strict forbids assembling it",
-            key_path="joints",
+        raise AssemblyError(
+            f"the initial state violates the joint (position {pos_violation:.3g}, velocity {vel_violation:.3g}; "
+            f"worst equation: {model.row_labels[worst]}) and --strict forbids assembling it",
+            joint=_joint_of_row(model, worst),
         )
     q, v = model.q0.copy(), model.v0.copy()
     try:
@@ -134,14 +138,15 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
         cv = constraint_values(model, model.frames(q, v), t)
         residual = float(np.max(np.abs(cv.phi)))
         if residual > 1e-10:
-            raise SceneError(
+            worst = int(np.argmax(np.abs(cv.phi)))
+            raise AssemblyError(
                 f"initial assembly did not converge: position violation still {residual:.3g} "
-                f"after 100 Newton steps (worst: {model.row_labels[int(np.argmax(np.abs(cv.phi)))]})",
-                key_path="joints",
+                f"after 100 Newton steps (worst equation: {model.row_labels[worst]}); can the joints be met at all?",
+                joint=_joint_of_row(model, worst),
             )
         v = project_velocities(model, q, v, t)
     except SimulationError as exc:
-        raise SceneError(f"initial assembly failed: {exc.reason}", key_path="joints") from None
+        raise AssemblyError(f"initial assembly failed: {exc.reason}") from None
     report = []
     w, qw = model.body_width, model.body_qwidth
     for b, name in enumerate(model.body_names):

@@ -1,0 +1,41 @@
+"""Shared fixtures: scene files in pytest's tmp_path and the click runner of ``mbsim``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from mbsim.cli.main import cli
+
+
+@pytest.fixture
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test in its own temporary directory, so that default outputs never land in the repository."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def write_scene(tmp_path: Path) -> Callable[..., Path]:
+    """``write_scene(text, name="scene.yaml") -> path`` of a scene file in tmp_path."""
+
+    def write(text: str, name: str = "scene.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def mbsim() -> Callable[..., Result]:
+    """``mbsim(*args) -> click Result``: the command line in-process, stdout and stderr apart."""
+    runner = CliRunner()
+
+    def invoke(*args: object) -> Result:
+        return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke
