@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.errors import did_you_mean
+from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, read_mapping
-from mbsim.scene.spec import SOLVER_FIELDS
 from mbsim.scene.load import KeyPath
+from mbsim.scene.spec import SOLVER_FIELDS
 
 
 class Solver(Protocol):
@@ -34,6 +34,7 @@ def read_options(ctx: Context, path: KeyPath, raw: dict[str, Any], table: dict[s
     allowed = (*general, *table)
     for key in raw:
         if key not in table:
-            raise ctx.error((*path, key), f"unknown key '{key}'; expected one of {', '.join(allowed)}",
-                            did_you_mean(key, allowed))
+            raise ctx.error(
+                (*path, key), f"unknown key '{key}'; expected one of {', '.join(allowed)}", did_you_mean(key, allowed)
+            )
     return read_mapping(ctx, path, raw, table)
