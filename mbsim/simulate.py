@@ -160,6 +160,9 @@ def run(
         message = str(exc) if exc.step is not None else str(SimulationError(exc.reason, step=steps + 1, t=state.t))
     except Interrupted:
         message = "interrupted"
+    except Exception as exc:  # an internal error still leaves a truthful file, then propagates
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         wall = time.perf_counter() - start
         writer.close(

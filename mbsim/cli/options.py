@@ -13,13 +13,19 @@ import click
 
 from mbsim.errors import Interrupted, MbsimError, SceneError, SimulationError
 
-set_option = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                          help="Override a scene value by its dotted path (repeatable), e.g. solver.method=lagrange.")
+set_option = click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a scene value by its dotted path (repeatable), e.g. solver.method=lagrange.",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
 debug_option = click.option("--debug", is_flag=True, help="Show Python tracebacks of errors.")
-strict_option = click.option("--strict", is_flag=True,
-                             help="Refuse an inconsistent start instead of assembling it (exit 2).")
+strict_option = click.option(
+    "--strict", is_flag=True, help="Refuse an inconsistent start instead of assembling it (exit 2)."
+)
 
 
 def emit_json(obj: Any) -> None:

@@ -13,12 +13,21 @@ from mbsim.output.plot import plot_result
 
 @click.command()
 @click.argument("result", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="PNG file (default: next to RESULT, same stem).")
-@click.option("--what", default="energy,violation", show_default=True,
-              help="Comma-separated: energy, violation, quaternion, iterations, step_size, contacts, "
-                   "BODY (its position), BODY.position|velocity|angle|angular_velocity|orientation[.x|y|z|w], "
-                   "JOINT.reaction, JOINT.drive_force, q:NAME, v:NAME.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="PNG file (default: next to RESULT, same stem).",
+)
+@click.option(
+    "--what",
+    default="energy,violation",
+    show_default=True,
+    help="Comma-separated: energy, violation, quaternion, iterations, step_size, contacts, "
+    "BODY (its position), BODY.position|velocity|angle|angular_velocity|orientation[.x|y|z|w], "
+    "JOINT.reaction, JOINT.drive_force, q:NAME, v:NAME.",
+)
 @debug_option
 @handle_errors
 def plot(result: str, output: str | None, what: str, debug: bool) -> None:

@@ -64,23 +64,28 @@ def format_summary(s: RunSummary) -> str:
 
 @click.command()
 @click.argument("scene", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).",
+)
 @set_option
 @quiet_option
 @json_option
 @strict_option
 @debug_option
 @handle_errors
-def run(scene: str, output: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, strict: bool,
-        debug: bool) -> None:
+def run(
+    scene: str, output: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, strict: bool, debug: bool
+) -> None:
     """Simulate SCENE and write the HDF5 result file."""
     spec = load_scene(scene, overrides)
     prepared = prepare(spec, strict=strict)
     model = prepared[0]
     if model.assembly_report and not quiet and not as_json:
-        moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad"
-                          for r in model.assembly_report)
+        moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad" for r in model.assembly_report)
         click.echo(f"mbsim: the initial state was assembled onto the joints: {moved}", err=True)
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
     try:

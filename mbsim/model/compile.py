@@ -19,7 +19,7 @@ from mbsim.scene.fields import Context, Expr, Field, Number, Vector, read_mappin
 from mbsim.scene.load import KeyPath
 from mbsim.scene.spec import SceneSpec, check_inertia
 
-SPARSE_ABOVE_NV = 300  # velocity coordinates above which linear algebra goes sparse
+SPARSE_ABOVE_NV = 150  # velocity coordinates above which linear algebra goes sparse (benchmarks/)
 
 DRIVE_FIELDS = {
     "position": Field(Expr(frozenset({"t"})), "prescribed joint coordinate as a function of t (rad or m)"),

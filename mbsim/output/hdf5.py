@@ -32,12 +32,15 @@ class ResultWriter:
     bodies / joints / driven joints; they are split into one dataset each (``bodies/box1/position``).
     """
 
-    def __init__(self, path: str | Path, model: Model, attrs: dict[str, Any], flush_seconds: float = 2.0,
-                 flush_rows: int = 2000) -> None:
+    def __init__(
+        self, path: str | Path, model: Model, attrs: dict[str, Any], flush_seconds: float = 2.0, flush_rows: int = 2000
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.model = model
-        self.file = h5py.File(self.path, "w")
+        # the 1.8 file format with the newest object headers: attributes beyond 64 KiB (the
+        # column names of /q for thousands of bodies) are stored densely instead of failing
+        self.file = h5py.File(self.path, "w", libver=("v108", "latest"))
         root = self.file.attrs
         root["format"] = FORMAT
         root["format_version"] = FORMAT_VERSION
@@ -96,8 +99,13 @@ class ResultWriter:
                     if ds is None:
                         chunk_rows = max(1, min(1024, 2**20 // max(8, data[0].nbytes)))
                         row_shape = data.shape[1:]
-                        ds = self.file.create_dataset(path, shape=(0, *row_shape), maxshape=(None, *row_shape),
-                                                      chunks=(chunk_rows, *row_shape), dtype="f8")
+                        ds = self.file.create_dataset(
+                            path,
+                            shape=(0, *row_shape),
+                            maxshape=(None, *row_shape),
+                            chunks=(chunk_rows, *row_shape),
+                            dtype="f8",
+                        )
                         if path in self._names:
                             ds.attrs["names"] = self._names[path]
                         self._datasets[path] = ds
@@ -120,6 +128,9 @@ class ResultWriter:
             return
         try:
             self.flush()
+        except Exception as exc:  # the file must not claim success when its last rows were lost
+            status, message = "failed", f"writing the result file failed: {exc}"
+            raise
         finally:
             self.set_attrs(status=status, message=message, **attrs)
             self.file.flush()

@@ -38,8 +38,18 @@ def read_info(path: str | Path) -> dict[str, Any]:
     with open_result(path) as f:
         time = f["time"][:] if "time" in f else np.zeros(0)
         out: dict[str, Any] = {"file": str(path)}
-        for key in ("scene_name", "status", "message", "method", "integrator", "dimension", "steps",
-                    "wall_time_s", "mbsim_version", "created"):
+        for key in (
+            "scene_name",
+            "status",
+            "message",
+            "method",
+            "integrator",
+            "dimension",
+            "steps",
+            "wall_time_s",
+            "mbsim_version",
+            "created",
+        ):
             out[key] = _attr(f, key)
         out["recorded"] = int(len(time))
         out["t_start"] = float(time[0]) if len(time) else float("nan")
@@ -79,10 +89,19 @@ def energy_drift(f: h5py.File) -> float:
 def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
     """A named quantity against time: (title, values (n, k), labels); see ``mbsim plot --what``."""
     named = {
-        "energy": (["diagnostics/energy/kinetic", "diagnostics/energy/potential", "diagnostics/energy/total",
-                    "diagnostics/energy/work"], "energy, J"),
-        "violation": (["diagnostics/constraints/position_violation", "diagnostics/constraints/velocity_violation"],
-                      "constraint violation"),
+        "energy": (
+            [
+                "diagnostics/energy/kinetic",
+                "diagnostics/energy/potential",
+                "diagnostics/energy/total",
+                "diagnostics/energy/work",
+            ],
+            "energy, J",
+        ),
+        "violation": (
+            ["diagnostics/constraints/position_violation", "diagnostics/constraints/velocity_violation"],
+            "constraint violation",
+        ),
         "quaternion": (["diagnostics/constraints/quaternion_norm_error"], "quaternion norm error"),
         "iterations": (["diagnostics/solver/iterations"], "solver iterations"),
         "step_size": (["diagnostics/solver/step_size"], "step size, s"),
@@ -98,8 +117,9 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
         which, name = item.split(":", 1)
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in f[which].attrs["names"]]
         if name not in names:
-            raise SceneError(f"no coordinate '{name}' in /{which}; expected one of {', '.join(names[:12])}...",
-                             file="--what")
+            raise SceneError(
+                f"no coordinate '{name}' in /{which}; expected one of {', '.join(names[:12])}...", file="--what"
+            )
         return item, f[which][:, names.index(name)][:, None], [name]
     parts = item.split(".")
     owner = parts[0]
@@ -112,7 +132,8 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
     data = f[group][owner][quantity][:]
     data = data[:, None] if data.ndim == 1 else data
     labels = {3: ["x", "y", "z"], 2: ["x", "y"], 4: ["w", "x", "y", "z"], 6: ["fx", "fy", "fz", "tx", "ty", "tz"]}.get(
-        data.shape[1], [str(k) for k in range(data.shape[1])])
+        data.shape[1], [str(k) for k in range(data.shape[1])]
+    )
     if quantity == "reaction" and data.shape[1] == 3:
         labels = ["fx", "fy", "torque"]
     if len(parts) > 2:

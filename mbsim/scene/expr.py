@@ -119,9 +119,7 @@ def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
             )
         fname = node.func.id
         if fname not in FUNCTIONS:
-            raise ExpressionError(
-                f"in '{text}': unknown function '{fname}' (allowed: {', '.join(sorted(FUNCTIONS))})"
-            )
+            raise ExpressionError(f"in '{text}': unknown function '{fname}' (allowed: {', '.join(sorted(FUNCTIONS))})")
         if node.keywords:
             keys = ", ".join(f"'{k.arg}'" if k.arg else "'**'" for k in node.keywords)
             raise ExpressionError(f"in '{text}': keyword arguments are not allowed, got {keys} in {fname}()")

@@ -166,8 +166,9 @@ def apply_override(scene: RawScene, assignment: str) -> None:
                     )
                 part = names.index(part)
             if not -len(node) <= part < len(node):
-                raise SceneError(f"index {part} out of range (the list has {len(node)} items)", file="--set",
-                                 key_path=key)
+                raise SceneError(
+                    f"index {part} out of range (the list has {len(node)} items)", file="--set", key_path=key
+                )
             part = part % len(node)
         elif isinstance(node, dict):
             if isinstance(part, int):

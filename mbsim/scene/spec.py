@@ -43,10 +43,13 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     forms = ("euler", "quaternion", "axis_angle")
     if not isinstance(value, dict) or len(value) != 1:
         raise ctx.error(path, "expected a mapping with exactly one of euler, quaternion, axis_angle")
-    (kind, spec), = value.items()
+    ((kind, spec),) = value.items()
     if kind not in forms:
-        raise ctx.error((*path, kind), f"unknown orientation form '{kind}'; expected one of {', '.join(forms)}",
-                        did_you_mean(kind, forms))
+        raise ctx.error(
+            (*path, kind),
+            f"unknown orientation form '{kind}'; expected one of {', '.join(forms)}",
+            did_you_mean(kind, forms),
+        )
     sub = (*path, kind)
     if kind == "quaternion":
         quat = Vector(4, nonzero=True).read(ctx, sub, spec)
@@ -55,22 +58,33 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
             raise ctx.error(sub, f"expected a unit quaternion (w, x, y, z), got norm {norm:.6g}")
         return quat / norm
     if kind == "axis_angle":
-        got = read_mapping(ctx, sub, spec, {
-            "axis": Field(Vector(3, nonzero=True), "rotation axis"),
-            "angle": Field(Number(), "rotation angle, rad"),
-        })
+        got = read_mapping(
+            ctx,
+            sub,
+            spec,
+            {
+                "axis": Field(Vector(3, nonzero=True), "rotation axis"),
+                "angle": Field(Number(), "rotation angle, rad"),
+            },
+        )
         axis = got["axis"] / np.linalg.norm(got["axis"])
         rot = Rotation.from_rotvec(axis * got["angle"])
     else:
-        got = read_mapping(ctx, sub, spec, {
-            "sequence": Field(Text(), "scipy Rotation sequence, e.g. ZXZ (intrinsic) or zxz (extrinsic)"),
-            "angles": Field(Vector(3), "the three angles, rad"),
-        })
+        got = read_mapping(
+            ctx,
+            sub,
+            spec,
+            {
+                "sequence": Field(Text(), "scipy Rotation sequence, e.g. ZXZ (intrinsic) or zxz (extrinsic)"),
+                "angles": Field(Vector(3), "the three angles, rad"),
+            },
+        )
         seq = got["sequence"]
         if len(seq) != 3 or not (set(seq) <= set("XYZ") or set(seq) <= set("xyz")):
-            raise ctx.error((*sub, "sequence"),
-                            f"expected three axis letters all upper case (intrinsic) or all lower case "
-                            f"(extrinsic), got '{seq}'")
+            raise ctx.error(
+                (*sub, "sequence"),
+                f"expected three axis letters all upper case (intrinsic) or all lower case (extrinsic), got '{seq}'",
+            )
         rot = Rotation.from_euler(seq, got["angles"])
     x, y, z, w = rot.as_quat()
     return np.array([w, x, y, z])
@@ -101,8 +115,11 @@ def check_inertia(ctx: Context, path: KeyPath, inertia: np.ndarray) -> None:
         raise ctx.error(path, f"inertia is not positive definite (principal values {np.round(eig, 9).tolist()})")
     tol = 1e-9 * eig[-1]
     if eig[0] + eig[1] < eig[2] - tol:
-        raise ctx.error(path, f"principal inertias {np.round(eig, 9).tolist()} break the triangle inequality "
-                              "I1 + I2 >= I3 that every rigid body satisfies")
+        raise ctx.error(
+            path,
+            f"principal inertias {np.round(eig, 9).tolist()} break the triangle inequality "
+            "I1 + I2 >= I3 that every rigid body satisfies",
+        )
 
 
 def _read_angular(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
@@ -126,12 +143,12 @@ TIME_FIELDS = {
 
 SOLVER_FIELDS = {
     "method": Field(Text(), "solver method (see the table of methods)", "lagrange"),
-    "integrator": Field(Text(), "euler, semi_implicit_euler, rk4, scipy:RK45, scipy:DOP853, scipy:Radau, scipy:BDF",
-                        "rk4"),
+    "integrator": Field(
+        Text(), "euler, semi_implicit_euler, rk4, scipy:RK45, scipy:DOP853, scipy:Radau, scipy:BDF", "rk4"
+    ),
     "rtol": Field(Number(positive=True), "relative tolerance of the adaptive integrators", 1e-8),
     "atol": Field(Number(positive=True), "absolute tolerance of the adaptive integrators", 1e-10),
-    "max_violation": Field(Number(positive=True), "a run whose position violation passes this fails (exit 3)",
-                           1e-3),
+    "max_violation": Field(Number(positive=True), "a run whose position violation passes this fails (exit 3)", 1e-3),
 }
 
 OUTPUT_FIELDS = {
@@ -148,17 +165,25 @@ GROUND_FIELDS = {
 BODY_FIELDS = {
     "name": Field(Text(), "unique name; 'ground' is reserved"),
     "mass": Field(Number(positive=True), "mass, kg (or give density and shapes)", None),
-    "density": Field(Number(positive=True), "density, kg/m^3 (kg/m^2 in 2D); mass and inertia from the shapes",
-                     None),
-    "inertia": Field(Custom(_read_inertia, "3 principal values or a 3x3 matrix; one number in 2D"),
-                     "inertia about the centre of mass in body axes, kg m^2", None),
+    "density": Field(Number(positive=True), "density, kg/m^3 (kg/m^2 in 2D); mass and inertia from the shapes", None),
+    "inertia": Field(
+        Custom(_read_inertia, "3 principal values or a 3x3 matrix; one number in 2D"),
+        "inertia about the centre of mass in body axes, kg m^2",
+        None,
+    ),
     "position": Field(Vector("dim"), "centre of mass at t = 0, world frame, m"),
-    "orientation": Field(Custom(_read_orientation, "{euler: {sequence, angles}}, {quaternion: [w,x,y,z]} or "
-                                "{axis_angle: {axis, angle}}; one angle in 2D"),
-                         "orientation at t = 0", None),
+    "orientation": Field(
+        Custom(
+            _read_orientation,
+            "{euler: {sequence, angles}}, {quaternion: [w,x,y,z]} or {axis_angle: {axis, angle}}; one angle in 2D",
+        ),
+        "orientation at t = 0",
+        None,
+    ),
     "velocity": Field(Vector("dim"), "centre-of-mass velocity at t = 0, world frame, m/s", None),
-    "angular_velocity": Field(Custom(_read_angular, "3 numbers; one in 2D"),
-                              "angular velocity at t = 0, world frame, rad/s", None),
+    "angular_velocity": Field(
+        Custom(_read_angular, "3 numbers; one in 2D"), "angular velocity at t = 0, world frame, rad/s", None
+    ),
     "shapes": Field(Custom(_read_list, "a list of shapes"), "geometry (mass derivation, contact, pictures)", []),
 }
 
@@ -373,7 +398,8 @@ def build_spec(raw: RawScene) -> SceneSpec:
                 orientation=orientation,
                 velocity=values["velocity"] if values["velocity"] is not None else np.zeros(dim),
                 angular_velocity=(
-                    values["angular_velocity"] if values["angular_velocity"] is not None
+                    values["angular_velocity"]
+                    if values["angular_velocity"] is not None
                     else np.zeros(3 if dim == 3 else 1)
                 ),
                 shapes=values["shapes"],

@@ -52,10 +52,30 @@ def rk4(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = 
 FIXED_STEP = {"euler": euler, "semi_implicit_euler": semi_implicit_euler, "rk4": rk4}
 
 
+def _continue_from(solver: Any, y: np.ndarray, fun: Any) -> bool:
+    """Let a running scipy solver continue from a corrected state y at its current time.
+
+    Runge-Kutta and Radau keep the derivative at the current point (recomputed here); BDF keeps
+    backward differences whose zeroth row is the current point (shifted here, so its history
+    and order survive). Returns False if the solver is of a kind this does not know, in which
+    case the caller restarts it. (These are scipy's internal attributes, exercised by the tests
+    of every adaptive integrator.)
+    """
+    if isinstance(solver, BDF) and hasattr(solver, "D"):
+        solver.D[0] += y - solver.y
+        solver.y = y.copy()
+        return True
+    if isinstance(solver, (RK45, DOP853, Radau)) and hasattr(solver, "f"):
+        solver.y = y.copy()
+        solver.f = fun(solver.t, solver.y)
+        return True
+    return False
+
+
 @dataclass
 class AdaptiveStepper:
-    """One scipy OdeSolver kept across steps, or restarted after every step whose state the
-    caller changed (projection), with the step size carried over."""
+    """One scipy OdeSolver kept across steps. When the caller changed the state between steps
+    (projection), the solver continues from the corrected state (see _continue_from)."""
 
     method: str
     rtol: float
@@ -68,9 +88,12 @@ class AdaptiveStepper:
         self._y_last: np.ndarray | None = None
 
     def step(self, system: Any, t: float, y: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
-        """Take one accepted step from (t, y); h is the proposed step. Returns (t, y, h_next)."""
+        """Take one accepted step from (t, y); h is the proposed first step. Returns (t, y, h_next)."""
         solver = self._solver
-        if solver is None or self._y_last is None or solver.t != t or not np.array_equal(self._y_last, y):
+        fresh = solver is None or solver.t != t
+        if not fresh and not np.array_equal(self._y_last, y):
+            fresh = not _continue_from(solver, y, system.derivative)
+        if fresh:
             solver = SCIPY_METHODS[self.method](
                 system.derivative,
                 t,

@@ -29,7 +29,7 @@ from mbsim.model.model import Model, State
 from mbsim.scene.fields import Context, Field, Number, Sub
 from mbsim.solvers.base import Evaluation, StepInfo, read_options
 from mbsim.solvers.integrators import FIXED_STEP, SCIPY_METHODS, AdaptiveStepper
-from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows
+from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows, inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
 
 NAME = "lagrange"
@@ -107,8 +107,7 @@ class Solver:
         forces = generalized_forces(m, frames, v, t, with_potential=for_record)
         Q = forces.q_force
         if m.nc == 0:
-            vb = (m.inv_mass_blocks @ Q.reshape(m.nbody, -1)[..., None])[..., 0]
-            return vb.reshape(-1), np.zeros(0), forces.power_nc, forces, None, frames
+            return inverse_mass_times(m, Q), np.zeros(0), forces.power_nc, forces, None, frames
         cv = constraint_values(m, frames, t)
         J = cv.jacobian
         gamma = cv.gamma
@@ -125,7 +124,7 @@ class Solver:
                 f"the lagrange method cannot continue (use a method that survives rank loss)",
                 t=t,
             ) from None
-        minv_q = m.inv_mass_matrix @ Q
+        minv_q = inverse_mass_times(m, Q)
         lam = schur.solve(J @ minv_q - gamma)
         vdot = minv_q - schur.minv_jt @ lam
         # drives do work: constraint power -lambda^T J v = lambda^T Phi_t

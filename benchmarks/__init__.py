@@ -1,0 +1,1 @@
+"""mbsim benchmark suite: run ``python benchmarks/run.py`` from the repository root (see BENCHMARKS.md)."""
