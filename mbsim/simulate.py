@@ -19,6 +19,7 @@ from mbsim.diagnostics import RunStats, record_row
 from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
+from mbsim.model.dynamics import reset_spring_references, update_spring_references
 from mbsim.model.model import Model, State
 from mbsim.output.hdf5 import ResultWriter
 from mbsim.scene.spec import SceneSpec
@@ -108,6 +109,7 @@ def run(
     path = Path(output) if output else (Path(spec.output_file) if spec.output_file else default_output(spec.raw.file))
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
     writer = ResultWriter(path, model, attrs)
+    reset_spring_references(model)
     stats = RunStats()
     state = State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
@@ -136,6 +138,7 @@ def run(
                     )
                 steps += 1  # completed steps only
                 state = new
+                update_spring_references(model, state.q, state.t)
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                 if steps % every == 0 or last:
                     record(state, info)

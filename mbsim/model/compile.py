@@ -10,6 +10,7 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.constraints import Primitive, batch
+from mbsim.model.dynamics import SpringGroups
 from mbsim.model.forces import FORCE_TYPES, BuildSetup
 from mbsim.model.joints import JOINT_TYPES, JointFrame
 from mbsim.model.model import JointInfo, Model
@@ -29,16 +30,6 @@ SPRING_FIELDS = {
     "damping": Field(Number(minimum=0), "N s/m or N m s/rad", 0.0),
     "rest": Field(Number(), "coordinate at which the spring is relaxed", 0.0),
 }
-
-
-class SpringGroups:
-    """Joint springs: coordinate primitives with stiffness, damping and rest (offset)."""
-
-    def __init__(self, groups, ncoord, stiffness, damping):
-        self.groups = groups
-        self.ncoord = ncoord
-        self.stiffness = stiffness
-        self.damping = damping
 
 
 def _read_bodies(spec: SceneSpec, ctx: Context):
@@ -161,7 +152,7 @@ def compile_model(spec: SceneSpec) -> Model:
 
     # joints -> primitives
     constraint_prims: list[Primitive] = []
-    spring_prims: list[tuple[Primitive, float, float]] = []
+    spring_prims: list[tuple[Primitive, float, float, float]] = []
     joint_parts: list[tuple[str, str, int, int, list[Primitive], Primitive | None, np.ndarray]] = []
     for item in spec.joints:
         path = item.path
@@ -200,7 +191,7 @@ def compile_model(spec: SceneSpec) -> Model:
             spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
             sp_prim = kind.coordinate_primitive(frame)
             sp_prim.offset += spring["rest"]
-            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"]))
+            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"], spring["rest"]))
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append((item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2))
@@ -224,13 +215,15 @@ def compile_model(spec: SceneSpec) -> Model:
     ]
     springs = []
     if spring_prims:
-        sgroups, ncoord = batch([p for p, _, _ in spring_prims], 0, d)
+        sgroups, ncoord = batch([p for p, _, _, _ in spring_prims], 0, d)
         stiffness = np.zeros(ncoord)
         damping = np.zeros(ncoord)
-        for p, k, c in spring_prims:
+        rest = np.zeros(ncoord)
+        for p, k, c, r in spring_prims:
             stiffness[p.rows] = k
             damping[p.rows] = c
-        springs = [SpringGroups(sgroups, ncoord, stiffness, damping)]
+            rest[p.rows] = r
+        springs = [SpringGroups(sgroups, ncoord, stiffness, damping, rest)]
 
     # forces, batched per type
     setup = BuildSetup(ctx, body_index, pos0, rot0, nb)

@@ -17,6 +17,58 @@ from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
 
+class SpringGroups:
+    """Joint springs: coordinate primitives (offset = rest) with stiffness and damping.
+
+    3D revolute angles come out of atan2 in (-pi, pi]; a torsion spring wound past half a turn
+    must not snap back, so those deflections are unwrapped against ``reference``, the
+    deflection at the last accepted step (``update``), valid while the angle moves by less
+    than pi per step.
+    """
+
+    def __init__(self, groups, ncoord: int, stiffness: np.ndarray, damping: np.ndarray, rest: np.ndarray) -> None:
+        self.groups = groups
+        self.ncoord = ncoord
+        self.stiffness = stiffness
+        self.damping = damping
+        self.rest = rest
+        self.wrapped = np.zeros(ncoord, dtype=bool)
+        for g in groups:
+            if g.wrap:
+                self.wrapped[g.rows.ravel()] = True
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the start: coordinates are zero at t = 0, so the deflection is -rest."""
+        self.reference = -self.rest.copy()
+
+    def deflection(self, frames: Frames, t: float, nbody: int, width: int, sparse: bool):
+        """(deflection (ncoord,), Jacobian (ncoord, nv)) at a state."""
+        value, _, _, blocks = evaluate_groups(self.groups, frames, t, self.ncoord, frames.rot.shape[-1])
+        if self.wrapped.any():
+            ref = self.reference
+            value = np.where(self.wrapped, ref + (value - ref + np.pi) % (2.0 * np.pi) - np.pi, value)
+        return value, assemble_jacobian(blocks, self.ncoord, nbody, width, sparse)
+
+    def update(self, frames: Frames, t: float, nbody: int, width: int) -> None:
+        """Record the unwrapped deflection of an accepted step as the next reference."""
+        if self.wrapped.any():
+            self.reference = self.deflection(frames, t, nbody, width, False)[0]
+
+
+def update_spring_references(model: Model, q: np.ndarray, t: float) -> None:
+    """Call after every accepted step (see SpringGroups)."""
+    if model.springs and any(s.wrapped.any() for s in model.springs):
+        frames = model.frames(q, np.zeros(model.nv))
+        for springs in model.springs:
+            springs.update(frames, t, model.nbody, model.body_width)
+
+
+def reset_spring_references(model: Model) -> None:
+    for springs in model.springs:
+        springs.reset()
+
+
 @dataclass
 class ForceValues:
     """Q (nv,), the power of the non-conservative forces (W) and the potential energy (J)."""
@@ -53,8 +105,7 @@ def generalized_forces(
             power_nc += float(np.sum(q_nc[:nb] * v_ext[:nb]))
     Qf = Q[:nb].reshape(-1)
     for springs in model.springs:
-        deflection, _, _, blocks = evaluate_groups(springs.groups, frames, t, springs.ncoord, d)
-        J = assemble_jacobian(blocks, springs.ncoord, nb, w, model.sparse)
+        deflection, J = springs.deflection(frames, t, nb, w, model.sparse)
         rate = J @ v
         damping_force = springs.damping * rate
         Qf = Qf - J.T @ (springs.stiffness * deflection + damping_force)
