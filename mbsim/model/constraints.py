@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from mbsim.model import kernels
 from mbsim.model.model import Frames, Model
-from mbsim.model.spatial import cross, perp, skew
 from mbsim.scene.expr import Expression
 
 ROWS = {"point": None, "dot1": 1, "dot2": 1, "angle": 1}  # point: dimension rows
@@ -82,12 +82,7 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
         row += n * k
         for p, r in zip(items, rows, strict=True):
             p.rows = r
-        params = {key: np.array([p.params[key] for p in items]) for key in items[0].params}
-        if kind == "point" and dimension == 3:
-            params["skew_s_i"] = skew(params["s_i"])
-            params["skew_s_j"] = skew(params["s_j"])
-            params["s_i_col"] = params["s_i"][:, :, None]
-            params["s_j_col"] = params["s_j"][:, :, None]
+        params = {key: np.array([p.params[key] for p in items], dtype=float) for key in items[0].params}
         drives = []
         for idx, p in enumerate(items):
             if p.drive is not None:
@@ -96,8 +91,8 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
         groups.append(
             PrimitiveGroup(
                 kind=kind,
-                body_i=np.array([p.body_i for p in items]),
-                body_j=np.array([p.body_j for p in items]),
+                body_i=np.array([p.body_i for p in items], dtype=np.int64),
+                body_j=np.array([p.body_j for p in items], dtype=np.int64),
                 params=params,
                 rows=rows,
                 offset=np.array([[p.offset] * k for p in items], dtype=float),
@@ -108,160 +103,43 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
     return groups, row
 
 
-# ------------------------------------------------------------------- 3D kernels
-# Each returns value (n, k), Ji (n, k, 6), Jj (n, k, 6) with rotational columns in body
-# axes (omega = R omega_body, so a world row c becomes c^T R), and bias (n, k).
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("...i,...i->...", a, b)
-
-
-def _rotate(rot: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return (rot @ v[..., None])[..., 0]
-
-
-def _to_body(row_world: np.ndarray, rot: np.ndarray) -> np.ndarray:
-    """Rotational Jacobian row in world axes (n, 3) -> body axes: c^T R."""
-    return (row_world[:, None, :] @ rot)[:, 0, :]
+# ------------------------------------------------------------------- kernels
+# Each returns value (n, k), Ji (n, k, w), Jj (n, k, w) -- rotational columns in body axes --
+# and bias (n, k); the loops are compiled (mbsim.model.kernels).
 
 
 def _point3(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    Ri, Rj = f.rot[i], f.rot[j]
-    ri = Ri @ g.params["s_i_col"]  # (n, 3, 1)
-    rj = Rj @ g.params["s_j_col"]
-    n = len(i)
-    J = np.empty((n, 3, 12))
-    J[:, :, :3] = _MINUS_EYE3
-    J[:, :, 6:9] = _EYE3
-    # d/dt (R s) = R (omega_body x s) = -R skew(s) omega_body
-    J[:, :, 3:6] = Ri @ g.params["skew_s_i"]
-    J[:, :, 9:] = -(Rj @ g.params["skew_s_j"])
-    w2 = f.omega_cross2  # omega x (omega x .) per body
-    bias = (w2[j] @ rj - w2[i] @ ri)[:, :, 0]
-    return f.pos[j] - f.pos[i] + (rj - ri)[:, :, 0], J[:, :, :6], J[:, :, 6:], bias
-
-
-_EYE3 = np.eye(3)
-_MINUS_EYE3 = -np.eye(3)
+    p = g.params
+    return kernels.point3(f.pos, f.rot, f.omega, g.body_i, g.body_j, p["s_i"], p["s_j"])
 
 
 def _dot1_3(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    A = _rotate(f.rot[i], g.params["a_i"])
-    B = _rotate(f.rot[j], g.params["b_j"])
-    wi, wj = f.omega[i], f.omega[j]
-    axb = cross(A, B)
-    n = len(i)
-    Ji = np.zeros((n, 1, 6))
-    Jj = np.zeros((n, 1, 6))
-    Ji[:, 0, 3:] = _to_body(axb, f.rot[i])
-    Jj[:, 0, 3:] = -_to_body(axb, f.rot[j])
-    Ad, Bd = cross(wi, A), cross(wj, B)
-    bias = _dot(cross(wi, Ad), B) + 2.0 * _dot(Ad, Bd) + _dot(A, cross(wj, Bd))
-    return _dot(A, B)[:, None], Ji, Jj, bias[:, None]
+    p = g.params
+    return kernels.dot1_3(f.rot, f.omega, g.body_i, g.body_j, p["a_i"], p["b_j"])
 
 
 def _dot2_3(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    A = _rotate(f.rot[i], g.params["a_i"])
-    ri = _rotate(f.rot[i], g.params["s_i"])
-    rj = _rotate(f.rot[j], g.params["s_j"])
-    wi, wj = f.omega[i], f.omega[j]
-    d = f.pos[j] + rj - f.pos[i] - ri
-    n = len(i)
-    Ji = np.empty((n, 1, 6))
-    Jj = np.empty((n, 1, 6))
-    Ji[:, 0, :3] = -A
-    Ji[:, 0, 3:] = _to_body(cross(A, d + ri), f.rot[i])
-    Jj[:, 0, :3] = A
-    Jj[:, 0, 3:] = _to_body(cross(rj, A), f.rot[j])
-    Ad = cross(wi, A)
-    dd = f.vel[j] + cross(wj, rj) - f.vel[i] - cross(wi, ri)
-    d_bias = cross(wj, cross(wj, rj)) - cross(wi, cross(wi, ri))
-    bias = _dot(cross(wi, Ad), d) + 2.0 * _dot(Ad, dd) + _dot(A, d_bias)
-    return _dot(A, d)[:, None], Ji, Jj, bias[:, None]
+    p = g.params
+    return kernels.dot2_3(f.pos, f.rot, f.vel, f.omega, g.body_i, g.body_j, p["a_i"], p["s_i"], p["s_j"])
 
 
 def _angle3(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    B = _rotate(f.rot[i], g.params["b_i"])
-    E = _rotate(f.rot[i], g.params["e_i"])
-    C = _rotate(f.rot[j], g.params["c_j"])
-    wi, wj = f.omega[i], f.omega[j]
-    x, y = _dot(B, C), _dot(E, C)
-    r2 = x * x + y * y
-    bxc, exc = cross(B, C), cross(E, C)
-    gi = (x[:, None] * exc - y[:, None] * bxc) / r2[:, None]
-    n = len(i)
-    Ji = np.zeros((n, 1, 6))
-    Jj = np.zeros((n, 1, 6))
-    Ji[:, 0, 3:] = _to_body(gi, f.rot[i])
-    Jj[:, 0, 3:] = -_to_body(gi, f.rot[j])
-    Bd, Ed, Cd = cross(wi, B), cross(wi, E), cross(wj, C)
-    xd = _dot(Bd, C) + _dot(B, Cd)
-    yd = _dot(Ed, C) + _dot(E, Cd)
-    Cdd = cross(wj, Cd)
-    xdd = _dot(cross(wi, Bd), C) + 2.0 * _dot(Bd, Cd) + _dot(B, Cdd)
-    ydd = _dot(cross(wi, Ed), C) + 2.0 * _dot(Ed, Cd) + _dot(E, Cdd)
-    bias = (x * ydd - y * xdd) / r2 - 2.0 * (x * yd - y * xd) * (x * xd + y * yd) / r2**2
-    return np.arctan2(y, x)[:, None], Ji, Jj, bias[:, None]
-
-
-# ------------------------------------------------------------------- 2D kernels
-# Jacobian blocks (n, k, 3) = (d/dvx, d/dvy, d/dw).
-
-
-def _rotate2(rot: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.einsum("nij,nj->ni", rot, v)
+    p = g.params
+    return kernels.angle3(f.rot, f.omega, g.body_i, g.body_j, p["b_i"], p["e_i"], p["c_j"])
 
 
 def _point2(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    ri = _rotate2(f.rot[i], g.params["s_i"])
-    rj = _rotate2(f.rot[j], g.params["s_j"])
-    n = len(i)
-    Ji = np.zeros((n, 2, 3))
-    Jj = np.zeros((n, 2, 3))
-    Ji[:, 0, 0] = Ji[:, 1, 1] = -1.0
-    Jj[:, 0, 0] = Jj[:, 1, 1] = 1.0
-    Ji[:, :, 2] = -perp(ri)
-    Jj[:, :, 2] = perp(rj)
-    wi, wj = f.omega[i], f.omega[j]
-    bias = -(wj**2)[:, None] * rj + (wi**2)[:, None] * ri
-    return f.pos[j] + rj - f.pos[i] - ri, Ji, Jj, bias
+    p = g.params
+    return kernels.point2(f.pos, f.rot, f.omega, g.body_i, g.body_j, p["s_i"], p["s_j"])
 
 
 def _angle2(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    n = len(i)
-    Ji = np.zeros((n, 1, 3))
-    Jj = np.zeros((n, 1, 3))
-    Ji[:, 0, 2] = -1.0
-    Jj[:, 0, 2] = 1.0
-    return (f.angle[j] - f.angle[i])[:, None], Ji, Jj, np.zeros((n, 1))
+    return kernels.angle2(f.angle, g.body_i, g.body_j)
 
 
 def _dot2_2(f: Frames, g: PrimitiveGroup):
-    i, j = g.body_i, g.body_j
-    A = _rotate2(f.rot[i], g.params["a_i"])
-    ri = _rotate2(f.rot[i], g.params["s_i"])
-    rj = _rotate2(f.rot[j], g.params["s_j"])
-    wi, wj = f.omega[i], f.omega[j]
-    d = f.pos[j] + rj - f.pos[i] - ri
-    n = len(i)
-    Ji = np.empty((n, 1, 3))
-    Jj = np.empty((n, 1, 3))
-    Ji[:, 0, :2] = -A
-    Ji[:, 0, 2] = _dot(perp(A), d) - _dot(A, perp(ri))
-    Jj[:, 0, :2] = A
-    Jj[:, 0, 2] = _dot(A, perp(rj))
-    Ad = wi[:, None] * perp(A)
-    dd = f.vel[j] + wj[:, None] * perp(rj) - f.vel[i] - wi[:, None] * perp(ri)
-    d_bias = -(wj**2)[:, None] * rj + (wi**2)[:, None] * ri
-    bias = -(wi**2) * _dot(A, d) + 2.0 * _dot(Ad, dd) + _dot(A, d_bias)
-    return _dot(A, d)[:, None], Ji, Jj, bias[:, None]
+    p = g.params
+    return kernels.dot2_2(f.pos, f.rot, f.vel, f.omega, g.body_i, g.body_j, p["a_i"], p["s_i"], p["s_j"])
 
 
 KERNELS = {
@@ -294,10 +172,9 @@ def evaluate_groups(
     kernels = KERNELS[dimension]
     for g in groups:
         value, Ji, Jj, bias = kernels[g.kind](frames, g)
-        target = g.offset
-        accel = np.zeros_like(value)
         if g.drives:
-            target = target.copy()
+            target = g.offset.copy()
+            accel = np.zeros_like(value)
             rate = np.zeros_like(value)
             env = {"t": t}
             for idx, c, c1, c2 in g.drives:
@@ -305,11 +182,14 @@ def evaluate_groups(
                 rate[idx, 0] = float(c1(env))
                 accel[idx, 0] = float(c2(env))
             phi_t[g.rows] = -rate
+            bias -= accel
+        else:
+            target = g.offset
         residual = value - target
         if g.wrap:
             residual = (residual + np.pi) % (2.0 * np.pi) - np.pi
         phi[g.rows] = residual
-        gamma[g.rows] = accel - bias
+        gamma[g.rows] = -bias
         blocks.append((g, Ji, Jj))
     return phi, phi_t, gamma, blocks
 

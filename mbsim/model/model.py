@@ -19,11 +19,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from mbsim.model.spatial import omega_to_quat_rate, planar_rotation, quat_mul, quat_to_matrix, rotvec_to_quat
-
-_EYE3 = np.eye(3)[None]
-_ZERO3 = np.zeros((1, 3))
-_ZERO2 = np.zeros((1, 2))
+from mbsim.model.kernels import frames2, frames3, retract3
+from mbsim.model.spatial import omega_to_quat_rate
 
 
 @dataclass
@@ -88,16 +85,6 @@ class Frames:
     omega: np.ndarray
     omega_body: np.ndarray | None = None
     angle: np.ndarray | None = None
-
-    @property
-    def omega_cross2(self) -> np.ndarray:
-        """(nbody+1, 3, 3) matrices of x -> omega x (omega x x), world axes (3D), cached."""
-        cached = self.__dict__.get("_omega_cross2")
-        if cached is None:
-            w = self.omega
-            cached = w[:, :, None] * w[:, None, :] - np.einsum("ni,ni->n", w, w)[:, None, None] * np.eye(3)
-            self.__dict__["_omega_cross2"] = cached
-        return cached
 
 
 @dataclass
@@ -210,24 +197,10 @@ class Model:
         """Body frames of the state (q, v), ground appended."""
         nb = self.nbody
         if self.dimension == 3:
-            qb = q.reshape(nb, 7)
-            vb = v.reshape(nb, 6)
-            rot = np.concatenate((quat_to_matrix(qb[:, 3:]), _EYE3))
-            pos = np.concatenate((qb[:, :3], _ZERO3))
-            vel = np.concatenate((vb[:, :3], _ZERO3))
-            omega_body = np.concatenate((vb[:, 3:], _ZERO3))
-            omega = (rot @ omega_body[:, :, None])[:, :, 0]
+            pos, rot, vel, omega_body, omega = frames3(q, v, nb)
             return Frames(pos, rot, vel, omega, omega_body=omega_body)
-        qb = q.reshape(nb, 3)
-        vb = v.reshape(nb, 3)
-        angle = np.append(qb[:, 2], 0.0)
-        return Frames(
-            np.concatenate((qb[:, :2], _ZERO2)),
-            planar_rotation(angle),
-            np.concatenate((vb[:, :2], _ZERO2)),
-            np.append(vb[:, 2], 0.0),
-            angle=angle,
-        )
+        pos, rot, vel, omega, angle = frames2(q, v, nb)
+        return Frames(pos, rot, vel, omega, angle=angle)
 
     def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """dq/dt for generalized velocities v (quaternion rate from body angular velocity)."""
@@ -242,15 +215,11 @@ class Model:
         return out.reshape(-1)
 
     def retract(self, q: np.ndarray, dx: np.ndarray) -> np.ndarray:
-        """Move q by a velocity-space increment dx (translation plus body-frame rotation vector)."""
+        """Move q by a velocity-space increment dx (translation plus body-frame rotation vector,
+        through the exponential map); quaternions come out unit."""
         if self.dimension == 2:
             return q + dx
-        nb = self.nbody
-        qb = q.reshape(nb, 7).copy()
-        db = dx.reshape(nb, 6)
-        qb[:, :3] += db[:, :3]
-        qb[:, 3:] = quat_mul(qb[:, 3:], rotvec_to_quat(db[:, 3:]))
-        return qb.reshape(-1)
+        return retract3(q, dx, self.nbody)
 
     def normalize(self, q: np.ndarray) -> np.ndarray:
         """Quaternions scaled to unit norm (3D); returns q unchanged in 2D."""

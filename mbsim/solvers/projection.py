@@ -76,7 +76,7 @@ def project_positions(
             return q, used, violation, cv
         schur = _schur(model, cv.jacobian, rank_tol, t, "position projection")
         dx = -(schur.minv_jt @ schur.solve(cv.phi))
-        q = model.normalize(model.retract(q, dx))
+        q = model.retract(q, dx)
         used += 1
 
 
