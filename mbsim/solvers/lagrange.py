@@ -22,14 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Model, State
 from mbsim.scene.fields import Context, Field, Number, Sub
 from mbsim.solvers.base import Evaluation, StepInfo, read_options
 from mbsim.solvers.integrators import FIXED_STEP, SCIPY_METHODS, AdaptiveStepper
-from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows, inverse_mass_times
+from mbsim.solvers.linalg import factorize, inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
 
 NAME = "lagrange"
@@ -114,16 +113,7 @@ class Solver:
         o = self.options
         if o.alpha or o.beta:
             gamma = gamma - 2.0 * o.alpha * (J @ v + cv.phi_t) - o.beta**2 * cv.phi
-        try:
-            schur = Schur(m, J, o.rank_tol)
-        except RankDeficient as exc:
-            rows = dependent_rows(J, m.row_labels)
-            raise SimulationError(
-                f"the constraint Jacobian is rank deficient ({exc}); equations involved: "
-                f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
-                f"the lagrange method cannot continue (use a method that survives rank loss)",
-                t=t,
-            ) from None
+        schur = factorize(m, J, o.rank_tol, t, "acceleration solve")
         minv_q = inverse_mass_times(m, Q)
         lam = schur.solve(J @ minv_q - gamma)
         vdot = minv_q - schur.minv_jt @ lam

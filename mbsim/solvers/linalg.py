@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.linalg.lapack import dpotrf, dpotrs
 
+from mbsim.errors import SimulationError
 from mbsim.model.model import Model
 
 
@@ -64,6 +65,20 @@ class Schur:
             return self.lu.solve(rhs)
         x, info = dpotrs(self.factor, rhs, lower=True)
         return x
+
+
+def factorize(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
+    """Schur(model, J) or, on rank loss, a SimulationError naming the equations involved."""
+    try:
+        return Schur(model, J, rank_tol)
+    except RankDeficient as exc:
+        rows = dependent_rows(J, model.row_labels)
+        raise SimulationError(
+            f"the constraint Jacobian is rank deficient in the {what} ({exc}); equations involved: "
+            f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
+            f"use a method that survives rank loss",
+            t=t,
+        ) from None
 
 
 def inverse_mass_times(model: Model, X: np.ndarray) -> np.ndarray:

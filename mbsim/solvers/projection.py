@@ -27,7 +27,7 @@ from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
 from mbsim.scene.fields import Boolean, Field, Number
-from mbsim.solvers.linalg import RankDeficient, Schur, dependent_rows
+from mbsim.solvers.linalg import factorize
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
@@ -43,19 +43,6 @@ class ProjectionOptions:
     velocity: bool = True
     iterations: int = 2
     tol: float = 1e-13
-
-
-def _schur(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
-    try:
-        return Schur(model, J, rank_tol)
-    except RankDeficient as exc:
-        rows = dependent_rows(J, model.row_labels)
-        raise SimulationError(
-            f"the constraint Jacobian lost rank during the {what} ({exc}); equations involved: "
-            f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
-            f"use a method that survives rank loss",
-            t=t,
-        ) from None
 
 
 def project_positions(
@@ -74,7 +61,7 @@ def project_positions(
         violation = float(np.max(np.abs(cv.phi)))
         if violation <= tol or used >= iterations:
             return q, used, violation, cv
-        schur = _schur(model, cv.jacobian, rank_tol, t, "position projection")
+        schur = factorize(model, cv.jacobian, rank_tol, t, "position projection")
         dx = -(schur.minv_jt @ schur.solve(cv.phi))
         q = model.retract(q, dx)
         used += 1
@@ -95,7 +82,7 @@ def project_velocities(
     if model.nc == 0:
         return v
     cv = values if values is not None else constraint_values(model, model.frames(q, v), t)
-    schur = _schur(model, cv.jacobian, rank_tol, t, "velocity projection")
+    schur = factorize(model, cv.jacobian, rank_tol, t, "velocity projection")
     residual = cv.jacobian @ v + cv.phi_t
     return v - schur.minv_jt @ schur.solve(residual)
 
