@@ -166,8 +166,6 @@ class Model:
         if not self.sparse:
             self.mass_matrix = self.mass_matrix.toarray()
             self.inv_mass_matrix = self.inv_mass_matrix.toarray()
-        self.inv_mass_diag = self.inv_mass_blocks.reshape(nb, w * w)
-        self.body_inertia_inv = np.linalg.inv(self.body_inertia)
         self.weight = self.body_mass[:, None] * self.gravity  # (nbody, d) gravity forces
         # per constraint row: owning joint and the body whose reaction is reported (body2, or
         # body1 when body2 is the ground); per joint: that body and the joint point in its frame

@@ -25,11 +25,6 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ijk,...j,...k->...i", EPS, a, b)
 
 
-def skew(v: np.ndarray) -> np.ndarray:
-    """Cross-product matrix: ``skew(v) @ x == cross(v, x)``; (..., 3) -> (..., 3, 3)."""
-    return np.einsum("ijk,...j->...ik", EPS, v)
-
-
 def _quat_product_tensor() -> np.ndarray:
     """H with (p ⊗ q)_i = H_ijk p_j q_k (Hamilton product, scalar first)."""
     H = np.zeros((4, 4, 4))
@@ -93,17 +88,6 @@ def omega_to_quat_rate(q: np.ndarray, omega_body: np.ndarray) -> np.ndarray:
     return np.einsum("ijk,...j,...k->...i", RATE, q, omega_body)
 
 
-def rotvec_to_quat(r: np.ndarray) -> np.ndarray:
-    """Exponential map: rotation vector (angle * axis) -> unit quaternion; (..., 3) -> (..., 4)."""
-    angle = np.linalg.norm(r, axis=-1, keepdims=True)
-    half = 0.5 * angle
-    # sin(half)/angle with its series near zero (exact to round-off for |r| < 1e-4)
-    small = angle < 1e-4
-    safe = np.where(small, 1.0, angle)
-    factor = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / safe)
-    return np.concatenate((np.cos(half), factor * r), axis=-1)
-
-
 def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
     """Logarithm map of unit quaternions (shortest rotation); (..., 4) -> (..., 3)."""
     q = np.where(q[..., :1] < 0, -q, q)
@@ -115,11 +99,6 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
     return factor * vec
 
 
-def quat_integrate_body(q: np.ndarray, delta_body: np.ndarray) -> np.ndarray:
-    """q ⊗ exp(delta_body): turn by the body-frame rotation vector delta_body."""
-    return quat_mul(q, rotvec_to_quat(delta_body))
-
-
 def planar_rotation(angle: np.ndarray) -> np.ndarray:
     """2x2 rotation matrices; (...,) -> (..., 2, 2)."""
     c, s = np.cos(angle), np.sin(angle)
@@ -129,15 +108,6 @@ def planar_rotation(angle: np.ndarray) -> np.ndarray:
 def perp(v: np.ndarray) -> np.ndarray:
     """Planar vector turned by +90 degrees: (x, y) -> (-y, x)."""
     return np.stack((-v[..., 1], v[..., 0]), axis=-1)
-
-
-def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """Rotation matrix -> unit quaternion (w >= 0); (3, 3) -> (4,)."""
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(m).as_quat()
-    out = np.array([w, x, y, z])
-    return -out if w < 0 else out
 
 
 def orthonormal_basis(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
