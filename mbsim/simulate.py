@@ -140,7 +140,8 @@ def run(
                 state = new
                 update_spring_references(model, state.q, state.t)
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
-                if steps % every == 0 or last:
+                recorded = steps % every == 0 or last
+                if recorded:
                     record(state, info)
                     violation = stats.max_position_violation
                 else:
@@ -150,6 +151,8 @@ def run(
                         violation = float(np.max(np.abs(phi)))
                     stats.max_position_violation = max(stats.max_position_violation, violation)
                 if violation > max_violation:
+                    if not recorded:  # keep the offending state in the file
+                        record(state, info)
                     raise SimulationError(
                         f"position violation {violation:.3g} passed solver.max_violation = {max_violation:g}",
                         step=steps,
