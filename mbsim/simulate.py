@@ -117,9 +117,14 @@ def run(
     start = time.perf_counter()
     last_progress = start
 
+    extra_names = getattr(solver, "extra_diagnostics", ())
+
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)
-        writer.append(record_row(model, s, ev, info, stats))
+        row = record_row(model, s, ev, info, stats)
+        for name in extra_names:  # every row has every column, NaN where a step has no value
+            row[f"diagnostics/solver/{name}"] = info.extra.get(name, np.nan)
+        writer.append(row)
 
     try:
         with _SigintFlag() as sigint, np.errstate(all="ignore"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 import mbsim
+from mbsim.cli.compare import compare
 from mbsim.cli.info import info
 from mbsim.cli.plot import plot
 from mbsim.cli.run import run
@@ -25,6 +26,7 @@ cli.add_command(run)
 cli.add_command(validate)
 cli.add_command(info)
 cli.add_command(plot)
+cli.add_command(compare)
 
 
 def main() -> None:

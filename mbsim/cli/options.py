@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import json
 import sys
 import traceback
@@ -63,6 +64,9 @@ def handle_errors(func: Callable) -> Callable:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(Interrupted.exit_code)
+        except BrokenPipeError:  # the reader went away (mbsim info FILE | head): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except Exception as exc:  # anything unforeseen: exit 1, traceback only with --debug
             _report(exc, "internal error", 1, debug, as_json)
             sys.exit(1)

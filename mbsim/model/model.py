@@ -44,6 +44,7 @@ class StepInfo:
     iterations: int = 0
     h: float = 0.0
     position_violation: float | None = None  # max |Phi| at the new state, when the solver knows it
+    extra: dict[str, float] = field(default_factory=dict)  # method-specific, /diagnostics/solver/<key>
 
 
 @dataclass

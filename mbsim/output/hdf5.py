@@ -63,6 +63,10 @@ class ResultWriter:
         self._pending = 0
         qn, vn = model.coordinate_names()
         self._names = {"q": qn, "v": vn}
+        # the core datasets exist from the start, so that a run that fails before its first
+        # row still leaves the layout of CONTRACT §3 (with zero rows)
+        for path, width in (("time", None), ("q", model.nq), ("v", model.nv)):
+            self._create(path, () if width is None else (width,), 256)
         self.file.flush()  # readable (status "running") from the start, before the first rows
 
     def append(self, row: dict[str, np.ndarray | float]) -> None:
@@ -88,6 +92,15 @@ class ResultWriter:
         else:
             yield key, block
 
+    def _create(self, path: str, row_shape: tuple[int, ...], chunk_rows: int) -> h5py.Dataset:
+        ds = self.file.create_dataset(
+            path, shape=(0, *row_shape), maxshape=(None, *row_shape), chunks=(chunk_rows, *row_shape), dtype="f8"
+        )
+        if path in self._names:
+            ds.attrs["names"] = self._names[path]
+        self._datasets[path] = ds
+        return ds
+
     def flush(self) -> None:
         if self._pending:
             for key, values in self._buffer.items():
@@ -97,18 +110,7 @@ class ResultWriter:
                         continue
                     ds = self._datasets.get(path)
                     if ds is None:
-                        chunk_rows = max(1, min(1024, 2**20 // max(8, data[0].nbytes)))
-                        row_shape = data.shape[1:]
-                        ds = self.file.create_dataset(
-                            path,
-                            shape=(0, *row_shape),
-                            maxshape=(None, *row_shape),
-                            chunks=(chunk_rows, *row_shape),
-                            dtype="f8",
-                        )
-                        if path in self._names:
-                            ds.attrs["names"] = self._names[path]
-                        self._datasets[path] = ds
+                        ds = self._create(path, data.shape[1:], max(1, min(256, 2**16 // max(8, data[0].nbytes))))
                     n = ds.shape[0]
                     ds.resize(n + len(data), axis=0)
                     ds[n:] = data

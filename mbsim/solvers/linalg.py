@@ -81,6 +81,61 @@ def factorize(model: Model, J, rank_tol: float, t: float, what: str) -> Schur:
         ) from None
 
 
+def inverse_sqrt_mass(model: Model) -> np.ndarray:
+    """Dense M^-1/2 (nv, nv), block diagonal, cached on the model (rank-robust methods)."""
+    cached = model.__dict__.get("_inverse_sqrt_mass")
+    if cached is None:
+        w = model.body_width
+        cached = np.zeros((model.nv, model.nv))
+        for b, block in enumerate(model.mass_diag_blocks):
+            values, vectors = np.linalg.eigh(block)
+            cached[b * w : (b + 1) * w, b * w : (b + 1) * w] = (vectors / np.sqrt(values)) @ vectors.T
+        model.__dict__["_inverse_sqrt_mass"] = cached
+    return cached
+
+
+class MinNorm:
+    """Rank-robust M-weighted least squares through the SVD of J M^-1/2 = U S V^T.
+
+    Singular values below ``rank_tol`` times the largest count as zero: ``rank`` is the
+    numerical rank, ``null`` (nv, nv - rank) an M^1/2-orthonormal basis of the null space in
+    the scaled coordinates y = M^1/2 x.
+    """
+
+    def __init__(self, model: Model, J, rank_tol: float) -> None:
+        dense = J.toarray() if sp.issparse(J) else np.asarray(J)
+        self.w = inverse_sqrt_mass(model)
+        self.J_hat = dense @ self.w
+        U, s, Vt = np.linalg.svd(self.J_hat, full_matrices=True)
+        smax = s[0] if len(s) else 0.0
+        r = int(np.sum(s > rank_tol * smax)) if smax > 0 else 0
+        self.rank = r
+        self.U, self.s, self.Vt = U[:, :r], s[:r], Vt
+        self.range = Vt[:r].T  # (nv, r)
+        self.null = Vt[r:].T  # (nv, nv - r)
+
+    def pinv_times(self, r: np.ndarray) -> np.ndarray:
+        """J_hat^+ r (nv,): the minimum-norm y with J_hat y = r in the least-squares sense."""
+        return self.range @ ((self.U.T @ r) / self.s)
+
+    def correction(self, r: np.ndarray) -> np.ndarray:
+        """M^-1 J^T (J M^-1 J^T)^+ r = M^-1/2 J_hat^+ r: the M-smallest dx with J dx = r."""
+        return self.w @ self.pinv_times(r)
+
+    def multipliers(self, z: np.ndarray) -> np.ndarray:
+        """Minimum-norm lambda with J_hat^T lambda = z (least squares): U S^-1 V_r^T z."""
+        return self.U @ ((self.range.T @ z) / self.s)
+
+
+def correction(model: Model, J, r: np.ndarray, rank_tol: float, t: float, what: str, robust: bool) -> np.ndarray:
+    """dx = M^-1 J^T (J M^-1 J^T)^-1 r; ``robust`` uses the pseudo-inverse (rank loss allowed),
+    otherwise a rank loss is a SimulationError naming the equations involved."""
+    if robust:
+        return MinNorm(model, J, rank_tol).correction(r)
+    schur = factorize(model, J, rank_tol, t, what)
+    return schur.minv_jt @ schur.solve(r)
+
+
 def inverse_mass_times(model: Model, X: np.ndarray) -> np.ndarray:
     """M^-1 X for a dense X (nv, k), using the block-diagonal structure: O(nv w k), not O(nv^2 k)."""
     nb, w = model.nbody, model.body_width

@@ -27,7 +27,7 @@ from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
 from mbsim.scene.fields import Boolean, Field, Number
-from mbsim.solvers.linalg import factorize
+from mbsim.solvers.linalg import correction
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
@@ -46,9 +46,18 @@ class ProjectionOptions:
 
 
 def project_positions(
-    model: Model, q: np.ndarray, t: float, iterations: int, tol: float, rank_tol: float = 1e-12
+    model: Model,
+    q: np.ndarray,
+    t: float,
+    iterations: int,
+    tol: float,
+    rank_tol: float = 1e-12,
+    robust: bool = False,
 ) -> tuple[np.ndarray, int, float, ConstraintValues]:
     """Newton steps of the mass-weighted position projection, at most ``iterations``.
+
+    ``robust``: pseudo-inverse steps (redundant constraints, singular positions) instead of
+    failing on a rank loss.
 
     Returns:
         (q, Newton steps taken, max |Phi| at the returned q, the constraint values there --
@@ -61,9 +70,8 @@ def project_positions(
         violation = float(np.max(np.abs(cv.phi)))
         if violation <= tol or used >= iterations:
             return q, used, violation, cv
-        schur = factorize(model, cv.jacobian, rank_tol, t, "position projection")
-        dx = -(schur.minv_jt @ schur.solve(cv.phi))
-        q = model.retract(q, dx)
+        dx = correction(model, cv.jacobian, cv.phi, rank_tol, t, "position projection", robust)
+        q = model.retract(q, -dx)
         used += 1
 
 
@@ -74,6 +82,7 @@ def project_velocities(
     t: float,
     rank_tol: float = 1e-12,
     values: ConstraintValues | None = None,
+    robust: bool = False,
 ) -> np.ndarray:
     """v - M^-1 J^T (J M^-1 J^T)^-1 (J v + Phi_t): the closest consistent velocity in the M-norm.
 
@@ -82,9 +91,8 @@ def project_velocities(
     if model.nc == 0:
         return v
     cv = values if values is not None else constraint_values(model, model.frames(q, v), t)
-    schur = factorize(model, cv.jacobian, rank_tol, t, "velocity projection")
     residual = cv.jacobian @ v + cv.phi_t
-    return v - schur.minv_jt @ schur.solve(residual)
+    return v - correction(model, cv.jacobian, residual, rank_tol, t, "velocity projection", robust)
 
 
 def _joint_of_row(model: Model, row: int) -> str:
@@ -121,7 +129,8 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
         )
     q, v = model.q0.copy(), model.v0.copy()
     try:
-        q, _, _, _ = project_positions(model, q, t, iterations=100, tol=1e-13)
+        # robust steps: a redundant but consistent set of joints must assemble too
+        q, _, _, _ = project_positions(model, q, t, iterations=100, tol=1e-13, rank_tol=1e-10, robust=True)
         cv = constraint_values(model, model.frames(q, v), t)
         residual = float(np.max(np.abs(cv.phi)))
         if residual > 1e-10:
@@ -131,7 +140,7 @@ def assemble(model: Model, strict: bool = False, threshold: float = 1e-9) -> lis
                 f"after 100 Newton steps (worst equation: {model.row_labels[worst]}); can the joints be met at all?",
                 joint=_joint_of_row(model, worst),
             )
-        v = project_velocities(model, q, v, t)
+        v = project_velocities(model, q, v, t, rank_tol=1e-10, robust=True)
     except SimulationError as exc:
         raise AssemblyError(f"initial assembly failed: {exc.reason}") from None
     report = []

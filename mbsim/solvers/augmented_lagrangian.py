@@ -1,0 +1,104 @@
+"""Method ``augmented_lagrangian``: Bayo's penalty formulation with multiplier iteration.
+
+papers/singular-positions-gauss-pso.txt eqs. (5)-(9), after Bayo, Garcia de Jalon and Serna:
+
+    M v_dot + J^T alpha (Phi'' + 2 mu Omega Phi' + Omega^2 Phi) + J^T lambda* = Q,
+
+with Phi'' = J v_dot - gamma and Phi' = J v + Phi_t. Starting from lambda*_0 = 0, each
+iteration solves the symmetric positive definite system
+
+    (M + alpha J^T J) v_dot_{i+1} = Q - J^T lambda*_i - alpha J^T (2 mu Omega Phi' + Omega^2 Phi - gamma)
+
+and updates lambda*_{i+1} = lambda*_i + alpha (Phi''_{i+1} + 2 mu Omega Phi' + Omega^2 Phi),
+until the accelerations change by less than ``tol`` (relative to max(1, |v_dot|), max norm).
+The matrix stays positive definite when J loses rank, which is why the method passes singular
+positions and redundant constraints; the reported multipliers are the converged lambda*.
+Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
+``max_iter``; the iterations of each step (summed over its right-hand sides) go to
+/diagnostics/solver/iterations; non-convergence ends the run (exit 3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from mbsim.errors import SimulationError
+from mbsim.model.constraints import ConstraintValues
+from mbsim.model.model import Frames, Model
+from mbsim.scene.fields import Context, Field, Number
+from mbsim.solvers.base import read_options
+from mbsim.solvers.linalg import inverse_mass_times
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+
+NAME = "augmented_lagrangian"
+CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
+
+OPTION_FIELDS = {
+    **COMMON_OPTION_FIELDS,
+    "penalty": Field(Number(positive=True), "alpha, the penalty factor", 1e6),
+    "omega": Field(Number(minimum=0), "Omega, natural frequency of the constraint stabilisation, 1/s", 10.0),
+    "mu": Field(Number(minimum=0), "mu, damping ratio of the constraint stabilisation", 1.0),
+    "tol": Field(Number(positive=True), "relative change of the accelerations that ends the iteration", 1e-6),
+    "max_iter": Field(
+        Number(minimum=1, integer=True),
+        "multiplier iterations at most per solve (near a singular position the iteration slows down)",
+        1000,
+    ),
+    "rank_tol": Field(
+        Number(positive=True), "rank tolerance of the (pseudo-inverse) projections after each step", 1e-9
+    ),
+}
+
+
+class Solver(OdeSolver):
+    """Augmented Lagrangian accelerations (see the module docstring)."""
+
+    robust = True
+
+    def __init__(self, model: Model, penalty: float, omega: float, mu: float, tol: float, max_iter: int, **common):
+        super().__init__(model, **common)
+        self.penalty, self.omega, self.mu, self.tol, self.max_iter = penalty, omega, mu, tol, max_iter
+        self.mass = model.mass_matrix.toarray() if sp.issparse(model.mass_matrix) else model.mass_matrix
+
+    def accelerations(
+        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
+    ) -> Accelerations:
+        J = cv.jacobian.toarray() if sp.issparse(cv.jacobian) else np.asarray(cv.jacobian)
+        alpha, omega, mu = self.penalty, self.omega, self.mu
+        c = 2.0 * mu * omega * (J @ v + cv.phi_t) + omega**2 * cv.phi - cv.gamma
+        factor = sla.cho_factor(self.mass + alpha * (J.T @ J), check_finite=False)
+        b0 = Q - alpha * (J.T @ c)
+        lam = np.zeros(len(c))
+        vdot = inverse_mass_times(self.model, Q)  # the paper's first iterate, M v_dot_0 = Q
+        for iteration in range(1, self.max_iter + 1):
+            new = sla.cho_solve(factor, b0 - J.T @ lam, check_finite=False)
+            lam = lam + alpha * (J @ new + c)
+            change = float(np.max(np.abs(new - vdot)))
+            vdot = new
+            if change <= self.tol * max(1.0, float(np.max(np.abs(new)))):
+                return Accelerations(vdot, lam, iteration)
+        raise SimulationError(
+            f"the augmented Lagrangian multiplier iteration did not converge in {self.max_iter} iterations "
+            f"(last change of the accelerations {change:.3g}; penalty {alpha:g}, omega {omega:g}, mu {mu:g})",
+            t=t,
+        )
+
+
+def create(model: Model, ctx: Context, solver_spec) -> Solver:
+    got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
+    return Solver(
+        model,
+        penalty=got["penalty"],
+        omega=got["omega"],
+        mu=got["mu"],
+        tol=got["tol"],
+        max_iter=int(got["max_iter"]),
+        integrator=solver_spec.integrator,
+        rtol=solver_spec.rtol,
+        atol=solver_spec.atol,
+        projection=projection_options(got["projection"]),
+        max_step=got["max_step"],
+        rank_tol=got["rank_tol"],
+    )

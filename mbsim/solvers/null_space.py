@@ -1,0 +1,68 @@
+"""Method ``null_space``: accelerations in the null space of the constraint Jacobian.
+
+papers/singular-positions-gauss-pso.txt eqs. (10)-(14), after Phong and Hoang: with H a basis
+of the null space of J, the equations M v_dot + J^T lambda = Q, J v_dot = gamma become the
+square, positive definite system [H^T M; J] v_dot = [H^T Q; gamma], whatever the rank of J.
+Here it is solved in mass-scaled coordinates y = M^1/2 v_dot: with J_hat = J M^-1/2 = U S V^T
+(SVD; singular values below ``rank_tol`` times the largest count as zero), V = [V_r V_n],
+
+    y = J_hat^+ gamma + V_n V_n^T M^-1/2 Q,      v_dot = M^-1/2 y,
+
+i.e. the particular solution of smallest kinetic norm plus the free motion projected onto the
+null space -- the same accelerations as Gauss' principle. Rank loss (singular positions) and
+redundant constraints are handled: the null space simply grows. Reactions are reported as
+the minimum-norm multipliers lambda = (J_hat^T)^+ M^-1/2 (Q - M v_dot).
+
+Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mbsim.model.constraints import ConstraintValues
+from mbsim.model.model import Frames, Model
+from mbsim.scene.fields import Context, Field, Number
+from mbsim.solvers.base import read_options
+from mbsim.solvers.linalg import MinNorm
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+
+NAME = "null_space"
+CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
+
+OPTION_FIELDS = {
+    **COMMON_OPTION_FIELDS,
+    "rank_tol": Field(
+        Number(positive=True), "singular values of J M^-1/2 below this times the largest count as zero", 1e-9
+    ),
+}
+
+
+class Solver(OdeSolver):
+    """Null-space accelerations (see the module docstring)."""
+
+    robust = True
+    EXTRA_DIAGNOSTICS = {"rank": "min", "acceleration_residual": "max"}
+
+    def accelerations(
+        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
+    ) -> Accelerations:
+        mn = MinNorm(self.model, cv.jacobian, self.rank_tol)
+        y_free = mn.w @ Q  # M^1/2 times the free acceleration M^-1 Q
+        y = mn.pinv_times(cv.gamma) + mn.null @ (mn.null.T @ y_free)
+        vdot = mn.w @ y
+        residual = float(np.max(np.abs(mn.J_hat @ y - cv.gamma)))
+        return Accelerations(vdot, mn.multipliers(y_free - y), 0, {"rank": mn.rank, "acceleration_residual": residual})
+
+
+def create(model: Model, ctx: Context, solver_spec) -> Solver:
+    got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
+    return Solver(
+        model,
+        integrator=solver_spec.integrator,
+        rtol=solver_spec.rtol,
+        atol=solver_spec.atol,
+        projection=projection_options(got["projection"]),
+        max_step=got["max_step"],
+        rank_tol=got["rank_tol"],
+    )

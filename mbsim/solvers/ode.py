@@ -1,0 +1,188 @@
+"""What every ODE-based method shares: integrators, projection, work bookkeeping, recording.
+
+The methods ``lagrange``, ``augmented_lagrangian``, ``null_space`` and ``gauss`` differ only in
+how they find the accelerations (and multipliers) of the constrained system at one state;
+each subclasses :class:`OdeSolver` and implements :meth:`OdeSolver.accelerations`.
+Everything else is here, once: the state y = (q, v, work) goes through the integrator
+(mbsim.solvers.integrators), quaternions are rescaled to unit norm, and positions then
+velocities are projected onto the constraints (mbsim.solvers.projection) when the
+``projection`` option says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbsim.model.constraints import ConstraintValues, constraint_values
+from mbsim.model.dynamics import generalized_forces, kinetic_energy
+from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
+from mbsim.scene.fields import Field, Number, Sub
+from mbsim.solvers.integrators import FIXED_STEP, SCIPY_METHODS, AdaptiveStepper
+from mbsim.solvers.linalg import inverse_mass_times
+from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
+
+# options every ODE-based method takes (each method adds its own)
+COMMON_OPTION_FIELDS = {
+    "projection": Field(
+        Sub(PROJECTION_FIELDS, "projection"),
+        "mass-weighted projection after each step",
+        {"position": True, "velocity": True, "iterations": 2, "tol": 1e-13},
+    ),
+    "max_step": Field(Number(positive=True), "largest step of the adaptive (scipy:*) integrators, s", None),
+}
+
+
+def projection_options(raw: dict) -> ProjectionOptions:
+    return ProjectionOptions(bool(raw["position"]), bool(raw["velocity"]), int(raw["iterations"]), float(raw["tol"]))
+
+
+@dataclass
+class Accelerations:
+    """The result of one acceleration solve.
+
+    Attributes:
+        vdot: (nv,) accelerations.
+        multipliers: (nc,) lambda with M vdot = Q - J^T lambda (minimum-norm where not unique).
+        iterations: iterations of the method's own solver (multiplier, optimizer, swarm).
+        extra: per-solve diagnostics recorded under /diagnostics/solver/ (see EXTRA_DIAGNOSTICS).
+    """
+
+    vdot: np.ndarray
+    multipliers: np.ndarray
+    iterations: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class OdeSolver:
+    """Base of the ODE-based methods (see the module docstring).
+
+    Subclasses set ``robust`` (rank-robust projections: pseudo-inverse instead of failing on
+    rank loss), ``rank_tol``, and implement ``accelerations``. ``EXTRA_DIAGNOSTICS`` names the
+    per-step values a method records besides the common ones; they are aggregated over the
+    solves of a step by ``aggregate`` ("max" or "last").
+    """
+
+    robust: bool = False
+    EXTRA_DIAGNOSTICS: dict[str, str] = {}
+
+    def __init__(
+        self,
+        model: Model,
+        integrator: str,
+        rtol: float,
+        atol: float,
+        projection: ProjectionOptions,
+        max_step: float | None,
+        rank_tol: float,
+    ) -> None:
+        self.model = model
+        self.integrator = integrator
+        self.projection = projection
+        self.rank_tol = rank_tol
+        self.nq, self.nv = model.nq, model.nv
+        self._fixed = FIXED_STEP.get(integrator)
+        self._adaptive = None
+        if integrator in SCIPY_METHODS:
+            self._adaptive = AdaptiveStepper(integrator, rtol, atol, model.t_end, max_step if max_step else np.inf)
+        self._cached: tuple[float, np.ndarray, np.ndarray] | None = None
+        self._iterations = 0
+        self._extra: dict[str, float] = {}
+
+    @property
+    def extra_diagnostics(self) -> tuple[str, ...]:
+        return tuple(self.EXTRA_DIAGNOSTICS)
+
+    # ------------------------------------------------------------------ the method's part
+
+    def accelerations(
+        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
+    ) -> Accelerations:
+        """Accelerations and multipliers of the constrained system (M, Q, J, gamma) at a state."""
+        raise TypeError(f"{type(self).__name__} does not implement accelerations")
+
+    # ------------------------------------------------------------------ dynamics
+
+    def _solve(self, t: float, q: np.ndarray, v: np.ndarray, for_record: bool = False):
+        """Accelerations, multipliers, non-conservative power and the pieces for recording."""
+        m = self.model
+        frames = m.frames(q, v)
+        forces = generalized_forces(m, frames, v, t, with_potential=for_record)
+        if m.nc == 0:
+            vdot = inverse_mass_times(m, forces.q_force)
+            return vdot, np.zeros(0), forces.power_nc, forces, None, frames
+        cv = constraint_values(m, frames, t)
+        acc = self.accelerations(t, q, v, frames, forces.q_force, cv)
+        self._iterations += acc.iterations
+        for key, value in acc.extra.items():
+            if self.EXTRA_DIAGNOSTICS.get(key) == "max":
+                self._extra[key] = max(self._extra.get(key, -np.inf), value)
+            else:
+                self._extra[key] = value
+        # drives do work: constraint power -lambda^T J v = lambda^T Phi_t
+        power = forces.power_nc + float(acc.multipliers @ cv.phi_t)
+        return acc.vdot, acc.multipliers, power, forces, cv, frames
+
+    def acceleration(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        vdot, _, power, _, _, _ = self._solve(t, q, v)
+        return vdot, power
+
+    def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return self.model.q_rate(q, v)
+
+    def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
+        nq, nv = self.nq, self.nv
+        q, v = y[:nq], y[nq : nq + nv]
+        vdot, _, power, _, _, _ = self._solve(t, q, v)
+        return np.concatenate((self.model.q_rate(q, v), vdot, (power,)))
+
+    # ------------------------------------------------------------------ stepping
+
+    def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
+        m = self.model
+        self._iterations, self._extra = 0, {}
+        y = np.concatenate((state.q, state.v, (state.work,)))
+        if self._adaptive is not None:
+            t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h)
+        else:
+            f0 = None
+            if self._cached is not None and self._cached[0] == state.t and np.array_equal(self._cached[1], y):
+                f0 = self._cached[2]
+            y_new = self._fixed(self, state.t, y, h, f0)
+            t_new, h_next = state.t + h, h
+        q = m.normalize(y_new[: self.nq])
+        v = y_new[self.nq : self.nq + self.nv]
+        p = self.projection
+        newton, violation, values = 0, None, None
+        if m.nc:
+            if p.position:
+                q, newton, violation, values = project_positions(
+                    m, q, t_new, p.iterations, p.tol, self.rank_tol, self.robust
+                )
+            if p.velocity:
+                v = project_velocities(m, q, v, t_new, self.rank_tol, values, self.robust)
+        new = State(t_new, q, v, float(y_new[-1]))
+        # a method that iterates reports its own iterations; otherwise the projection's Newton steps
+        iterations = self._iterations if self._iterations else newton
+        info = StepInfo(iterations=iterations, h=t_new - state.t, position_violation=violation)
+        info.extra = dict(self._extra)
+        return new, info, h_next
+
+    def evaluate(self, state: State) -> Evaluation:
+        m = self.model
+        vdot, lam, power, forces, cv, frames = self._solve(state.t, state.q, state.v, for_record=True)
+        y = np.concatenate((state.q, state.v, (state.work,)))
+        self._cached = (state.t, y, np.concatenate((m.q_rate(state.q, state.v), vdot, (power,))))
+        if cv is None:
+            empty = np.zeros(0)
+            return Evaluation(empty, empty, empty, None, kinetic_energy(m, state.v), forces.potential, frames)
+        return Evaluation(
+            lam,
+            cv.phi,
+            cv.jacobian @ state.v + cv.phi_t,
+            cv.jacobian,
+            kinetic_energy(m, state.v),
+            forces.potential,
+            frames,
+        )
