@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import os
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
