@@ -62,7 +62,9 @@ PSO_FIELDS = {
 OPTION_FIELDS = {
     **COMMON_OPTION_FIELDS,
     "optimizer": Field(Choice(OPTIMIZERS), "how the least-constraint problem is solved", "kkt"),
-    "rank_tol": Field(Number(positive=True), "relative singular value below which a direction counts as lost", 1e-9),
+    "rank_tol": Field(
+        Number(positive=True), "relative singular value below which a direction counts as lost (KKT and SVD)", 1e-12
+    ),
     "slsqp": Field(Sub(SLSQP_FIELDS, "slsqp"), "SLSQP settings", {"tol": 1e-14, "max_iter": 100}),
     "pso": Field(
         Sub(PSO_FIELDS, "pso"),
