@@ -70,8 +70,65 @@ def test_quick_run_writes_a_report(bench, tmp_path, capsys):
     out = tmp_path / "BENCHMARKS.md"
     assert bench.main(["--quick", "--sizes", "3", "--output", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    for heading in ("## Machine", "## 1. Four-box chain", "## 2. N-link revolute chain"):
+    for heading in (
+        "## Machine",
+        "## 1. Four-box chain",
+        "## 2. N-link revolute chain",
+        "## 3. Slider-crank through singular positions",
+    ):
         assert heading in text
     assert "| 3 | 18 | 15 | dense |" in text
     assert "numpy" in text and "scipy" in text
     assert "wrote" in capsys.readouterr().out
+
+
+def test_slider_reference_is_the_tests_reference(bench):
+    """The benchmarks' private copy of the one-coordinate slider-crank agrees with the tests' original."""
+    name = "mbsim_test_singular_for_bench"
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "solvers" / "test_singular.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    t = np.linspace(0.0, 10.0, 501)
+    np.testing.assert_allclose(bench._slider_reference(t), module.slider_crank_reference(t), rtol=0, atol=1e-12)
+    assert bench._slider_reference(np.zeros(1))[0] == pytest.approx(2.0)
+
+
+def test_slider_section_short_run(bench, tmp_path):
+    """Section 3 on a 0.04 s run (20 steps), one repeat: every method and case runs and is reported."""
+    res = bench.bench_slider(repeats=1, t_end=0.04, workdir=tmp_path)
+    assert res.t_end == pytest.approx(0.04) and res.repeats == 1
+    assert [r.label for r in res.methods] == [label for label, _ in bench.SLIDER_METHODS]
+    assert [r.label for r in res.paper] == [label for label, _, _ in bench.SLIDER_PAPER_CASES]
+    for r in (*res.methods, *res.paper):
+        assert r.status == "completed", (r.label, r.message)
+        assert r.steps == 20 and r.t_end == pytest.approx(0.04)
+        assert len(r.loop_s) == 1 and r.loop_s[0] > 0
+        assert r.max_slider_error < 1e-6, r.label  # 20 rk4 steps of 0.002 s away from any singular position
+        assert r.max_position_violation < 1e-8, r.label
+    # the options really reached the solvers: the swarm's and the KKT's diagnostics
+    pso, kkt = res.get("gauss:pso"), res.get("gauss:kkt")
+    assert pso.diagnostics["iterations"].shape == (20,) and np.all(pso.diagnostics["iterations"] >= 1)
+    assert set(np.unique(pso.diagnostics["optimizer_result"])) <= {2.0, 3.0}
+    assert np.all(kkt.diagnostics["optimizer_result"] == 0)
+    assert "optimizer_result" not in res.get("lagrange").diagnostics
+    assert res.paper[0].options == "mu=10, omega=1, projection off"
+    # nothing left behind in the work directory
+    assert list(tmp_path.iterdir()) == []
+
+    text = "\n".join(bench.slider_section(res))
+    assert "## 3. Slider-crank through singular positions" in text
+    assert "shortened to 0.04 s" in text
+    for label in ("lagrange", "null_space", "gauss:kkt", "gauss:slsqp", "gauss:pso", "augmented_lagrangian"):
+        assert f"| {label} |" in text
+    assert "| augmented_lagrangian case 2 | mu=5, omega=3, projection off | completed | 0.040 |" in text
+    assert "lagrange per step" in text and "gauss:kkt per step" in text
+    assert f"Exudyn takes {bench.SLIDER_EXUDYN_S:g} s" in text and "not measured" in text
+    assert "Swarm iterations per step" in text and "the local refinement (3)" in text
+    assert "Not run." in "\n".join(bench.slider_section(None))
+
+
+def test_slider_messages_are_shortened(bench):
+    message = "step 2798, t = 5.594 s: the augmented Lagrangian multiplier iteration did not converge | " + "x" * 200
+    short = bench._short(message, 60)
+    assert short.startswith("the augmented Lagrangian") and len(short) == 60 and short.endswith("…")
+    assert "|" not in short

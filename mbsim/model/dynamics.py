@@ -78,6 +78,48 @@ class ForceValues:
     potential: float
 
 
+@dataclass
+class AppliedForces:
+    """Applied generalized forces split by kind, (nv,) each, without inertial terms.
+
+    Attributes:
+        conservative: gravity and the elastic part of springs (minus the gradient of ``potential``).
+        nonconservative: dampers and applied forces and torques.
+        potential: potential energy, J (gravity only when asked for).
+        power_nc: power of the non-conservative part, W.
+    """
+
+    conservative: np.ndarray
+    nonconservative: np.ndarray
+    potential: float
+    power_nc: float
+
+
+def applied_forces(
+    model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+) -> AppliedForces:
+    """Gravity, force elements and joint springs at one state (rotational parts in body axes)."""
+    nb, d, w = model.nbody, model.dimension, model.body_width
+    cons = np.zeros((nb + 1, w))
+    nonc = np.zeros((nb + 1, w))
+    cons[:nb, :d] = model.weight
+    potential = -float(model.body_mass @ (frames.pos[:nb] @ model.gravity)) if with_potential else 0.0
+    for group in model.forces:
+        q_cons, q_nc, pot = group.evaluate(frames, t)
+        potential += pot
+        if q_cons is not None:
+            cons += q_cons
+        if q_nc is not None:
+            nonc += q_nc
+    Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
+    for springs in model.springs:
+        deflection, J = springs.deflection(frames, t, nb, w, model.sparse)
+        Qc = Qc - J.T @ (springs.stiffness * deflection)
+        Qn = Qn - J.T @ (springs.damping * (J @ v))
+        potential += float(0.5 * np.sum(springs.stiffness * deflection**2))
+    return AppliedForces(Qc, Qn, potential, float(Qn @ v))
+
+
 def generalized_forces(
     model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
 ) -> ForceValues:
@@ -85,33 +127,16 @@ def generalized_forces(
 
     ``with_potential=False`` skips the gravity potential (the right-hand side does not need it).
     """
-    nb, d, w = model.nbody, model.dimension, model.body_width
-    Q = np.zeros((nb + 1, w))
-    Q[:nb, :d] = model.weight
-    potential = -float(model.body_mass @ (frames.pos[:nb] @ model.gravity)) if with_potential else 0.0
-    if d == 3:
+    applied = applied_forces(model, frames, v, t, with_potential)
+    Q = applied.conservative + applied.nonconservative
+    if model.dimension == 3:  # gyroscopic term -omega x (I omega), body axes
+        nb = model.nbody
         omega = frames.omega_body[:nb]
-        Q[:nb, 3:] = -cross(omega, np.einsum("nij,nj->ni", model.body_inertia, omega))
-    power_nc = 0.0
-    v_ext = np.zeros((nb + 1, w))
-    v_ext[:nb] = v.reshape(nb, w)
-    for group in model.forces:
-        q_cons, q_nc, pot = group.evaluate(frames, t)
-        potential += pot
-        if q_cons is not None:
-            Q += q_cons
-        if q_nc is not None:
-            Q += q_nc
-            power_nc += float(np.sum(q_nc[:nb] * v_ext[:nb]))
-    Qf = Q[:nb].reshape(-1)
-    for springs in model.springs:
-        deflection, J = springs.deflection(frames, t, nb, w, model.sparse)
-        rate = J @ v
-        damping_force = springs.damping * rate
-        Qf = Qf - J.T @ (springs.stiffness * deflection + damping_force)
-        potential += float(0.5 * np.sum(springs.stiffness * deflection**2))
-        power_nc -= float(damping_force @ rate)
-    return ForceValues(Qf, power_nc, potential)
+        gyro = -cross(omega, np.einsum("nij,nj->ni", model.body_inertia, omega))
+        Q = Q.reshape(nb, 6).copy()
+        Q[:, 3:] += gyro
+        Q = Q.reshape(-1)
+    return ForceValues(Q, applied.power_nc, applied.potential)
 
 
 def kinetic_energy(model: Model, v: np.ndarray) -> float:
