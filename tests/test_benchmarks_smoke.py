@@ -105,6 +105,7 @@ def test_slider_section_short_run(bench, tmp_path):
         assert len(r.loop_s) == 1 and r.loop_s[0] > 0
         assert r.max_slider_error < 1e-6, r.label  # 20 rk4 steps of 0.002 s away from any singular position
         assert r.max_position_violation < 1e-8, r.label
+        assert r.off_reference_s is None, r.label
     # the options really reached the solvers: the swarm's and the KKT's diagnostics
     pso, kkt = res.get("gauss:pso"), res.get("gauss:kkt")
     assert pso.diagnostics["iterations"].shape == (20,) and np.all(pso.diagnostics["iterations"] >= 1)
@@ -121,6 +122,7 @@ def test_slider_section_short_run(bench, tmp_path):
     for label in ("lagrange", "null_space", "gauss:kkt", "gauss:slsqp", "gauss:pso", "augmented_lagrangian"):
         assert f"| {label} |" in text
     assert "| augmented_lagrangian case 2 | mu=5, omega=3, projection off | completed | 0.040 |" in text
+    assert text.count("| never |") == len(bench.SLIDER_PAPER_CASES)
     assert "lagrange per step" in text and "gauss:kkt per step" in text
     assert f"Exudyn takes {bench.SLIDER_EXUDYN_S:g} s" in text and "not measured" in text
     assert "Swarm iterations per step" in text and "the local refinement (3)" in text
