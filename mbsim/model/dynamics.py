@@ -95,9 +95,7 @@ class AppliedForces:
     power_nc: float
 
 
-def applied_forces(
-    model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
-) -> AppliedForces:
+def applied_forces(model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True) -> AppliedForces:
     """Gravity, force elements and joint springs at one state (rotational parts in body axes)."""
     nb, d, w = model.nbody, model.dimension, model.body_width
     cons = np.zeros((nb + 1, w))

@@ -86,7 +86,8 @@ class OdeSolver:
         self._adaptive = None
         if integrator in SCIPY_METHODS:
             self._adaptive = AdaptiveStepper(integrator, rtol, atol, model.t_end, max_step if max_step else np.inf)
-        self._cached: tuple[float, np.ndarray, np.ndarray] | None = None
+        # derivative at the last recorded state (the next step's first stage) and what its solve counted
+        self._cached: tuple[float, np.ndarray, np.ndarray, int, dict] | None = None
         self._iterations = 0
         self._extra: dict[str, float] = {}
 
@@ -116,8 +117,11 @@ class OdeSolver:
         acc = self.accelerations(t, q, v, frames, forces.q_force, cv)
         self._iterations += acc.iterations
         for key, value in acc.extra.items():
-            if self.EXTRA_DIAGNOSTICS.get(key) == "max":
+            how = self.EXTRA_DIAGNOSTICS.get(key)
+            if how == "max":
                 self._extra[key] = max(self._extra.get(key, -np.inf), value)
+            elif how == "min":
+                self._extra[key] = min(self._extra.get(key, np.inf), value)
             else:
                 self._extra[key] = value
         # drives do work: constraint power -lambda^T J v = lambda^T Phi_t
@@ -149,6 +153,7 @@ class OdeSolver:
             f0 = None
             if self._cached is not None and self._cached[0] == state.t and np.array_equal(self._cached[1], y):
                 f0 = self._cached[2]
+                self._iterations, self._extra = self._cached[3], dict(self._cached[4])  # that solve is a stage
             y_new = self._fixed(self, state.t, y, h, f0)
             t_new, h_next = state.t + h, h
         q = m.normalize(y_new[: self.nq])
@@ -171,9 +176,11 @@ class OdeSolver:
 
     def evaluate(self, state: State) -> Evaluation:
         m = self.model
+        self._iterations, self._extra = 0, {}
         vdot, lam, power, forces, cv, frames = self._solve(state.t, state.q, state.v, for_record=True)
         y = np.concatenate((state.q, state.v, (state.work,)))
-        self._cached = (state.t, y, np.concatenate((m.q_rate(state.q, state.v), vdot, (power,))))
+        f0 = np.concatenate((m.q_rate(state.q, state.v), vdot, (power,)))
+        self._cached = (state.t, y, f0, self._iterations, dict(self._extra))
         if cv is None:
             empty = np.zeros(0)
             return Evaluation(empty, empty, empty, None, kinetic_energy(m, state.v), forces.potential, frames)
