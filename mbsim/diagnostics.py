@@ -84,10 +84,11 @@ def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray,
 
 
 def record_row(
-    model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats, contacts: tuple[int, float] = (0, 0.0)
+    model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats
 ) -> dict[str, np.ndarray | float]:
     """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``."""
     nb, d = model.nbody, model.dimension
+    contacts = ev.contacts or (0, 0.0)
     frames = ev.frames if ev.frames is not None else model.frames(state.q, state.v)
     pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
     vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0

@@ -107,7 +107,8 @@ def run(
     """
     model, solver = prepared or prepare(spec, strict)
     path = Path(output) if output else (Path(spec.output_file) if spec.output_file else default_output(spec.raw.file))
-    attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
+    integrator = getattr(solver, "integrator_label", spec.solver.integrator)  # methods with their own scheme
+    attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
     writer = ResultWriter(path, model, attrs)
     reset_spring_references(model)
     stats = RunStats()
@@ -123,7 +124,8 @@ def run(
         ev = solver.evaluate(s)
         row = record_row(model, s, ev, info, stats)
         for name in extra_names:  # every row has every column, NaN where a step has no value
-            row[f"diagnostics/solver/{name}"] = info.extra.get(name, np.nan)
+            path = f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"
+            row[path] = info.extra.get(name, np.nan)
         writer.append(row)
 
     try:
@@ -189,7 +191,7 @@ def run(
         scene=spec.name,
         file=str(path),
         method=spec.solver.method,
-        integrator=spec.solver.integrator,
+        integrator=integrator,
         status=status,
         message=message,
         steps=steps,

@@ -75,6 +75,7 @@ def test_quick_run_writes_a_report(bench, tmp_path, capsys):
         "## 1. Four-box chain",
         "## 2. N-link revolute chain",
         "## 3. Slider-crank through singular positions",
+        "## 4. Four-box chain with the variational integrator",
     ):
         assert heading in text
     assert "| 3 | 18 | 15 | dense |" in text
@@ -134,3 +135,41 @@ def test_slider_messages_are_shortened(bench):
     short = bench._short(message, 60)
     assert short.startswith("the augmented Lagrangian") and len(short) == 60 and short.endswith("…")
     assert "|" not in short
+
+
+def test_variational_section_short_run(bench, tmp_path):
+    """Section 4 on short runs (0.1 s timed, 0.2 s long, 0.1 s at step 0.001): every run completes
+    with its constraints at round-off, and the section is reported."""
+    res = bench.bench_variational(repeats=1, t_end=0.1, long_t_end=0.2, fine_t_end=0.1, workdir=tmp_path)
+    assert res.t_end == pytest.approx(0.1) and res.repeats == 1
+    assert [r.label for r in res.timed] == ["variational", "lagrange + rk4"]
+    assert [r.label for r in res.long] == ["variational", "lagrange + rk4"]
+    runs = (*res.timed, res.every_step, *res.long, res.fine)
+    for r in runs:
+        assert r.status == "completed", (r.label, r.message)
+        assert r.max_position_violation < 1e-12, r.label
+        assert r.max_quaternion_norm_error < 1e-12, r.label
+        assert len(r.loop_s) == 1 and r.loop_s[0] > 0
+        assert r.max_energy_error() < 1e-4, r.label
+    assert [r.steps for r in runs] == [50, 50, 50, 100, 100, 100]
+    assert res.fine.step == pytest.approx(0.001) and res.fine.t_end == pytest.approx(0.1)
+    # the methods really differ: variational records its Newton passes (>= 2: one solve and the check)
+    assert res.every_step.iterations.shape == (50,) and np.all(res.every_step.iterations >= 2)
+    assert res.timed[0].energy_error.max() != res.timed[1].energy_error.max()
+    # the step-0.001 run shares the step-0.002 run's recorded times over its 0.1 s
+    rows = bench.variational_scaling(res)
+    assert [row[0] for row in rows] == pytest.approx([0.005, 0.01, 0.025, 0.05, 0.1])
+    assert rows[-1][1] > rows[-1][2] > 0  # the smaller step has the smaller energy error
+    assert res.window == pytest.approx(0.05)
+    # nothing left behind in the work directory
+    assert list(tmp_path.iterdir()) == []
+
+    text = "\n".join(bench.variational_section(res))
+    assert "## 4. Four-box chain with the variational integrator" in text
+    assert "shortened to 0.1 s" in text
+    assert "| variational |" in text and "| lagrange + rk4 |" in text
+    assert "per step vs lagrange + rk4" in text and "Newton passes per step" in text
+    assert "### Long runs" in text and "max over the last 0.05 s" in text
+    assert "### Energy error against the step (h^2)" in text and "h^2 scaling gives 4x" in text
+    assert "Exudyn" in text and "not measured" in text
+    assert "Not run." in "\n".join(bench.variational_section(None))

@@ -65,6 +65,7 @@ class Evaluation:
     kinetic: float
     potential: float
     frames: Frames | None = None
+    contacts: tuple[int, float] | None = None  # touching contact points, largest penetration (m)
 
 
 @dataclass

@@ -88,6 +88,7 @@ class Solver:
     """Discrete-action integrator (see the module docstring)."""
 
     EXTRA_DIAGNOSTICS = {"newton_residual": "last"}
+    integrator_label = "discrete action (midpoint)"  # solver.integrator is not used
 
     def __init__(self, model: Model, tol: float, max_iter: int, rank_tol: float) -> None:
         self.model = model
@@ -318,7 +319,8 @@ class Solver:
         new = State(t1, b, self._u_rate_to_v(b, rate), work)
         self._node = {"t": t1, "u": b, "p": p_plus, "rate": (b - a) / h, "lam": lam, "h": h,
                       "constraints": constraints_b}  # fmt: skip
-        info = StepInfo(iterations=iteration, h=h, position_violation=float(np.max(np.abs(Cb), initial=0)))
+        joints = Cb[self.nquat :]
+        info = StepInfo(iterations=iteration, h=h, position_violation=float(np.max(np.abs(joints), initial=0.0)))
         info.extra = {"newton_residual": residual}
         return new, info, h
 
