@@ -10,6 +10,7 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.constraints import Primitive, batch
+from mbsim.model.contact.pairs import resolve_contact_pairs
 from mbsim.model.dynamics import SpringGroups
 from mbsim.model.forces import FORCE_TYPES, BuildSetup
 from mbsim.model.joints import JOINT_TYPES, JointFrame
@@ -240,10 +241,8 @@ def compile_model(spec: SceneSpec) -> Model:
         by_type.setdefault(item.type, []).append((item, values))
     forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]
 
-    # contacts: checked here; which methods take them is the solver's business
-    for item in spec.contacts:
-        _body(ctx, (*item.path, "body1"), item.values["body1"], body_index)
-        _body(ctx, (*item.path, "body2"), item.values["body2"], body_index)
+    # contacts: body sets resolved and checked here; which methods take them is the solver's business
+    contact_pairs = resolve_contact_pairs(ctx, spec.contacts, body_index, shapes)
 
     nv = nb * (6 if d == 3 else 3)
     model = Model(
@@ -272,4 +271,5 @@ def compile_model(spec: SceneSpec) -> Model:
         shapes=shapes,
         contacts=list(spec.contacts),
     )
+    model.contact_pairs = contact_pairs  # which bodies may touch (mbsim.model.contact.pairs)
     return model

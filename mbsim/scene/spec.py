@@ -26,6 +26,7 @@ from mbsim.scene.fields import (
     Sub,
     Text,
     Vector,
+    _kind_of,
     read_mapping,
 )
 from mbsim.scene.load import KeyPath, RawScene, load_raw_scene
@@ -128,6 +129,19 @@ def _read_angular(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     return Vector(3).read(ctx, path, value)
 
 
+def _read_body_set(ctx: Context, path: KeyPath, value: Any) -> str | list[str]:
+    """A contact's body1/body2: a body name, a list of names or a glob pattern (resolved at compile)."""
+    what = "expected a body name, a list of names or a pattern (e.g. 'ball*')"
+    if isinstance(value, list) and value:
+        for k, item in enumerate(value):
+            if not isinstance(item, str) or not item:
+                raise ctx.error((*path, k), f"{what}, got {_kind_of(item)} in the list")
+        return list(value)
+    if not isinstance(value, str) or not value:
+        raise ctx.error(path, f"{what}, got {_kind_of(value)}")
+    return value
+
+
 def _read_list(ctx: Context, path: KeyPath, value: Any) -> list:
     if not isinstance(value, list):
         raise ctx.error(path, f"expected a list, got {type(value).__name__}")
@@ -203,11 +217,13 @@ JOINT_FIELDS = {
 
 FORCE_FIELDS_COMMON = ("type",)
 
+BODY_SET = Custom(_read_body_set, "a body name, a list of names or a glob pattern ('ball*', '*')")
+
 CONTACT_FIELDS = {
     "name": Field(Text(), "contact name", None),
     "type": Field(Choice(("rigid", "compliant")), "rigid (timestepping) or compliant (force)"),
-    "body1": Field(Text(), "first body (master for compliant contacts)"),
-    "body2": Field(Text(), "second body (slave)"),
+    "body1": Field(BODY_SET, "first body (master for compliant contacts); rigid: a list or pattern allowed"),
+    "body2": Field(BODY_SET, "second body (slave); rigid: every pair between the two sets, the later entry wins"),
     "restitution": Field(Number(minimum=0, maximum=1), "Newton restitution coefficient", 0.0),
     "friction": Field(Raw("a number or {static, dynamic, v_static, v_dynamic}"), "Coulomb friction", 0.0),
     "stiffness": Field(Number(positive=True), "k in f_N = k g^n + chi g^m dg/dt", None),

@@ -83,6 +83,7 @@ def case(id: str, base: str, old: str, new: str, key_path: str | None, *fragment
 
 J1 = "  - {name: j1, type: revolute, body1: box1, body2: box2, point: [0, 0, -1.5], axis: [1, 0, 0]}"
 IMPORT = "__import__('os').getcwd()"
+BALL = "    shapes: [{type: sphere, radius: 0.1}]\n"  # rigid contact needs shapes on both bodies
 
 # fmt: off
 CASES = [
@@ -150,9 +151,11 @@ CASES = [
          "unknown method 'lagrang'", "did you mean 'lagrange'?"),
     case("unknown_integrator", SCENE_3D, "  integrator: rk4", f"  integrator: rk5{MARK}", "solver.integrator",
          "unknown integrator 'rk5'", "did you mean 'rk4'?"),
-    case("rigid_contact_needs_timestepping", SCENE_3D, J1,
-         f"{J1}\ncontacts:\n  - {{type: rigid, body1: ground, body2: box2}}{MARK}", "contacts[0].type",
-         "timestepping"),
+    Case("rigid_contact_needs_timestepping",
+         edit(SCENE_3D, J1, f"{J1}\ncontacts:\n  - {{type: rigid, body1: box1, body2: box2}}{MARK}")
+         .replace("    position: [0, 0, -1]\n", f"    position: [0, 0, -1]\n{BALL}")
+         .replace("    position: [0, 0, -2]\n", f"    position: [0, 0, -2]\n{BALL}"),
+         "contacts[0].type", ("timestepping",)),
     case("format_version", SCENE_3D, "mbsim: 1", f"mbsim: 2{MARK}", "mbsim", "<= 1", "got 2"),
     case("dimension", SCENE_3D, "dimension: 3", f"dimension: 4{MARK}", "dimension", "expected one of 2, 3"),
     case("zero_time_step", SCENE_3D, "time: {end: 0.01, step: 0.005}", f"time: {{end: 0.01, step: 0}}{MARK}",

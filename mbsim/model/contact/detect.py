@@ -1,0 +1,293 @@
+"""The contact detector: every rigid contact of one state, as one ``ContactBatch``.
+
+``ContactDetector(model)`` flattens the shapes of the bodies that may touch into per-type
+tables once (body, local pose, parameters; shape ids grouped by type). ``detect(frames,
+margin)`` then runs, with no Python loop over bodies or pairs:
+
+1. world poses of all shapes, one batched transform per shape type;
+2. broad phase (mbsim.model.contact.broadphase): AABBs per type, enlarged by half the margin
+   each, sort and sweep; half-spaces (planes, lines) against the boxes of their partners;
+3. the allowed body pairs and their contact entry (mbsim.model.contact.pairs);
+4. narrow phase per shape-type pair (mbsim.model.contact.narrowphase.PAIR_FUNCTIONS), each
+   function vectorised over all candidate pairs of its types;
+5. the batch: the ground is always body i; pairs of one type are ordered by shape id.
+
+It is not the contact law: restitution and friction are the solver's (method timestepping).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, halfspace_overlap, sweep_and_prune
+from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
+from mbsim.model.contact.pairs import ContactPairs
+from mbsim.model.model import Frames, Model
+from mbsim.model.shapes import SHAPE_TYPES
+from mbsim.model.spatial import orthonormal_basis
+
+ROUND = frozenset({"sphere", "circle", "point"})  # types whose functions need no rotation
+
+
+@dataclass
+class ContactBatch:
+    """All contacts of one state, k rows.
+
+    Attributes:
+        body_i, body_j: (k,) extended body indices (ground = model.nbody, always body_i).
+        entry: (k,) index into model.contacts (restitution, friction of the pair).
+        point_i, point_j: (k, d) world points on the surfaces of body i and body j, m.
+        normal: (k, d) unit world normal pointing from body i to body j.
+        gap: (k,) signed distance (point_j - point_i) . normal, m; < 0 is penetration.
+        feature: (k,) int64 key, stable while the same features touch (shape pair and
+            vertex/edge/face numbers), for warm starts.
+    """
+
+    body_i: np.ndarray
+    body_j: np.ndarray
+    entry: np.ndarray
+    point_i: np.ndarray
+    point_j: np.ndarray
+    normal: np.ndarray
+    gap: np.ndarray
+    feature: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.gap)
+
+    @staticmethod
+    def empty(d: int) -> ContactBatch:
+        i = np.zeros(0, dtype=np.int64)
+        z = np.zeros((0, d))
+        return ContactBatch(i, i, i, z, z, z, np.zeros(0), i)
+
+
+@dataclass
+class _TypeTable:
+    """The shapes of one type: ids start..stop-1, their bodies and local poses."""
+
+    name: str
+    start: int
+    stop: int
+    body: np.ndarray  # (n,) extended body index
+    pos_local: np.ndarray | None  # (n, d) shape origin in the body frame; None: all at the origin
+    rot_local: np.ndarray | None  # (n, d, d) shape axes in the body frame; None: all identity
+    oriented: bool  # the narrow phase needs the rotation
+
+
+def _local_pose(shape: dict, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(position, rotation, parameters) of a checked shape dict in its body's frame."""
+    kind = shape["type"]
+    param = np.zeros(3)
+    if kind in ("plane", "line"):
+        normal = np.asarray(shape["normal"], dtype=float)
+        normal = normal / np.linalg.norm(normal)
+        if d == 3:
+            b1, b2 = orthonormal_basis(normal)
+            rot = np.column_stack((b1, b2, normal))
+        else:
+            rot = np.column_stack(((normal[1], -normal[0]), normal))
+        return np.asarray(shape["point"], dtype=float), rot, param
+    if kind == "point":
+        return np.asarray(shape["position"], dtype=float), np.eye(d), param
+    pose = shape.get("pose")
+    pos = np.zeros(d) if pose is None else np.asarray(pose["position"], dtype=float)
+    rot = np.eye(d) if pose is None else np.asarray(pose["rotation"], dtype=float)
+    if kind in ("sphere", "circle"):
+        param[0] = shape["radius"]
+    elif kind in ("box", "rectangle"):
+        param[:d] = 0.5 * np.asarray(shape["size"], dtype=float)
+    elif kind in ("capsule", "cylinder"):
+        param[:2] = shape["radius"], 0.5 * shape["length"]
+    return pos, rot, param
+
+
+class ContactDetector:
+    """Rigid contact detection for a compiled model.
+
+    Args:
+        model: the compiled model; its ``contact_pairs`` (set by compile) says which bodies may
+            touch. A model without it has no contacts.
+        broadphase: "sweep" (sort and sweep, the default) or "all" (every pair of shapes of
+            allowed bodies goes to the narrow phase: the brute-force reference for tests).
+    """
+
+    def __init__(self, model: Model, broadphase: str = "sweep") -> None:
+        if broadphase not in ("sweep", "all"):
+            raise ValueError(f"broadphase: expected 'sweep' or 'all', got {broadphase!r}")
+        self.broadphase = broadphase
+        self.dimension = d = model.dimension
+        self.nbody = nb = model.nbody
+        self.pairs: ContactPairs = getattr(model, "contact_pairs", None) or ContactPairs(nb)
+        body_of = {name: k for k, name in enumerate(model.body_names)}
+        body_of["ground"] = nb
+        # per type, the shapes of bodies that may touch something; bounded types first
+        grouped: dict[str, list] = {}
+        for name, shapes in model.shapes.items():
+            b = body_of[name]
+            if not self.pairs.body_active[b]:
+                continue
+            for shape in shapes:
+                grouped.setdefault(shape["type"], []).append((b, *_local_pose(shape, d)))
+        names = [t for t in SHAPE_TYPES if t in grouped]
+        names.sort(key=lambda t: t in UNBOUNDED)
+        self.type_names = names
+        self.tables: list[_TypeTable] = []
+        bodies, params = [], []
+        start = 0
+        for t in names:
+            rows = grouped[t]
+            body = np.array([r[0] for r in rows], dtype=np.int64)
+            pos = np.array([r[1] for r in rows]).reshape(len(rows), d)
+            rot = np.array([r[2] for r in rows]).reshape(len(rows), d, d)
+            params.append(np.array([r[3] for r in rows]).reshape(len(rows), 3))
+            bodies.append(body)
+            self.tables.append(
+                _TypeTable(
+                    t,
+                    start,
+                    start + len(rows),
+                    body,
+                    None if not np.any(pos) else pos,
+                    None if np.allclose(rot, np.eye(d)) else rot,
+                    t not in ROUND,
+                )
+            )
+            start += len(rows)
+        self.nshape = start
+        self.shape_body = np.concatenate(bodies) if bodies else np.zeros(0, dtype=np.int64)
+        self.shape_param = np.concatenate(params) if params else np.zeros((0, 3))
+        self.shape_type = np.repeat(np.arange(len(self.tables)), [t.stop - t.start for t in self.tables])
+        self._oriented = [t.oriented for t in self.tables]
+        self.nbounded = sum(t.stop - t.start for t in self.tables if t.name not in UNBOUNDED)
+        # half-space candidates are static: each plane (line) with every bounded shape it may touch
+        planes = np.arange(self.nbounded, self.nshape)
+        shapes = np.arange(self.nbounded)
+        hp, hs = (x.ravel() for x in np.meshgrid(planes, shapes, indexing="ij"))
+        entry = self.pairs.entry(self.shape_body[hp], self.shape_body[hs]) if len(hp) else np.zeros(0, np.int64)
+        allowed = entry >= 0
+        self._half_plane, self._half_shape, self._half_entry = hp[allowed], hs[allowed], entry[allowed]
+        # the narrow-phase function of each type pair (code = type_a * ntypes + type_b)
+        nt = len(names)
+        self._functions = {}
+        for ka, ta in enumerate(names):
+            for kb, tb in enumerate(names):
+                try:
+                    self._functions[ka * nt + kb] = (*pair_function(ta, tb), ta == tb)
+                except KeyError:
+                    self._functions[ka * nt + kb] = None
+
+    # ------------------------------------------------------------------ per step
+
+    def _world(self, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
+        """World position (nshape, d) and rotation (nshape, d, d) of every shape (rotation only
+        filled for the types that need it)."""
+        d = self.dimension
+        pos = np.empty((self.nshape, d))
+        rot = np.zeros((self.nshape, d, d))
+        for t in self.tables:
+            p = frames.pos[t.body]
+            if t.pos_local is None and not t.oriented:  # spheres at their body's origin: no rotation needed
+                pos[t.start : t.stop] = p
+                continue
+            R = frames.rot[t.body]
+            pos[t.start : t.stop] = p if t.pos_local is None else p + np.einsum("nij,nj->ni", R, t.pos_local)
+            if t.oriented:
+                rot[t.start : t.stop] = R if t.rot_local is None else R @ t.rot_local
+        return pos, rot
+
+    def _bounds(self, pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """Half extents (nbounded, d) of the world AABBs of the bounded shapes."""
+        half = np.empty((self.nbounded, self.dimension))
+        for t in self.tables:
+            if t.name in UNBOUNDED:
+                continue
+            sl = slice(t.start, t.stop)
+            half[sl] = AABB_HALF_EXTENTS[t.name](pos[sl], rot[sl] if t.oriented else None, self.shape_param[sl])
+        return half
+
+    def _side(self, pos: np.ndarray, rot: np.ndarray, shapes: np.ndarray) -> Side:
+        """Narrow-phase input for shapes of one type."""
+        oriented = self._oriented[self.shape_type[shapes[0]]]
+        return Side(pos[shapes], rot[shapes] if oriented else None, self.shape_param[shapes])
+
+    def candidates(self, frames: Frames, margin: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Broad phase only: shape pairs (a, b) (ids) of allowed bodies whose bounds come within
+        ``margin``, and the entry of each; (k,) arrays each."""
+        pos, rot = self._world(frames)
+        return self._candidates(pos, rot, margin)
+
+    def _candidates(self, pos, rot, margin):
+        nbd = self.nbounded
+        half = self._bounds(pos, rot)
+        if self.broadphase == "sweep":
+            grown = half + 0.5 * max(margin, 0.0)
+            a, b = sweep_and_prune(pos[:nbd] - grown, pos[:nbd] + grown)
+        else:
+            a, b = all_pairs(nbd)
+        entry = self.pairs.entry(self.shape_body[a], self.shape_body[b])
+        keep = entry >= 0
+        a, b, entry = a[keep], b[keep], entry[keep]
+        hp, hs, he = self._half_plane, self._half_shape, self._half_entry
+        if len(hp) and self.broadphase == "sweep":
+            near = halfspace_overlap(pos[hp], rot[hp, :, -1], pos[hs], half[hs], margin)
+            hp, hs, he = hp[near], hs[near], he[near]
+        return np.concatenate((a, hp)), np.concatenate((b, hs)), np.concatenate((entry, he))
+
+    def detect(self, frames: Frames, margin: float) -> ContactBatch:
+        """Every contact with gap < margin.
+
+        Args:
+            frames: body frames of the state (model.frames), ground at index nbody.
+            margin: m; contacts closer than this are reported (0: touching or penetrating only).
+        Returns:
+            ContactBatch (see its docstring for the conventions).
+        """
+        d = self.dimension
+        if self.nshape == 0:
+            return ContactBatch.empty(d)
+        pos, rot = self._world(frames)
+        a, b, entry = self._candidates(pos, rot, margin)
+        if not len(a):
+            return ContactBatch.empty(d)
+        nt = len(self.tables)
+        code = self.shape_type[a] * nt + self.shape_type[b]
+        parts = []
+        for c in np.unique(code):
+            function = self._functions[int(c)]
+            ta, tb = self.type_names[c // nt], self.type_names[c % nt]
+            if function is None:
+                raise NotImplementedError(f"no rigid contact between '{ta}' and '{tb}' yet")
+            fn, swap, same = function
+            if fn is None:  # pairs that never touch (two points)
+                continue
+            idx = np.nonzero(code == c)[0]
+            sa, sb = a[idx], b[idx]
+            if swap:
+                sa, sb = sb, sa
+            elif same:  # one order per pair of shapes, whatever order the sweep found them in
+                sa, sb = np.minimum(sa, sb), np.maximum(sa, sb)
+            found = fn(self._side(pos, rot, sa), self._side(pos, rot, sb), margin)
+            r = found.pair
+            parts.append((sa[r], sb[r], entry[idx][r], found))
+        if not parts:
+            return ContactBatch.empty(d)
+        sa = np.concatenate([p[0] for p in parts])
+        sb = np.concatenate([p[1] for p in parts])
+        ent = np.concatenate([p[2] for p in parts])
+        pa = np.concatenate([p[3].point_a for p in parts])
+        pb = np.concatenate([p[3].point_b for p in parts])
+        normal = np.concatenate([p[3].normal for p in parts])
+        gap = np.concatenate([p[3].gap for p in parts])
+        local = np.concatenate([p[3].feature for p in parts])
+        feature = (sa * self.nshape + sb) * MAX_FEATURE + local
+        body_i, body_j = self.shape_body[sa], self.shape_body[sb]
+        # the ground is body i
+        flip = body_j == self.nbody
+        if flip.any():
+            body_i, body_j = np.where(flip, body_j, body_i), np.where(flip, body_i, body_j)
+            pa, pb = np.where(flip[:, None], pb, pa), np.where(flip[:, None], pa, pb)
+            normal = np.where(flip[:, None], -normal, normal)
+        return ContactBatch(body_i, body_j, ent, pa, pb, normal, gap, feature)
