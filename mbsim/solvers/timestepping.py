@@ -33,7 +33,8 @@ the step (gap <= u h/2) it is an impact now, r_N = e u (the bounce speed is exac
 position is off by at most the gap, so apex heights are first order in h), or for e = 0 the
 landing r_N = -gap/(h/2); open and not closing it is -gap/(h/2), which only acts if the step
 would otherwise end in penetration. Contacts are searched within ``margin`` plus the distance
-the bodies can travel in the step, (|v| + |omega| R) h.
+the bodies can travel in the step, (|v| + |omega| R) h, with v the larger of the step's start
+velocity and the velocity the forces alone would give.
 
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
@@ -168,11 +169,8 @@ class Solver:
         v_free = v + h * inverse_mass_times(m, Q)
         # contacts that can close by the end of the step: the margin grows with how far the
         # bodies can move from the midpoint, (|v| + |omega| R) h/2 each
-        nb = m.nbody
-        speed = np.linalg.norm(frames.vel[:nb], axis=1) + np.abs(frames.omega[:nb]).reshape(nb, -1).max(axis=1) * (
-            self.body_radius
-        )
-        batch = self.detector.detect(frames, self.margin + h * float(np.max(speed, initial=0.0)))
+        reach = max(self._reach(v), self._reach(v_free))  # forces may speed bodies up within the step
+        batch = self.detector.detect(frames, self.margin + h * reach)
         k = len(batch.gap)
 
         # joint rows (eliminated exactly) and contact rows (to the LCP)
@@ -186,7 +184,7 @@ class Solver:
         if k:
             J_N, J_T = self._contact_rows(frames, batch)
             J_C = sp.vstack((J_N, J_T)).tocsr() if sp.issparse(J_N) else np.vstack((J_N, J_T))
-            r_N = self._target(J_N @ v, batch, h)
+            r_N = self._target(J_N @ v, J_N @ v_free, batch, h)
             b_C = J_C @ v_free
             b_C[:k] -= r_N
             A = _schur_product(m, J_C)
@@ -223,8 +221,16 @@ class Solver:
         info.extra = {"contacts/normal_impulse": normal_total}
         return State(state.t + h, q_new, v_new, work), info, h
 
-    def _target(self, approach: np.ndarray, batch, h: float) -> np.ndarray:
-        """Target normal velocities r_N (see the module docstring)."""
+    def _reach(self, v: np.ndarray) -> float:
+        """Largest speed of any point of any body: max over bodies of |v_com| + |omega| R."""
+        nb, d, w = self.model.nbody, self.d, self.w
+        vb = v.reshape(nb, w)
+        omega = np.linalg.norm(vb[:, d:], axis=1)
+        return float(np.max(np.linalg.norm(vb[:, :d], axis=1) + omega * self.body_radius, initial=0.0))
+
+    def _target(self, approach: np.ndarray, approach_free: np.ndarray, batch, h: float) -> np.ndarray:
+        """Target normal velocities r_N (see the module docstring); approach_free is J_N of the
+        velocity the forces alone would give at the end of the step."""
         speed = -approach  # approach speed, positive when closing
         e = np.where(speed > self.threshold, self.restitution[batch.entry], 0.0)
         bounce = e * np.maximum(speed, 0.0)
@@ -232,7 +238,7 @@ class Solver:
         correction = self.beta * np.maximum(-batch.gap, 0.0) / h
         # open, but it closes before the step ends: an impact within the step (restitution as if
         # now; the position is then off by at most the gap), or for e = 0 a landing on the surface
-        closes = batch.gap <= 0.5 * h * speed
+        closes = batch.gap <= 0.5 * h * np.maximum(speed, -approach_free)
         land = -batch.gap / (0.5 * h)
         open_target = np.where(closes & (e > 0.0), bounce, land)
         return np.where(closed, np.maximum(bounce, correction), open_target)
@@ -281,48 +287,62 @@ class Solver:
                 old = self._warm.get(int(key))
                 if old is not None:
                     x0[c::k][: len(old)] = old
-        A_lcp = A if sp.issparse(A) else np.asarray(A)
-        if sp.issparse(A_lcp):
-            A_lcp = A_lcp.tocsr()
-        result = pgs(A_lcp, b, lo, hi, x0, friction_normal=friction_normal, mu=mu_rows,
-                     iterations=int(self.pgs["iterations"]), tol=self.pgs["tol"], omega=self.pgs["omega"])  # fmt: skip
-        x = result.x
+        A_lcp = A.tocsr() if sp.issparse(A) else np.asarray(A)
+        # rows that impulses cannot move (a direction the joints lock) and friction rows with
+        # mu = 0 stay out of the LCP with zero impulse
+        diag = A_lcp.diagonal()
+        active = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
+        active[k:] &= mu_rows[k:] > 0.0
+        active[k:] &= active[friction_normal[k:]]
+        index = np.cumsum(active) - 1
+        sub = np.nonzero(active)[0]
+        fn = friction_normal[sub]
+        fn = np.where(fn >= 0, index[np.maximum(fn, 0)], -1)
+        A_sub = A_lcp[sub][:, sub]
+        result = pgs(A_sub, b[sub], lo[sub], hi[sub], None if x0 is None else x0[sub], friction_normal=fn,
+                     mu=mu_rows[sub], iterations=int(self.pgs["iterations"]), tol=self.pgs["tol"],
+                     omega=self.pgs["omega"])  # fmt: skip
+        x = np.zeros(k + nt)
+        x[sub] = result.x
         self._warm = {int(key): x[c::k].copy() for c, key in enumerate(batch.feature)}
         return x, int(result.iterations)
 
     def _lemke(self, A, b, mu, k, nt, t):
-        """Stewart-Trinkle LCP with the polyhedral cone (directions +-t): z = (P_N, beta, lambda)."""
+        """Stewart-Trinkle LCP with the polyhedral cone (directions +-t of every contact with
+        friction): z = (P_N, beta, lambda), P_T = beta+ - beta-; contacts with mu = 0 have only
+        their normal row."""
         A = A.toarray() if sp.issparse(A) else np.asarray(A)
         d = self.d
+        rough = np.nonzero(mu > 0.0)[0]
+        f = len(rough)
         ndir = 2 * (d - 1)  # +t1, -t1 (, +t2, -t2)
-        # D maps direction weights beta (k*ndir) to tangent impulses P_T (nt): P_t = beta+ - beta-
-        D = np.zeros((nt, k * ndir))
+        nb_dir = f * ndir
+        # D (nt, nb_dir) maps direction weights to tangent impulses; E (nb_dir, f) groups them by contact
+        D = np.zeros((nt, nb_dir))
+        E = np.zeros((nb_dir, f))
         for a in range(d - 1):
-            for c in range(k):
-                D[a * k + c, (2 * a) * k + c] = 1.0
-                D[a * k + c, (2 * a + 1) * k + c] = -1.0
-        E = np.zeros((k * ndir, k))
-        for s in range(ndir):
-            E[s * k : (s + 1) * k, :] = np.eye(k)
+            for slot, c in enumerate(rough):
+                D[a * k + c, (2 * a) * f + slot] = 1.0
+                D[a * k + c, (2 * a + 1) * f + slot] = -1.0
+        for s_ in range(ndir):
+            E[s_ * f : (s_ + 1) * f, :] = np.eye(f)
         A_NN, A_NT, A_TT = A[:k, :k], A[:k, k:], A[k:, k:]
-        size = k + k * ndir + k
+        size = k + nb_dir + f
         M = np.zeros((size, size))
         M[:k, :k] = A_NN
-        M[:k, k : k + k * ndir] = A_NT @ D
-        M[k : k + k * ndir, :k] = D.T @ A_NT.T
-        M[k : k + k * ndir, k : k + k * ndir] = D.T @ A_TT @ D
-        M[k : k + k * ndir, k + k * ndir :] = E
-        M[k + k * ndir :, :k] = np.diag(mu)
-        M[k + k * ndir :, k : k + k * ndir] = -E.T
-        qv = np.concatenate((b[:k], D.T @ b[k:], np.zeros(k)))
+        M[:k, k : k + nb_dir] = A_NT @ D
+        M[k : k + nb_dir, :k] = D.T @ A_NT.T
+        M[k : k + nb_dir, k : k + nb_dir] = D.T @ A_TT @ D
+        M[k : k + nb_dir, k + nb_dir :] = E
+        M[k + nb_dir :, :k] = np.eye(k)[rough] * mu[rough][:, None]
+        M[k + nb_dir :, k : k + nb_dir] = -E.T
+        qv = np.concatenate((b[:k], D.T @ b[k:], np.zeros(f)))
         try:
             result = lemke(M, qv)
         except LCPError as exc:
             raise SimulationError(f"Lemke's method failed on the contact LCP: {exc}", t=t) from None
         z = result.x
-        P_N = z[:k]
-        P_T = D @ z[k : k + k * ndir]
-        return np.concatenate((P_N, P_T)), int(result.iterations)
+        return np.concatenate((z[:k], D @ z[k : k + nb_dir])), int(result.iterations)
 
     # ------------------------------------------------------------------ recording
 

@@ -1,0 +1,130 @@
+"""Method ``timestepping``: impacts, friction, resting contact and joints with contacts, against
+Newton's restitution law, Coulomb's law, conservation laws and the paper's four-bar
+(papers/unilateral-constraints-lcp-projection-correction.txt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
+
+
+def _apexes(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
+    idx = np.nonzero((vz[:-1] > 0) & (vz[1:] <= 0))[0]
+    return np.array([max(z[i], z[i + 1]) for i in idx])
+
+
+@pytest.mark.parametrize("lcp", ["pgs", "lemke"])
+def test_bouncing_ball_apex_heights_follow_restitution(run_scene, lcp):
+    """Drop from 1 m, e = 0.8: the k-th apex is 0.8^(2k) m (measured within 0.15 %)."""
+    summary, res = run_scene(SCENES / "bouncing_ball.yaml", [f"solver.lcp={lcp}", "time.end=3.5"])
+    z = res["bodies/ball/position"][:, 2] - 0.1
+    apex = _apexes(z, res["bodies/ball/velocity"][:, 2])[:5]
+    assert len(apex) == 5
+    expected = 0.8 ** (2 * np.arange(1, 6))
+    np.testing.assert_allclose(apex, expected, rtol=0.01)
+    # the impacts' losses are booked as work: total - work is conserved
+    conserved = res["diagnostics/energy/total"] - res["diagnostics/energy/work"]
+    assert np.max(np.abs(conserved - conserved[0])) < 1e-8 * abs(res["diagnostics/energy/total"][0])
+    assert np.max(res["diagnostics/contacts/max_penetration"]) < 1e-4
+
+
+def test_sliding_block_stops_where_coulomb_says(run_scene):
+    """v = 2 m/s, mu = 0.3: stops after v^2/(2 mu g) = 0.680 m at t = v/(mu g) = 0.680 s."""
+    _, res = run_scene(SCENES / "sliding_block.yaml")
+    t, x, vx = res.time, res["bodies/block/position"][:, 0], res["bodies/block/velocity"][:, 0]
+    stop = int(np.argmax(np.abs(vx) < 1e-9))
+    g, mu, v0 = 9.81, 0.3, 2.0
+    assert t[stop] == pytest.approx(v0 / (mu * g), rel=0.02)
+    assert x[-1] == pytest.approx(v0**2 / (2 * mu * g), rel=0.02)  # measured: 6e-7 relative
+    assert np.max(np.abs(res["bodies/block/position"][:, 2] - 0.1)) < 1e-4  # no sinking, no hopping
+    assert np.max(np.abs(res["bodies/block/angular_velocity"])) < 1e-6  # no tipping
+
+
+def test_box_stack_rests_without_jitter_or_sinking(run_scene):
+    """Ten boxes at rest for 5 s: penetration < 1e-4 m, the top box moves < 1e-4 m
+    (measured: 6e-7 m and 9e-6 m)."""
+    _, res = run_scene(SCENES / "box_stack.yaml")
+    assert np.max(res["diagnostics/contacts/max_penetration"]) < 1e-4
+    top = res["bodies/box10/position"]
+    assert np.max(np.linalg.norm(top - top[0], axis=1)) < 1e-4
+    for k in range(1, 11):  # nobody moved
+        p = res[f"bodies/box{k}/position"]
+        assert np.max(np.linalg.norm(p - p[0], axis=1)) < 1e-4
+
+
+def test_four_bar_hits_the_wall_and_comes_to_rest(run_scene):
+    """The paper's §4: repeated impacts of decreasing strength, then at rest on the wall; with
+    the projection correction the joints hold to 1e-10 at every step (measured 1e-13)."""
+    summary, res = run_scene(SCENES / "four_bar_wall_2d.yaml")
+    assert summary.max_position_violation < 1e-10
+    angle = res["bodies/bar1/angle"]
+    x_a = 0.2 * np.cos(angle)  # point a, the top of bar 1 (pivot at the origin)
+    assert np.min(x_a) > -0.06 - 1e-3  # the wall at x = -0.06 holds (penetration below 1 mm)
+    impulses = res["diagnostics/contacts/normal_impulse"]
+    hits = impulses[impulses > 1e-9]
+    assert len(hits) > 5  # repeated impacts
+    assert hits[0] > 2 * hits[-1]  # getting weaker ...
+    w = np.abs(res["bodies/bar1/angular_velocity"])
+    t = res.time
+    assert w[-1] < 1e-4 and w[t > 0.9].max() < 0.1 * w[(t > 0.2) & (t < 0.3)].max()  # ... it settles on the wall
+    assert x_a[-1] == pytest.approx(-0.06, abs=1e-3)
+
+
+def test_four_bar_without_projection_drifts(run_scene):
+    """The same without the paper's correction: the joints drift (reported, here a few mm)."""
+    summary, _ = run_scene(
+        SCENES / "four_bar_wall_2d.yaml",
+        ["solver.projection.position=false", "solver.projection.velocity=false", "solver.max_violation=1"],
+    )
+    assert summary.max_position_violation > 1e-4  # measured 2.4e-3
+
+
+def test_newtons_cradle_conserves_momentum_and_energy(run_scene):
+    """Simultaneous impacts of a touching row, e = 1. The textbook cradle ends with (0, 0, 0, 0, 1)
+    m/s; the time-stepping LCP, which resolves all touching contacts in one impulse problem,
+    gives (-0.6, 0.4, 0.4, 0.4, 0.4): the same momentum and energy, another distribution (for
+    the textbook outcome the impacts must travel through the row one after the other)."""
+    _, res = run_scene(SCENES / "newtons_cradle.yaml")
+    v = np.stack([res[f"bodies/ball{k}/velocity"][:, 0] for k in range(1, 6)], axis=1)
+    assert np.max(np.abs(v.sum(axis=1) - 1.0)) < 1e-10  # momentum, every recorded step
+    assert 0.5 * np.sum(v[-1] ** 2) == pytest.approx(0.5, rel=1e-9)  # energy, e = 1
+    np.testing.assert_allclose(v[-1], [-0.6, 0.4, 0.4, 0.4, 0.4], atol=1e-6)
+
+
+def test_lemke_and_pgs_agree_on_the_four_bar(run_scene):
+    _, pgs = run_scene(SCENES / "four_bar_wall_2d.yaml", ["solver.lcp=pgs", "time.end=0.3"])
+    _, lemke = run_scene(SCENES / "four_bar_wall_2d.yaml", ["solver.lcp=lemke", "time.end=0.3"])
+    np.testing.assert_allclose(pgs["q"], lemke["q"], atol=1e-8)
+
+
+def test_circle_bouncing_on_a_line_in_2d(run_scene):
+    scene = {
+        "mbsim": 1,
+        "name": "disc",
+        "dimension": 2,
+        "gravity": [0, -9.81],
+        "time": {"end": 1.2, "step": 2e-4},
+        "solver": {"method": "timestepping"},
+        "ground": {"shapes": [{"type": "line", "point": [0, 0], "normal": [0, 1]}]},
+        "bodies": [{"name": "disc", "mass": 1.0, "inertia": 0.005, "position": [0, 0.6],
+                    "shapes": [{"type": "circle", "radius": 0.1}]}],
+        "contacts": [{"type": "rigid", "body1": "ground", "body2": "disc", "restitution": 0.5}],
+    }  # fmt: skip
+    _, res = run_scene(scene)
+    y = res["bodies/disc/position"][:, 1] - 0.1
+    apex = _apexes(y, res["bodies/disc/velocity"][:, 1])
+    assert apex[0] == pytest.approx(0.5 * 0.25, rel=0.01)  # 0.5 m drop, e^2 = 0.25
+
+
+def test_rigid_contacts_need_timestepping(run_scene, tmp_path):
+    from click.testing import CliRunner
+
+    from mbsim.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["validate", str(SCENES / "bouncing_ball.yaml"), "--set", "solver.method=gauss"])
+    assert result.exit_code == 2
+    assert "'rigid' needs solver.method 'timestepping'" in result.output
