@@ -76,6 +76,9 @@ def test_quick_run_writes_a_report(bench, tmp_path, capsys):
         "## 2. N-link revolute chain",
         "## 3. Slider-crank through singular positions",
         "## 4. Four-box chain with the variational integrator",
+        "## 5. Contact: a pile of spheres, Lemke against PGS",
+        "### A pile of 27 spheres (PGS)",
+        "### Lemke against PGS",
     ):
         assert heading in text
     assert "| 3 | 18 | 15 | dense |" in text
@@ -173,3 +176,98 @@ def test_variational_section_short_run(bench, tmp_path):
     assert "### Energy error against the step (h^2)" in text and "h^2 scaling gives 4x" in text
     assert "Exudyn" in text and "not measured" in text
     assert "Not run." in "\n".join(bench.variational_section(None))
+
+
+def test_pile_scene_starts_apart_inside_the_box(bench, tmp_path):
+    """The generated pile: n^3 spheres with the asked mass properties, no overlap at the start, all
+    inside the box, and the one contact entry resolving to ground-sphere and sphere-sphere pairs."""
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    spec = load_scene(str(bench.write_pile_scene(tmp_path, 3)))
+    assert len(spec.bodies) == 27 and [b.name for b in spec.bodies][:2] == ["ball1", "ball2"]
+    r, m = 0.05, 0.1
+    body = spec.bodies[0]
+    assert body.mass == pytest.approx(m)
+    np.testing.assert_allclose(body.inertia.diagonal(), [0.4 * m * r * r] * 3, rtol=1e-12)
+    centres = np.array([b.position for b in spec.bodies])
+    gaps = np.linalg.norm(centres[:, None] - centres[None], axis=2) + np.eye(27)
+    assert gaps.min() > 2 * r  # no two spheres overlap
+    half = 0.5 * 3 * bench.PILE_SPACING
+    assert np.all(np.abs(centres[:, :2]) + r < half) and np.all(centres[:, 2] - r > 0)
+    assert spec.solver.method == "timestepping"
+    model, solver = prepare(spec)
+    pairs = model.contact_pairs
+    ground = model.nbody
+    entry = pairs.entry(np.array([ground, 0, 0, 5]), np.array([3, 1, 0, 26]))
+    assert entry.tolist() == [0, 0, -1, 0]  # ground-ball, ball-ball, never a ball with itself
+    assert solver.pgs["iterations"] == 100 and solver.pgs["warm_start"] is True
+    with pytest.raises(ValueError, match="jitter"):
+        bench.pile_scene(2, jitter=0.006)
+    with pytest.raises(ValueError, match="n_side >= 1"):
+        bench.pile_scene(0)
+
+
+def test_contact_section_short_run(bench, tmp_path):
+    """Section 5 on short runs: 27 spheres for 0.06 s (30 steps), the two LCP scenes for 0.05 s;
+    the pile lands and stays in the box, every solver setting runs, the timers are taken off, and
+    the section is reported."""
+    import mbsim.solvers.lcp as lcp_module
+    import mbsim.solvers.timestepping as ts_module
+
+    kernels = (ts_module.pgs, ts_module._schur_product, lcp_module._pgs_csr, lcp_module._pgs_dense)
+    pile = bench.bench_pile(3, t_end=0.06, measure_from=0.03, variant_steps=1, profile_steps=1, workdir=tmp_path)
+    assert (ts_module.pgs, ts_module._schur_product, lcp_module._pgs_csr, lcp_module._pgs_dense) == kernels
+    assert pile.status == "completed", pile.message
+    assert pile.n == 27 and len(pile.t) == 30 and int(pile.window.sum()) == 15
+    assert pile.t[-1] == pytest.approx(0.06)
+    assert np.all(pile.wall > 0) and np.isfinite(pile.s_per_step)
+    # the bottom layer lands (1 cm above the floor: after about 0.045 s) and nothing leaves the box
+    assert pile.touching[-1] > 0 and pile.sweeps[-1] > 0 and pile.lcp_rows[-1] % 3 == 0
+    assert np.all(pile.escaped == 0) and pile.max_extent < 0.5 * pile.width
+    assert pile.penetration.max() < 2e-3
+    # the parts of the split are times inside the step and add up to it
+    split = dict(pile.split())
+    assert all(v >= 0 for k, v in split.items() if not k.startswith("the rest"))
+    assert sum(split.values()) == pytest.approx(pile.s_per_step)
+    assert np.all(pile.parts["kernel"] <= pile.parts["pgs"]) and np.all(pile.parts["pgs"] <= pile.parts["solve"])
+    labels = [v.label for v in pile.variants]
+    assert labels == [
+        "50 sweeps",
+        "100 sweeps",
+        "200 sweeps",
+        "500 sweeps (mbsim default)",
+        "100 sweeps, no warm start",
+    ]
+    for v in pile.variants:
+        assert len(v.s_per_step) == 1 and 1 <= v.sweeps[0] <= v.iterations and np.isfinite(v.dx)
+    assert pile.variants[3].dx == 0.0  # the reference
+    assert pile.profile_steps == 1 and pile.profile and pile.profile_total_s > 0
+
+    lcp = bench.bench_lcp(repeats=1, t_end=0.05, workdir=tmp_path)
+    assert [(r.scene, r.lcp) for r in lcp.runs] == [
+        (scene, solver) for scene, _, _ in bench.LCP_SCENES for solver in ("pgs", "lemke")
+    ]
+    for r in lcp.runs:
+        assert len(r.loop_s) == 1 and r.t_asked == pytest.approx(0.05)
+        if r.lcp == "pgs" or r.scene.startswith("four-bar"):
+            assert r.status == "completed", (r.scene, r.lcp, r.message)
+            assert r.t_end == pytest.approx(0.05)
+        else:  # Lemke may fail on the stack; then the failure is reported, not raised
+            assert r.status == "completed" or "Lemke" in r.message
+        assert r.diag_iterations.size == r.steps and r.lcp_iterations.size == r.lcp_steps.size
+        assert r.centres.shape[0] == r.time.size and r.max_penetration < 1e-3
+    four_pgs, four_lemke = lcp.pair("four-bar against a wall (2D)")
+    t, last, worst = bench.lcp_difference(four_pgs, four_lemke)
+    assert t == pytest.approx(0.05) and worst < 1e-6  # frictionless 2D: the same LCP, solved twice
+    # nothing left behind in the work directory
+    assert list(tmp_path.iterdir()) == []
+
+    text = "\n".join(bench.contact_section(pile, lcp))
+    assert "## 5. Contact: a pile of spheres, Lemke against PGS" in text
+    assert "### A pile of 27 spheres (PGS)" in text and "says nothing about the target" in text
+    assert "#### Where a step's time goes" in text and "PGS sweeps (numba kernel" in text
+    assert "| **100 sweeps** |" in text and "#### Profile" in text
+    assert "### Lemke against PGS" in text and "| four-bar against a wall (2D) | lemke |" in text
+    assert "| box stack (3D) | pgs | completed |" in text
+    assert "Not run." in "\n".join(bench.contact_section(None, None))
