@@ -1049,14 +1049,14 @@ def bench_pile(
     default = int(PGS_FIELDS["iterations"].default)
     res.variants = _pile_variants(solver, state, h, half, iterations, default, variant_steps)
     # the run's own setting under cProfile, from the same state and warm start
-    warm = {key: value.copy() for key, value in solver._warm.items()}
+    warm = _save_warm(solver)
     profiler = cProfile.Profile()
     profiler.enable()
     current = state
     for _ in range(profile_steps):
         current, _info, _ = solver.step(current, h)
     profiler.disable()
-    solver._warm = warm
+    _restore_warm(solver, warm)
     res.profile_steps = profile_steps
     stats = pstats.Stats(profiler).stats
     res.profile_total_s = sum(row[2] for row in stats.values())
@@ -1065,19 +1065,31 @@ def bench_pile(
     return res
 
 
+def _save_warm(solver) -> tuple:
+    """The time-stepping solver's warm-start impulses (sorted feature keys and values), copied."""
+    keys, values = solver._warm_keys, solver._warm_values
+    return (None if keys is None else keys.copy(), None if values is None else values.copy())
+
+
+def _restore_warm(solver, saved: tuple) -> None:
+    keys, values = saved
+    solver._warm_keys = None if keys is None else keys.copy()
+    solver._warm_values = None if values is None else values.copy()
+
+
 def _pile_variants(solver, state, h, half, iterations, default_iterations, steps) -> list[PileVariant]:
     """PGS settings, each ``steps`` steps from ``state`` with the same warm-start impulses."""
     settings = sorted({50, iterations, 2 * iterations, default_iterations})
     variants = [PileVariant(f"{n} sweeps" + (" (mbsim default)" if n == default_iterations else ""), n, True)
                 for n in settings]  # fmt: skip
     variants.append(PileVariant(f"{iterations} sweeps, no warm start", iterations, False))
-    warm = {key: value.copy() for key, value in solver._warm.items()}
+    warm = _save_warm(solver)
     options = dict(solver.pgs)
     try:
         with _StepTimers(solver) as timers:
             for v in variants:
                 solver.pgs = {**options, "iterations": v.iterations, "warm_start": v.warm_start}
-                solver._warm = {key: value.copy() for key, value in warm.items()}
+                _restore_warm(solver, warm)
                 current = state
                 for _ in range(steps):
                     timers.reset()
@@ -1092,7 +1104,7 @@ def _pile_variants(solver, state, h, half, iterations, default_iterations, steps
                 _, v.penetration, _, v.centres = _pile_check(solver, current, half)
     finally:
         solver.pgs = options
-        solver._warm = warm
+        _restore_warm(solver, warm)
     reference = max(variants, key=lambda v: (v.warm_start, v.iterations))
     for v in variants:
         v.dx = float(np.max(np.linalg.norm(v.centres - reference.centres, axis=1), initial=0.0))

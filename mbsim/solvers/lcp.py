@@ -183,14 +183,18 @@ def _friction_rows(friction_normal, mu, n: int) -> tuple[np.ndarray, np.ndarray]
     fn = fn.astype(np.int64)
     mu = _vector(mu, n, "mu", 0.0)
     rows = np.flatnonzero(fn >= 0)
-    for i in rows:
-        k = fn[i]
-        if k >= n or k == i or fn[k] >= 0:
-            raise ValueError(
-                f"friction_normal[{i}]: expected the index of a normal (non-friction) row in [0, {n}), got {k}"
-            )
-        if not np.isfinite(mu[i]) or mu[i] < 0:
-            raise ValueError(f"mu[{i}]: expected a finite friction coefficient >= 0, got {mu[i]}")
+    targets = fn[rows]
+    bad = (targets >= n) | (targets == rows)
+    bad[~bad] |= fn[targets[~bad]] >= 0  # a friction row must point at a normal row
+    if bad.any():
+        i = int(rows[np.argmax(bad)])
+        raise ValueError(
+            f"friction_normal[{i}]: expected the index of a normal (non-friction) row in [0, {n}), got {fn[i]}"
+        )
+    wrong = ~np.isfinite(mu[rows]) | (mu[rows] < 0)
+    if wrong.any():
+        i = int(rows[np.argmax(wrong)])
+        raise ValueError(f"mu[{i}]: expected a finite friction coefficient >= 0, got {mu[i]}")
     if np.any(fn < -1):
         raise ValueError(f"friction_normal: expected -1 or a row index, got {int(fn.min())}")
     return fn, mu
@@ -274,7 +278,8 @@ def pgs(
 
     if sparse:
         A = sp.csr_array(A, dtype=float)
-        A.sum_duplicates()
+        if not A.has_canonical_format:  # the sweep needs no sorted indices, only no duplicates
+            A.sum_duplicates()
         if not A.data.flags.writeable:
             A.data = A.data.copy()
         diag = np.ascontiguousarray(A.diagonal())

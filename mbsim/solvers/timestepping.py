@@ -15,8 +15,11 @@ Anitescu-Potra). One step from (q, v) at t with step h:
 
    the joint rows are eliminated exactly (Schur complement), the contact rows go to the LCP
    solver (option ``lcp``: ``pgs`` with the friction box |P_t1|, |P_t2| <= mu P_N -- a
-   four-sided pyramid aligned with the contact tangents -- or ``lemke`` with the
-   Stewart-Trinkle polyhedral cone of 4 facets (2 in 2D), whose facets are +-t1, +-t2);
+   four-sided pyramid whose faces are normal to the tangents, which allows up to sqrt(2) mu
+   along a diagonal -- or ``lemke`` with the Stewart-Trinkle polyhedral cone spanned by the
+   directions +-t1, +-t2, i.e. |P_t1| + |P_t2| <= mu P_N, which allows mu along a tangent and
+   mu/sqrt(2) along a diagonal; both are exact for sliding along a tangent, and in 2D they are
+   the same; Lemke's answer is checked, and degenerate LCPs are retried with a diagonal shift);
 3. q+ = q_m + h/2 v+;
 4. the paper's error projection correction (§3, eqs. 15-18): positions then velocities of the
    new state projected onto the bilateral joints in the mass-matrix norm (option ``projection``,
@@ -55,7 +58,7 @@ from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_ene
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
-from mbsim.solvers.lcp import LCPError, lemke, pgs
+from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
 from mbsim.solvers.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.projection import project_positions, project_velocities
@@ -104,7 +107,8 @@ class Solver:
         entries = model.contacts
         self.restitution = np.array([float(c.values.get("restitution") or 0.0) for c in entries])
         self.friction = np.array(friction)
-        self._warm: dict[int, np.ndarray] = {}
+        self._warm_keys: np.ndarray | None = None  # contact features of the last step, sorted
+        self._warm_values: np.ndarray | None = None  # their impulses (normal, tangents)
         self.body_radius = _bounding_radii(model)
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
 
@@ -217,7 +221,7 @@ class Solver:
         work = state.work + h * float(applied.nonconservative @ mean) + float(impulse @ mean)
         self._last_joint_impulse = (state.t + h, P_E / h)
         normal_total = float(np.sum(P_C[:k])) if k else 0.0
-        info = StepInfo(iterations=iterations or newton, h=h, position_violation=violation)
+        info = StepInfo(iterations=iterations, h=h, position_violation=violation)
         info.extra = {"contacts/normal_impulse": normal_total}
         return State(state.t + h, q_new, v_new, work), info, h
 
@@ -281,12 +285,14 @@ class Solver:
         friction_normal = np.concatenate((np.full(k, -1), np.tile(np.arange(k), d - 1)))
         mu_rows = np.concatenate((np.zeros(k), np.tile(mu, d - 1)))
         x0 = None
-        if self.pgs["warm_start"]:
-            x0 = np.zeros(k + nt)
-            for c, key in enumerate(batch.feature):
-                old = self._warm.get(int(key))
-                if old is not None:
-                    x0[c::k][: len(old)] = old
+        keys = batch.feature
+        if self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
+            # previous impulses of the same contact features (sorted keys, searchsorted)
+            where = np.minimum(np.searchsorted(self._warm_keys, keys), len(self._warm_keys) - 1)
+            hit = self._warm_keys[where] == keys
+            start = np.zeros((k, d))
+            start[hit] = self._warm_values[where[hit]]
+            x0 = start.T.ravel()
         A_lcp = A.tocsr() if sp.issparse(A) else np.asarray(A)
         # rows that impulses cannot move (a direction the joints lock) and friction rows with
         # mu = 0 stay out of the LCP with zero impulse
@@ -304,7 +310,8 @@ class Solver:
                      omega=self.pgs["omega"])  # fmt: skip
         x = np.zeros(k + nt)
         x[sub] = result.x
-        self._warm = {int(key): x[c::k].copy() for c, key in enumerate(batch.feature)}
+        order = np.argsort(keys, kind="stable")
+        self._warm_keys, self._warm_values = keys[order], x.reshape(d, k).T[order]
         return x, int(result.iterations)
 
     def _lemke(self, A, b, mu, k, nt, t):
@@ -337,12 +344,8 @@ class Solver:
         M[k + nb_dir :, :k] = np.eye(k)[rough] * mu[rough][:, None]
         M[k + nb_dir :, k : k + nb_dir] = -E.T
         qv = np.concatenate((b[:k], D.T @ b[k:], np.zeros(f)))
-        try:
-            result = lemke(M, qv)
-        except LCPError as exc:
-            raise SimulationError(f"Lemke's method failed on the contact LCP: {exc}", t=t) from None
-        z = result.x
-        return np.concatenate((z[:k], D @ z[k : k + nb_dir])), int(result.iterations)
+        z, pivots = _lemke_checked(M, qv, t)
+        return np.concatenate((z[:k], D @ z[k : k + nb_dir])), pivots
 
     # ------------------------------------------------------------------ recording
 
@@ -370,6 +373,28 @@ class Solver:
         return Evaluation(
             lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian, kinetic, forces.potential, frames, contacts
         )
+
+
+def _lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, int]:
+    """Lemke's method with its answer checked (natural residual below 1e-7, relative);
+    degenerate contact LCPs (redundant face points give a rank-deficient normal block, and the
+    pivoting can end on a wrong basis) are retried with a small diagonal shift, M + delta I,
+    delta up to 1e-8 (relative), which picks one of their many solutions. Returns (z, pivots)."""
+    scale = max(1.0, float(np.max(np.abs(M))), float(np.max(np.abs(q), initial=0.0)))
+    last = "no attempt"
+    pivots = 0
+    for delta in (0.0, 1e-12, 1e-10, 1e-8):
+        try:
+            result = lemke(M + delta * scale * np.eye(len(q)), q)
+        except LCPError as exc:
+            last = str(exc)
+            continue
+        pivots += int(result.iterations)
+        error = complementarity_error(M, q, result.x)
+        if error <= 1e-7 * scale:
+            return result.x, pivots
+        last = f"the answer's complementarity error is {error:.3g}"
+    raise SimulationError(f"Lemke's method failed on the contact LCP: {last}", t=t)
 
 
 def _bounding_radii(model: Model) -> np.ndarray:
