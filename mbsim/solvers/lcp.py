@@ -223,6 +223,7 @@ def pgs(
     iterations: int = 200,
     tol: float = 1e-10,
     omega: float = 1.0,
+    unique_entries: bool = False,
 ) -> LCPResult:
     """Projected Gauss-Seidel (PGS, projected SOR for omega != 1) for the box-constrained MLCP.
 
@@ -239,6 +240,8 @@ def pgs(
 
     Args:
         A: (n, n) dense array or scipy.sparse matrix (converted to CSR); diagonal > 0.
+            ``unique_entries=True`` promises a sparse A without duplicate entries (as sparse
+            products give), which skips sorting its indices.
         b: (n,) constant term.
         lo: (n,) lower bounds, or a scalar; may be -inf.
         hi: (n,) upper bounds, or a scalar; may be +inf.
@@ -278,7 +281,9 @@ def pgs(
 
     if sparse:
         A = sp.csr_array(A, dtype=float)
-        if not A.has_canonical_format:  # the sweep needs no sorted indices, only no duplicates
+        # the sweep needs no sorted indices, only no duplicate entries; a caller that built A
+        # by sparse products (which never repeat an entry) says so and skips the sort
+        if not (unique_entries or A.has_canonical_format):
             A.sum_duplicates()
         if not A.data.flags.writeable:
             A.data = A.data.copy()

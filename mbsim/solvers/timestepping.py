@@ -304,10 +304,10 @@ class Solver:
         sub = np.nonzero(active)[0]
         fn = friction_normal[sub]
         fn = np.where(fn >= 0, index[np.maximum(fn, 0)], -1)
-        A_sub = A_lcp[sub][:, sub]
+        A_sub = A_lcp if len(sub) == len(active) else A_lcp[sub][:, sub]
         result = pgs(A_sub, b[sub], lo[sub], hi[sub], None if x0 is None else x0[sub], friction_normal=fn,
                      mu=mu_rows[sub], iterations=int(self.pgs["iterations"]), tol=self.pgs["tol"],
-                     omega=self.pgs["omega"])  # fmt: skip
+                     omega=self.pgs["omega"], unique_entries=True)  # fmt: skip
         x = np.zeros(k + nt)
         x[sub] = result.x
         order = np.argsort(keys, kind="stable")
