@@ -258,8 +258,8 @@ class ContactDetector:
         for c in np.unique(code):
             function = self._functions[int(c)]
             ta, tb = self.type_names[c // nt], self.type_names[c % nt]
-            if function is None:
-                raise NotImplementedError(f"no rigid contact between '{ta}' and '{tb}' yet")
+            if function is None:  # compile refuses such pairs; reaching this is an internal error
+                raise RuntimeError(f"no rigid contact rule between '{ta}' and '{tb}'")
             fn, swap, same = function
             if fn is None:  # pairs that never touch (two points)
                 continue
