@@ -119,13 +119,20 @@ def applied_forces(model: Model, frames: Frames, v: np.ndarray, t: float, with_p
 
 
 def generalized_forces(
-    model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+    model: Model,
+    frames: Frames,
+    v: np.ndarray,
+    t: float,
+    with_potential: bool = True,
+    applied: AppliedForces | None = None,
 ) -> ForceValues:
     """All applied and inertial generalized forces at one state.
 
-    ``with_potential=False`` skips the gravity potential (the right-hand side does not need it).
+    ``with_potential=False`` skips the gravity potential (the right-hand side does not need it);
+    ``applied`` reuses applied forces already computed at this state.
     """
-    applied = applied_forces(model, frames, v, t, with_potential)
+    if applied is None:
+        applied = applied_forces(model, frames, v, t, with_potential)
     Q = applied.conservative + applied.nonconservative
     if model.dimension == 3:  # gyroscopic term -omega x (I omega), body axes
         nb = model.nbody

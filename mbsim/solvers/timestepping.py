@@ -169,7 +169,7 @@ class Solver:
         q_mid = m.normalize(m.retract(q, 0.5 * h * v))
         frames = m.frames(q_mid, v)
         applied = applied_forces(m, frames, v, t_mid, with_potential=False)
-        Q = generalized_forces(m, frames, v, t_mid, with_potential=False).q_force
+        Q = generalized_forces(m, frames, v, t_mid, with_potential=False, applied=applied).q_force
         v_free = v + h * inverse_mass_times(m, Q)
         # contacts that can close by the end of the step: the margin grows with how far the
         # bodies can move from the midpoint, (|v| + |omega| R) h/2 each
@@ -207,10 +207,10 @@ class Solver:
         q_new = m.normalize(m.retract(q_mid, 0.5 * h * v_new))
         # §3: the drift of the joints is projected out before the next step's LCP (and so before
         # this state is recorded): positions, then velocities, in the mass-matrix norm
-        newton, violation = 0, None
+        violation = None
         p = self.projection
         if m.nc and p.position:
-            q_new, newton, violation, values = project_positions(
+            q_new, _, violation, values = project_positions(
                 m, q_new, state.t + h, p.iterations, p.tol, self.rank_tol, True
             )
             if p.velocity:
