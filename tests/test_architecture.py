@@ -25,7 +25,13 @@ LAYER = {
     "__init__": 0,
 }
 # modules that must not import anything from mbsim
-PURE = {"model/spatial.py", "solvers/lcp.py", "solvers/optimize.py"}
+PURE = {
+    "model/spatial.py",
+    "solvers/lcp.py",
+    "solvers/optimize.py",
+    "model/contact/obb.py",
+    "model/contact/octree.py",
+}
 
 
 def _modules():
