@@ -31,6 +31,7 @@ PURE = {
     "solvers/optimize.py",
     "model/contact/obb.py",
     "model/contact/octree.py",
+    "model/contact/sdf.py",
 }
 
 
