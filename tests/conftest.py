@@ -39,3 +39,17 @@ def mbsim() -> Callable[..., Result]:
         return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sdf_cache_in_a_temporary_directory(tmp_path_factory):
+    """Signed distance fields are cached on disk: keep the tests' cache out of the user's home."""
+    import os
+
+    old = os.environ.get("MBSIM_CACHE")
+    os.environ["MBSIM_CACHE"] = str(tmp_path_factory.mktemp("sdf-cache"))
+    yield
+    if old is None:
+        os.environ.pop("MBSIM_CACHE", None)
+    else:
+        os.environ["MBSIM_CACHE"] = old

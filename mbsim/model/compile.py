@@ -10,6 +10,7 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.constraints import Primitive, batch
+from mbsim.model.contact.compliant import build_compliant
 from mbsim.model.contact.pairs import resolve_contact_pairs
 from mbsim.model.dynamics import SpringGroups
 from mbsim.model.forces import FORCE_TYPES, BuildSetup
@@ -240,6 +241,10 @@ def compile_model(spec: SceneSpec) -> Model:
         values = read_mapping(ctx, item.path, item.raw, ftype.FIELDS)
         by_type.setdefault(item.type, []).append((item, values))
     forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]
+    # compliant contacts are force elements too (every method takes them)
+    compliant = build_compliant(ctx, spec.contacts, body_index, shapes, nb, d)
+    if compliant is not None:
+        forces.append(compliant)
 
     # contacts: body sets resolved and checked here; which methods take them is the solver's business
     contact_pairs = resolve_contact_pairs(ctx, spec.contacts, body_index, shapes)

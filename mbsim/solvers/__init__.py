@@ -47,7 +47,7 @@ def get_solver(spec: SceneSpec, model: Model):
         kind = item.values["type"]
         if kind == "rigid" and not module.CAPABILITIES.get("rigid_contacts"):
             raise ctx.error((*item.path, "type"), f"'rigid' needs solver.method 'timestepping', got '{method}'")
-        if kind == "compliant" and not module.CAPABILITIES.get("compliant_contacts"):
+        if kind == "compliant" and not module.CAPABILITIES.get("compliant_contacts", True):
             raise ctx.error(
                 (*item.path, "type"),
                 "compliant (SDF mesh) contacts are not available in this "

@@ -600,7 +600,7 @@ def test_lists_patterns_and_the_later_entry_wins(tmp_path):
         {"name": "floor", "type": "rigid", "body1": ["ground", "crate"], "body2": "ball?", "friction": 0.4},
         {"name": "special", "type": "rigid", "body1": "ball1", "body2": ["ball2"], "friction": 0.9},
         {"name": "off", "type": "rigid", "body1": "*", "body2": "*", "enabled": False},
-        {"name": "soft", "type": "compliant", "body1": "crate", "body2": "stick"},
+        {"name": "soft", "type": "compliant", "body1": "crate", "body2": "stick", "enabled": False},
     ]
     m = build(tmp_path, bodies, [FLOOR3], contacts)
     index = {n: k for k, n in enumerate(m.body_names)}

@@ -1,0 +1,215 @@
+"""Compliant contacts: Hertz force with hysteresis damping and velocity-dependent Coulomb
+friction, from the master's signed distance field (papers/sdf-octree-contact-dynamics.txt,
+eqs. (5)-(6) and (36)-(43)).
+
+Each ``type: compliant`` contact entry pairs a master body (``body1``: its one shape becomes a
+triangle mesh whose signed distance field is precomputed, cached on disk) with a slave body
+(``body2``: the vertices of its shape's mesh are the sample points). At every evaluation each
+slave point p is mapped into the master's frame, the field gives its signed distance d and
+the normal n (the normalised gradient of the trilinear interpolant); a point with d < 0 has
+penetration g = -d and pushes with
+
+    f_N = k g^n + chi g^m dg/dt,     f_T = -mu(|v_T|) f_N v_T / |v_T|,
+
+(eqs. 36-38; f_N is not allowed to pull) at the slave point and, opposite, at its projection
+p - d n on the master's surface (eq. 43). The elastic part k g^n is conservative (potential
+k g^(n+1)/(n+1)); damping and friction are not. This is a force element: every method takes it.
+Not yet here: the OBB broad phase and the octree over the sample points
+(mbsim.model.contact.obb, .octree): every sample point is queried, one vectorised call per pair.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
+from mbsim.model.forces.base import generalized_from_point_forces
+from mbsim.model.model import Frames
+from mbsim.scene.fields import Context, Field, Number, read_mapping
+
+FRICTION_FIELDS = {
+    "static": Field(Number(minimum=0), "mu_s", 0.0),
+    "dynamic": Field(Number(minimum=0), "mu_d", 0.0),
+    "v_static": Field(Number(positive=True), "v_s, m/s: below it the friction builds up from zero", 5e-3),
+    "v_dynamic": Field(Number(positive=True), "v_d, m/s: above it the friction is mu_d", 1e-2),
+}
+SDF_FIELDS = {
+    "cell": Field(Number(positive=True), "grid spacing of the master's field, m (default: 1/64 of its size)", None),
+    "padding": Field(Number(minimum=0), "margin of the grid around the master, m (default: 1/10 of its size)", None),
+}
+
+
+def cache_dir() -> Path:
+    """Where fields are cached: $MBSIM_CACHE, else $XDG_CACHE_HOME/mbsim, else ~/.cache/mbsim."""
+    if os.environ.get("MBSIM_CACHE"):
+        return Path(os.environ["MBSIM_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mbsim" / "sdf"
+
+
+def shape_mesh(shape: dict[str, Any]):
+    """A watertight trimesh of one shape in its body's frame (pose applied)."""
+    import trimesh
+
+    kind = shape["type"]
+    if kind == "mesh":
+        mesh = shape["_mesh"].copy()
+    elif kind == "box":
+        mesh = trimesh.creation.box(extents=shape["size"])
+    elif kind == "sphere":
+        mesh = trimesh.creation.icosphere(subdivisions=4, radius=shape["radius"])
+    elif kind == "cylinder":
+        mesh = trimesh.creation.cylinder(radius=shape["radius"], height=shape["length"], sections=64)
+    elif kind == "capsule":
+        mesh = trimesh.creation.capsule(radius=shape["radius"], height=shape["length"], count=[32, 32])
+    else:
+        raise ValueError(f"a '{kind}' shape has no volume for a compliant contact")
+    pose = shape.get("pose")
+    if pose is not None:
+        transform = np.eye(4)
+        transform[:3, :3] = pose["rotation"]
+        transform[:3, 3] = pose["position"]
+        mesh.apply_transform(transform)
+    return mesh
+
+
+def friction_coefficient(v: np.ndarray, mu_s: float, mu_d: float, v_s: float, v_d: float) -> np.ndarray:
+    """mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then
+    to mu_d at v_d, constant beyond."""
+    s = np.clip((v + v_s) / (2.0 * v_s), 0.0, 1.0)
+    low = -mu_s + 2.0 * mu_s * (3.0 - 2.0 * s) * s**2
+    r = np.clip((v - v_s) / (v_d - v_s), 0.0, 1.0)
+    mid = mu_s + (mu_d - mu_s) * (3.0 - 2.0 * r) * r**2
+    return np.where(v <= v_s, low, np.where(v < v_d, mid, mu_d))
+
+
+@dataclass
+class CompliantPair:
+    """One master-slave pair: the master's field, the slave's sample points (its frame), the law."""
+
+    master: int
+    slave: int
+    field: SignedDistanceField
+    points: np.ndarray  # (n, 3) slave sample points in the slave's frame
+    stiffness: float
+    exponent: float
+    damping: float
+    damping_exponent: float
+    friction: tuple[float, float, float, float]  # mu_s, mu_d, v_s, v_d
+
+
+class CompliantContacts:
+    """The force group of all compliant pairs (see the module docstring)."""
+
+    def __init__(self, pairs: list[CompliantPair], nbody: int) -> None:
+        self.pairs = pairs
+        self.nbody = nbody
+        self.last_count = 0
+        self.last_penetration = 0.0
+
+    def evaluate(self, f: Frames, t: float):
+        nb = self.nbody
+        cons = np.zeros((nb + 1, 6))
+        nonc = np.zeros((nb + 1, 6))
+        potential = 0.0
+        count, deepest = 0, 0.0
+        for pair in self.pairs:
+            m, s = pair.master, pair.slave
+            p = f.pos[s] + pair.points @ f.rot[s].T  # slave points, world
+            local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
+            d, grad = pair.field.distance_and_gradient(local)
+            inside = d < 0.0
+            if not inside.any():
+                continue
+            p, d, grad = p[inside], d[inside], grad[inside]
+            n = grad @ f.rot[m].T
+            n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
+            g = -d
+            q = p + g[:, None] * n  # the projection on the master's surface
+            v_s = f.vel[s] + np.cross(f.omega[s], p - f.pos[s])
+            v_m = f.vel[m] + np.cross(f.omega[m], q - f.pos[m])
+            rel = v_s - v_m
+            g_rate = -np.einsum("ij,ij->i", rel, n)  # penetration grows when the slave moves in
+            elastic = pair.stiffness * g**pair.exponent
+            total = np.maximum(elastic + pair.damping * g**pair.damping_exponent * g_rate, 0.0)
+            v_t = rel + g_rate[:, None] * n
+            speed = np.linalg.norm(v_t, axis=1)
+            mu = friction_coefficient(speed, *pair.friction)
+            tangential = -(mu * total / np.maximum(speed, 1e-300))[:, None] * v_t
+            bodies = np.concatenate((np.full(len(g), s), np.full(len(g), m)))
+            offsets = np.concatenate((p - f.pos[s], q - f.pos[m]))
+            f_el = elastic[:, None] * n
+            f_nc = (total - elastic)[:, None] * n + tangential
+            cons += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_el, -f_el)), nb, 3)
+            nonc += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_nc, -f_nc)), nb, 3)
+            potential += float(np.sum(pair.stiffness * g ** (pair.exponent + 1.0) / (pair.exponent + 1.0)))
+            count += len(g)
+            deepest = max(deepest, float(g.max()))
+        self.last_count, self.last_penetration = count, deepest
+        return cons, nonc, potential
+
+
+def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dict, nbody: int, dimension: int):
+    """The compliant contact force group of a scene, or None when it has none."""
+    pairs = []
+    for item in items:
+        values = item.values
+        if values.get("type") != "compliant" or not values.get("enabled", True):
+            continue
+        path = item.path
+        if dimension != 3:
+            raise ctx.error((*path, "type"), "compliant contacts are 3D only")
+        names = []
+        for key in ("body1", "body2"):
+            name = values[key]
+            if not isinstance(name, str) or name not in body_index or name == "ground":
+                raise ctx.error((*path, key), "a compliant contact needs one body name (not ground, not a pattern)")
+            body_shapes = shapes.get(name, [])
+            solid = [sh for sh in body_shapes if sh["type"] in ("mesh", "box", "sphere", "cylinder", "capsule")]
+            if len(solid) != 1:
+                raise ctx.error((*path, key), f"a compliant contact needs exactly one solid shape on '{name}', "
+                                              f"found {len(solid)}")  # fmt: skip
+            names.append((name, solid[0]))
+        if values.get("stiffness") is None:
+            raise ctx.error(path, "missing required key 'stiffness' for a compliant contact")
+        (master_name, master_shape), (slave_name, slave_shape) = names
+        try:
+            master_mesh = shape_mesh(master_shape)
+            slave_mesh = shape_mesh(slave_shape)
+        except ValueError as exc:
+            raise ctx.error(path, str(exc)) from None
+        size = float(np.linalg.norm(master_mesh.extents))
+        grid = read_mapping(ctx, (*path, "sdf"), values.get("sdf") or {}, SDF_FIELDS)
+        cell = grid["cell"] or size / 64.0
+        padding = grid["padding"] if grid["padding"] is not None else 0.1 * size
+        try:
+            field = cached_sdf(master_mesh, cell, padding, cache_dir())
+        except ValueError as exc:
+            raise ctx.error((*path, "body1"), f"no signed distance field for '{master_name}': {exc}") from None
+        friction = values.get("friction") or {}
+        if not isinstance(friction, dict):
+            raise ctx.error(
+                (*path, "friction"), "expected {static, dynamic, v_static, v_dynamic} for a compliant contact"
+            )
+        fr = read_mapping(ctx, (*path, "friction"), friction, FRICTION_FIELDS)
+        if fr["v_dynamic"] <= fr["v_static"]:
+            raise ctx.error((*path, "friction"), "expected v_dynamic > v_static")
+        pairs.append(
+            CompliantPair(
+                master=body_index[master_name],
+                slave=body_index[slave_name],
+                field=field,
+                points=np.asarray(slave_mesh.vertices, dtype=float),
+                stiffness=values["stiffness"],
+                exponent=values["exponent"],
+                damping=values["damping"],
+                damping_exponent=values["damping_exponent"],
+                friction=(fr["static"], fr["dynamic"], fr["v_static"], fr["v_dynamic"]),
+            )
+        )
+    return CompliantContacts(pairs, nbody) if pairs else None
