@@ -14,8 +14,10 @@ penetration g = -d and pushes with
 (eqs. 36-38; f_N is not allowed to pull) at the slave point and, opposite, at its projection
 p - d n on the master's surface (eq. 43). The elastic part k g^n is conservative (potential
 k g^(n+1)/(n+1)); damping and friction are not. This is a force element: every method takes it.
-Not yet here: the OBB broad phase and the octree over the sample points
-(mbsim.model.contact.obb, .octree): every sample point is queried, one vectorised call per pair.
+Detection as the paper's: oriented bounding boxes of both bodies and the 15-axis
+separating-axis test first (mbsim.model.contact.obb), then the slave's sample points in an
+octree (mbsim.model.contact.octree) whose cells are skipped when the field at their centre
+exceeds their radius plus one cell; the remaining points are queried in one vectorised call.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from mbsim.model.contact.obb import obb_from_points, obb_overlap, obb_world
+from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
 from mbsim.model.forces.base import generalized_from_point_forces
 from mbsim.model.model import Frames
@@ -101,6 +105,15 @@ class CompliantPair:
     damping: float
     damping_exponent: float
     friction: tuple[float, float, float, float]  # mu_s, mu_d, v_s, v_d
+    master_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB (centre, axes, half), master frame
+    slave_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB of the sample points, slave frame
+    tree: Octree | None = None  # octree over the sample points (slave frame)
+
+    def __post_init__(self) -> None:
+        if self.slave_box is None:
+            self.slave_box = obb_from_points(self.points)
+        if self.tree is None:
+            self.tree = Octree.build(self.points)
 
 
 class CompliantContacts:
@@ -120,7 +133,20 @@ class CompliantContacts:
         count, deepest = 0, 0.0
         for pair in self.pairs:
             m, s = pair.master, pair.slave
-            p = f.pos[s] + pair.points @ f.rot[s].T  # slave points, world
+            # global detection: oriented bounding boxes, the 15-axis separating-axis test
+            A = obb_world(*pair.master_box, f.pos[m], f.rot[m])
+            B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
+            if not obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+                continue
+            # local detection: octree cells whose centre is farther from the master than their
+            # radius (plus one cell, the interpolant's slack) hold no contact
+            rel_rot = f.rot[m].T @ f.rot[s]
+            rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
+            chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
+            if not len(chosen):
+                continue
+            points = pair.points[chosen]
+            p = f.pos[s] + points @ f.rot[s].T  # slave points, world
             local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
             d, grad = pair.field.distance_and_gradient(local)
             inside = d < 0.0
@@ -199,6 +225,7 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
         fr = read_mapping(ctx, (*path, "friction"), friction, FRICTION_FIELDS)
         if fr["v_dynamic"] <= fr["v_static"]:
             raise ctx.error((*path, "friction"), "expected v_dynamic > v_static")
+        bounds = master_mesh.vertices
         pairs.append(
             CompliantPair(
                 master=body_index[master_name],
@@ -210,6 +237,7 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
                 damping=values["damping"],
                 damping_exponent=values["damping_exponent"],
                 friction=(fr["static"], fr["dynamic"], fr["v_static"], fr["v_dynamic"]),
+                master_box=obb_from_points(np.asarray(bounds, dtype=float)),
             )
         )
     return CompliantContacts(pairs, nbody) if pairs else None
