@@ -54,3 +54,41 @@ def test_compliant_contact_needs_one_solid_body_on_each_side(run_scene, tmp_path
     )
     assert result.exit_code == 2
     assert "contacts[0].body2" in result.output
+
+
+def test_octree_culling_gives_the_same_forces_as_querying_every_point(tmp_path, monkeypatch):
+    """A mesh sphere (642 sample points, above the octree threshold) pressed into a box: the
+    culled evaluation equals the brute-force one."""
+    import yaml
+
+    from mbsim.model.contact import compliant
+    from mbsim.model.dynamics import applied_forces
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    scene = {
+        "mbsim": 1,
+        "name": "ball on block",
+        "time": {"end": 0.01, "step": 1e-4},
+        "bodies": [
+            {"name": "block", "density": 1000, "position": [0, 0, -0.1],
+             "shapes": [{"type": "box", "size": [1, 1, 0.2]}]},
+            {"name": "ball", "density": 1000, "position": [0.01, 0.02, 0.097],
+             "orientation": {"axis_angle": {"axis": [1, 2, 3], "angle": 0.4}}, "velocity": [0.3, 0, -0.5],
+             "shapes": [{"type": "sphere", "radius": 0.1}]},
+        ],
+        "contacts": [{"type": "compliant", "body1": "block", "body2": "ball", "stiffness": 1e6, "damping": 10,
+                      "friction": {"static": 0.3, "dynamic": 0.2}}],
+    }  # fmt: skip
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    model, _ = prepare(load_scene(str(path)))
+    pair = model.forces[-1].pairs[0]
+    assert len(pair.points) > compliant.OCTREE_ABOVE and pair.tree is not None
+    frames = model.frames(model.q0, model.v0)
+    culled = applied_forces(model, frames, model.v0, 0.0)
+    assert model.forces[-1].last_count > 0  # the ball is pressed in
+    monkeypatch.setattr(compliant, "OCTREE_ABOVE", 10**9)
+    brute = applied_forces(model, frames, model.v0, 0.0)
+    np.testing.assert_allclose(culled.conservative, brute.conservative, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(culled.nonconservative, brute.nonconservative, rtol=1e-12, atol=1e-9)

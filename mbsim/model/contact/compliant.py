@@ -36,6 +36,8 @@ from mbsim.model.forces.base import generalized_from_point_forces
 from mbsim.model.model import Frames
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
+OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
+
 FRICTION_FIELDS = {
     "static": Field(Number(minimum=0), "mu_s", 0.0),
     "dynamic": Field(Number(minimum=0), "mu_d", 0.0),
@@ -112,7 +114,7 @@ class CompliantPair:
     def __post_init__(self) -> None:
         if self.slave_box is None:
             self.slave_box = obb_from_points(self.points)
-        if self.tree is None:
+        if self.tree is None and len(self.points) > OCTREE_ABOVE:
             self.tree = Octree.build(self.points)
 
 
@@ -140,12 +142,14 @@ class CompliantContacts:
                 continue
             # local detection: octree cells whose centre is farther from the master than their
             # radius (plus one cell, the interpolant's slack) hold no contact
-            rel_rot = f.rot[m].T @ f.rot[s]
-            rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
-            chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
-            if not len(chosen):
-                continue
-            points = pair.points[chosen]
+            points = pair.points
+            if len(points) > OCTREE_ABOVE:
+                rel_rot = f.rot[m].T @ f.rot[s]
+                rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
+                chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
+                if not len(chosen):
+                    continue
+                points = points[chosen]
             p = f.pos[s] + points @ f.rot[s].T  # slave points, world
             local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
             d, grad = pair.field.distance_and_gradient(local)
