@@ -231,6 +231,11 @@ CONTACT_FIELDS = {
     "damping": Field(Number(minimum=0), "chi", 0.0),
     "damping_exponent": Field(Number(minimum=0), "m", 0.0),
     "sdf": Field(Raw("{cell, padding}"), "signed distance field grid of the master shape", None),
+    "samples": Field(
+        Number(minimum=0, integer=True),
+        "compliant: sample points spread evenly over the slave's surface, besides its mesh vertices (seeded)",
+        0,
+    ),
     "enabled": Field(Boolean(), "switch the contact off without deleting it", True),
 }
 

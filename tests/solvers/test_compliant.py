@@ -92,3 +92,13 @@ def test_octree_culling_gives_the_same_forces_as_querying_every_point(tmp_path, 
     brute = applied_forces(model, frames, model.v0, 0.0)
     np.testing.assert_allclose(culled.conservative, brute.conservative, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(culled.nonconservative, brute.nonconservative, rtol=1e-12, atol=1e-9)
+
+
+def test_surface_samples_add_points_and_keep_the_elastic_outcome(run_scene):
+    _, res = run_scene(SCENES / "blocks_elastic.yaml", ["contacts[0].samples=200"])
+    assert res["bodies/block1/velocity"][-1, 0] == pytest.approx(3.0, rel=5e-3)
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    model, _ = prepare(load_scene(str(SCENES / "blocks_elastic.yaml"), ["contacts[0].samples=200"]))
+    assert len(model.forces[-1].pairs[0].points) > 8 + 100  # vertices plus the spread points

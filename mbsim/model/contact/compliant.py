@@ -230,12 +230,19 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
         if fr["v_dynamic"] <= fr["v_static"]:
             raise ctx.error((*path, "friction"), "expected v_dynamic > v_static")
         bounds = master_mesh.vertices
+        points = np.asarray(slave_mesh.vertices, dtype=float)
+        extra = int(values.get("samples") or 0)
+        if extra:  # evenly spread surface points, reproducible (fixed seed)
+            import trimesh
+
+            spread, _ = trimesh.sample.sample_surface_even(slave_mesh, extra, seed=0)
+            points = np.concatenate((points, np.asarray(spread, dtype=float)))
         pairs.append(
             CompliantPair(
                 master=body_index[master_name],
                 slave=body_index[slave_name],
                 field=field,
-                points=np.asarray(slave_mesh.vertices, dtype=float),
+                points=points,
                 stiffness=values["stiffness"],
                 exponent=values["exponent"],
                 damping=values["damping"],
