@@ -30,7 +30,7 @@ from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import inverse_mass_times
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 
 NAME = "augmented_lagrangian"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -95,10 +95,5 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
         mu=got["mu"],
         tol=got["tol"],
         max_iter=int(got["max_iter"]),
-        integrator=solver_spec.integrator,
-        rtol=solver_spec.rtol,
-        atol=solver_spec.atol,
-        projection=projection_options(got["projection"]),
-        max_step=got["max_step"],
-        rank_tol=got["rank_tol"],
+        **common_arguments(solver_spec, got),
     )

@@ -34,7 +34,7 @@ from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import MinNorm
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, particle_swarm, slsqp
 
 NAME = "gauss"
@@ -174,10 +174,5 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
         slsqp_options={"tol": got["slsqp"]["tol"], "max_iter": int(got["slsqp"]["max_iter"])},
         swarm=swarm,
         seed=int(p["seed"]),
-        integrator=solver_spec.integrator,
-        rtol=solver_spec.rtol,
-        atol=solver_spec.atol,
-        projection=projection_options(got["projection"]),
-        max_step=got["max_step"],
-        rank_tol=got["rank_tol"],
+        **common_arguments(solver_spec, got),
     )

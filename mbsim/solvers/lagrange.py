@@ -25,7 +25,7 @@ from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import factorize, inverse_mass_times
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 
 NAME = "lagrange"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True}
@@ -75,10 +75,5 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
         model,
         alpha=got["baumgarte"]["alpha"],
         beta=got["baumgarte"]["beta"],
-        integrator=solver_spec.integrator,
-        rtol=solver_spec.rtol,
-        atol=solver_spec.atol,
-        projection=projection_options(got["projection"]),
-        max_step=got["max_step"],
-        rank_tol=got["rank_tol"],
+        **common_arguments(solver_spec, got),
     )

@@ -25,7 +25,7 @@ from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import MinNorm
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, projection_options
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 
 NAME = "null_space"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -59,10 +59,5 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
     return Solver(
         model,
-        integrator=solver_spec.integrator,
-        rtol=solver_spec.rtol,
-        atol=solver_spec.atol,
-        projection=projection_options(got["projection"]),
-        max_step=got["max_step"],
-        rank_tol=got["rank_tol"],
+        **common_arguments(solver_spec, got),
     )

@@ -38,6 +38,19 @@ def projection_options(raw: dict) -> ProjectionOptions:
     return ProjectionOptions(bool(raw["position"]), bool(raw["velocity"]), int(raw["iterations"]), float(raw["tol"]))
 
 
+def common_arguments(solver_spec, got: dict) -> dict:
+    """The OdeSolver arguments every method's ``create`` passes: integrator and tolerances from
+    the scene's solver section, projection, max_step and rank_tol from the checked options."""
+    return {
+        "integrator": solver_spec.integrator,
+        "rtol": solver_spec.rtol,
+        "atol": solver_spec.atol,
+        "projection": projection_options(got["projection"]),
+        "max_step": got["max_step"],
+        "rank_tol": got["rank_tol"],
+    }
+
+
 @dataclass
 class Accelerations:
     """The result of one acceleration solve.
