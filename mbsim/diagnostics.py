@@ -51,6 +51,8 @@ def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray,
     nj = len(model.joints)
     d = model.dimension
     k = 6 if d == 3 else 3
+    if ev.reactions is not None:  # the method computed them (joint coordinates)
+        return ev.reactions
     out = np.zeros((nj, k))
     lam = ev.multipliers
     driven = model.driven_rows
@@ -88,11 +90,17 @@ def record_row(
 ) -> dict[str, np.ndarray | float]:
     """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``."""
     nb, d = model.nbody, model.dimension
-    contacts = ev.contacts or (0, 0.0)
+    compliant = model.compliant
+    contacts = ev.contacts
+    if contacts is None:  # compliant contacts are forces: the evaluation just ran them at this state
+        contacts = (compliant.last_count, compliant.last_penetration) if compliant is not None else (0, 0.0)
     frames = ev.frames if ev.frames is not None else model.frames(state.q, state.v)
     pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
     vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0
-    quat_error = model.quaternion_norm_error(state.q)
+    body_q = state.q if ev.body_q is None else ev.body_q  # the model's body coordinates
+    quat_error = ev.quaternion_norm_error
+    if quat_error is None:
+        quat_error = model.quaternion_norm_error(state.q)
     total = ev.kinetic + ev.potential
     if stats.energy0 is None:
         stats.energy0 = total - state.work
@@ -120,8 +128,10 @@ def record_row(
         "diagnostics/solver/iterations": float(info.iterations),
         "diagnostics/solver/step_size": info.h,
     }
+    if compliant is not None:
+        row.update(compliant.pair_diagnostics())
     if d == 3:
-        row["bodies/{body}/orientation"] = state.q.reshape(nb, 7)[:, 3:]
+        row["bodies/{body}/orientation"] = body_q.reshape(nb, 7)[:, 3:]
         row["bodies/{body}/angular_velocity"] = frames.omega[:nb]
         row["diagnostics/constraints/quaternion_norm_error"] = quat_error
     else:

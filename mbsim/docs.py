@@ -9,6 +9,7 @@ from __future__ import annotations
 from mbsim.model.compile import DRIVE_FIELDS, SPRING_FIELDS
 from mbsim.model.forces import FORCE_TYPES
 from mbsim.model.joints import JOINT_TYPES
+from mbsim.model.meshgen import GENERATORS
 from mbsim.model.shapes import SHAPE_TYPES
 from mbsim.scene.expr import FUNCTIONS
 from mbsim.scene.fields import STATE_2D, STATE_3D, table_markdown
@@ -77,6 +78,9 @@ def scene_reference() -> str:
         dims = " and ".join(f"{d}D" for d in shape.dimensions)
         where = "ground only" if shape.ground_only else "bodies and ground"
         out += [f"### `{name}` ({dims}, {where})", "", shape.doc + ".", "", table_markdown(shape.fields), ""]
+    out += ["### Mesh generators (`mesh` shape, `generate: {kind: ...}`)", ""]
+    for name, gen in GENERATORS.items():
+        out += [f"#### `{name}`", "", gen.doc + ".", "", table_markdown(gen.fields), ""]
     out += [
         "## `joints[]`",
         "",

@@ -109,10 +109,17 @@ def run(
     path = Path(output) if output else (Path(spec.output_file) if spec.output_file else default_output(spec.raw.file))
     integrator = getattr(solver, "integrator_label", spec.solver.integrator)  # methods with their own scheme
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
-    writer = ResultWriter(path, model, attrs)
+    # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
+    # and /v, gives its start state and converts its states to the model's body coordinates
+    own = hasattr(solver, "body_coordinates")
+    writer = ResultWriter(path, model, attrs, coordinates=solver.coordinate_names() if own else None)
     reset_spring_references(model)
     stats = RunStats()
-    state = State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
+    state = solver.initial_state() if own else State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
+
+    def body(s: State) -> tuple[np.ndarray, np.ndarray]:
+        return solver.body_coordinates(s) if own else (s.q, s.v)
+
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
     status, message, steps = "failed", "", 0
     start = time.perf_counter()
@@ -132,20 +139,30 @@ def run(
         with _SigintFlag() as sigint, np.errstate(all="ignore"):
             record(state, StepInfo())
             h = model.step
+            # the paper's step control: the small step while compliant bounding boxes overlap
+            fine = model.contact_step if model.compliant is not None else None
+            adaptive = bool(getattr(solver, "adaptive", False))
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 if sigint.raised:
                     raise Interrupted("interrupted")
                 h_try = min(h, t_end - state.t)
                 if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                     h_try = t_end - state.t
-                new, info, h = solver.step(state, h_try)
+                if fine is not None and fine < h_try:
+                    f = model.frames(*body(state))
+                    if model.compliant.near(f, h_try):
+                        h_try = fine
+                new, info, h_next = solver.step(state, h_try)
+                # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
+                h = h_next if (fine is None or adaptive or h_next != h_try) else model.step
                 if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
                     raise SimulationError(
                         "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
                     )
                 steps += 1  # completed steps only
                 state = new
-                update_spring_references(model, state.q, state.t)
+                if model.springs:
+                    update_spring_references(model, body(state)[0], state.t)
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                 recorded = steps % every == 0 or last
                 if recorded:
@@ -154,7 +171,7 @@ def run(
                 else:
                     violation = info.position_violation
                     if violation is None:
-                        phi = constraint_residual(model, state.q, state.t) if model.nc else np.zeros(1)
+                        phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)
                         violation = float(np.max(np.abs(phi)))
                     stats.max_position_violation = max(stats.max_position_violation, violation)
                 if violation > max_violation:

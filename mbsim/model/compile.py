@@ -45,6 +45,13 @@ def _read_bodies(spec: SceneSpec, ctx: Context):
     shapes["ground"] = ground_shapes
     for b, body in enumerate(spec.bodies):
         body_shapes = [read_shape(ctx, (*body.path, "shapes", k), s, base, False) for k, s in enumerate(body.shapes)]
+        seen: set[str] = set()
+        for k, s in enumerate(body_shapes):
+            if s.get("name") is not None:
+                if s["name"] in seen:
+                    where = (*body.path, "shapes", k, "name")
+                    raise ctx.error(where, f"duplicate shape name '{s['name']}' on this body")
+                seen.add(s["name"])
         if body.density is not None:
             mass, com, inertia = composite_mass_properties(ctx, body.path, body_shapes, body.density, d)
             # the body frame sits at the centre of mass: shapes are re-expressed about it
@@ -155,7 +162,7 @@ def compile_model(spec: SceneSpec) -> Model:
     # joints -> primitives
     constraint_prims: list[Primitive] = []
     spring_prims: list[tuple[Primitive, float, float, float]] = []
-    joint_parts: list[tuple[str, str, int, int, list[Primitive], Primitive | None, np.ndarray]] = []
+    joint_parts: list[tuple] = []
     for item in spec.joints:
         path = item.path
         kind = JOINT_TYPES.get(item.type)
@@ -189,14 +196,18 @@ def compile_model(spec: SceneSpec) -> Model:
             drive_prim.drive = drive["position"]
             drive_prim.labels = [f"{item.name}: drive {kind.coordinate}"]
             prims = [*prims, drive_prim]
+        spring_values = None
         if item.values["spring"] is not None:
             spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
             sp_prim = kind.coordinate_primitive(frame)
             sp_prim.offset += spring["rest"]
             spring_prims.append((sp_prim, spring["stiffness"], spring["damping"], spring["rest"]))
+            spring_values = (spring["stiffness"], spring["damping"], spring["rest"])
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
-        joint_parts.append((item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2))
+        joint_parts.append(
+            (item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2, frame, spring_values)
+        )
 
     groups, nc = batch(constraint_prims, 0, d)
     row_labels = [""] * nc
@@ -212,8 +223,11 @@ def compile_model(spec: SceneSpec) -> Model:
             np.concatenate([p.rows for p in prims]) if prims else np.zeros(0, int),
             int(drive.rows[0]) if drive is not None else None,
             point2,
+            frame=frame,
+            drive=drive.drive if drive is not None else None,
+            spring=spring_values,
         )
-        for name, jtype, bi, bj, prims, drive, point2 in joint_parts
+        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values in joint_parts
     ]
     springs = []
     if spring_prims:
@@ -271,6 +285,7 @@ def compile_model(spec: SceneSpec) -> Model:
         sparse=nv > SPARSE_ABOVE_NV,
         t_end=spec.t_end,
         step=spec.step,
+        contact_step=spec.contact_step,
         output_every=spec.output_every,
         scene_text=spec.raw.to_yaml(),
         shapes=shapes,

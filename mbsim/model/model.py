@@ -66,6 +66,12 @@ class Evaluation:
     potential: float
     frames: Frames | None = None
     contacts: tuple[int, float] | None = None  # touching contact points, largest penetration (m)
+    # methods whose own q, v are not the body coordinates (joint coordinates: ``recursive``) give
+    # the model's body coordinates of the state, their own quaternion norm error, and the joint
+    # reactions and drive forces (as mbsim.diagnostics.reactions returns them) directly
+    body_q: np.ndarray | None = None
+    quaternion_norm_error: float | None = None
+    reactions: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -100,6 +106,11 @@ class JointInfo:
     rows: np.ndarray  # constraint rows of this joint (drive row included)
     drive_row: int | None
     point2_local: np.ndarray  # joint point in body2's frame
+    # for joint-coordinate methods (mbsim.solvers.recursive): the joint's geometry at t = 0
+    # (mbsim.model.joints.JointFrame), its drive c(t) and its spring (stiffness, damping, rest)
+    frame: Any = None
+    drive: Any = None
+    spring: tuple[float, float, float] | None = None
 
 
 @dataclass
@@ -152,6 +163,7 @@ class Model:
     shapes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     assembly_report: list[dict[str, Any]] = field(default_factory=list)
     contacts: list[Any] = field(default_factory=list)
+    contact_step: float | None = None  # step while compliant bounding boxes overlap (time.contact_step)
 
     def __post_init__(self) -> None:
         w = self.body_width
@@ -182,6 +194,11 @@ class Model:
             self.joint_body[k] = body
             self.joint_point[k] = joint.point2_local
         self.driven_rows = np.array([j.drive_row for j in self.joints if j.drive_row is not None], dtype=int)
+
+    @property
+    def compliant(self):
+        """The compliant contact force group (mbsim.model.contact.compliant), or None."""
+        return next((g for g in self.forces if hasattr(g, "pair_diagnostics")), None)
 
     @property
     def body_width(self) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.scene.fields import Context, Custom, Field, Number, Text, Vector, read_mapping
+from mbsim.scene.fields import Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath
 
 MassProps = tuple[float, np.ndarray, np.ndarray]  # volume, centre, inertia per unit density
@@ -48,6 +48,7 @@ def _pose_reader(ctx: Context, path: KeyPath, value: Any) -> dict[str, np.ndarra
 
 
 POSE = Field(Custom(_pose_reader, "{position, orientation} in the body frame"), "local pose", None)
+SHAPE_NAME = Field(Text(), "optional name, unique on its body (compliant contacts pick shapes by it)", None)
 
 
 def _box(v):
@@ -170,7 +171,10 @@ SHAPE_TYPES: dict[str, ShapeType] = {
             (3,),
             {
                 "type": _t("mesh"),
-                "file": Field(Text(), "relative to the scene file"),
+                "file": Field(Text(), "relative to the scene file (or give generate)", None),
+                "generate": Field(
+                    Raw("{kind, ...}"), "a procedural mesh instead of a file (see Mesh generators)", None
+                ),
                 "scale": Field(Number(positive=True), "scale factor", 1.0),
                 "pose": POSE,
             },
@@ -226,6 +230,10 @@ SHAPE_TYPES: dict[str, ShapeType] = {
 }
 
 
+for _shape_type in SHAPE_TYPES.values():
+    _shape_type.fields["name"] = SHAPE_NAME
+
+
 def read_shape(ctx: Context, path: KeyPath, value: Any, base_dir: Path, on_ground: bool) -> dict[str, Any]:
     """Check one shape entry and load its mesh if any; returns the checked values."""
     if not isinstance(value, dict) or "type" not in value:
@@ -240,7 +248,17 @@ def read_shape(ctx: Context, path: KeyPath, value: Any, base_dir: Path, on_groun
         )
     shape = SHAPE_TYPES[kind]
     got = read_mapping(ctx, path, value, shape.fields)
-    if kind == "mesh":
+    if kind == "mesh" and got["generate"] is not None:
+        if got["file"] is not None:
+            raise ctx.error(path, "give either file or generate, not both")
+        from mbsim.model.meshgen import read_generated_mesh
+
+        got["_mesh"] = read_generated_mesh(ctx, (*path, "generate"), got["generate"])
+        if got["scale"] != 1.0:
+            got["_mesh"].apply_scale(got["scale"])
+    elif kind == "mesh":
+        if got["file"] is None:
+            raise ctx.error(path, "a mesh needs file (any format trimesh reads) or generate")
         file = (base_dir / got["file"]).resolve()
         if not file.is_file():
             raise ctx.error((*path, "file"), f"mesh file not found: {file}")

@@ -148,11 +148,26 @@ def _read_list(ctx: Context, path: KeyPath, value: Any) -> list:
     return value
 
 
+def _read_thresholds(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
+    if not isinstance(value, list) or not value:
+        raise ctx.error(path, f"expected a list of penetrations in m, got {value!r}")
+    got = np.array([Number(positive=True).read(ctx, (*path, k), v) for k, v in enumerate(value)])
+    if np.any(np.diff(got) <= 0):
+        raise ctx.error(path, f"expected ascending penetrations, got {value}")
+    return got
+
+
 # ----------------------------------------------------------------------------- tables
 
 TIME_FIELDS = {
     "end": Field(Number(positive=True), "end time of the run, s"),
     "step": Field(Number(positive=True), "the fixed step, or the first step of an adaptive integrator, s"),
+    "contact_step": Field(
+        Number(positive=True),
+        "step while the bounding boxes of a compliant pair overlap (or will within one step); "
+        "time.step elsewhere (the paper's step control); default: time.step throughout",
+        None,
+    ),
 }
 
 SOLVER_FIELDS = {
@@ -230,11 +245,25 @@ CONTACT_FIELDS = {
     "exponent": Field(Number(positive=True), "n", 1.0),
     "damping": Field(Number(minimum=0), "chi", 0.0),
     "damping_exponent": Field(Number(minimum=0), "m", 0.0),
+    "shape1": Field(Text(), "compliant: the master's shape by name (when body1 has several solid shapes)", None),
+    "shape2": Field(Text(), "compliant: the slave's shape by name (when body2 has several solid shapes)", None),
     "sdf": Field(Raw("{cell, padding}"), "signed distance field grid of the master shape", None),
+    "detection": Field(
+        Choice(("sdf_octree", "sdf", "brute_force")),
+        "compliant: OBB test then octree-culled SDF queries (sdf_octree), SDF queries of every sample point (sdf), "
+        "or exact point-to-mesh distances every evaluation (brute_force, trimesh; for comparison only)",
+        "sdf_octree",
+    ),
     "samples": Field(
         Number(minimum=0, integer=True),
         "compliant: sample points spread evenly over the slave's surface, besides its mesh vertices (seeded)",
         0,
+    ),
+    "penetration_classes": Field(
+        Custom(_read_thresholds, "ascending penetrations, m"),
+        "compliant: split the contact-point count at these penetrations "
+        "(recorded as /diagnostics/contacts/NAME/class_counts)",
+        None,
     ),
     "enabled": Field(Boolean(), "switch the contact off without deleting it", True),
 }
@@ -310,6 +339,7 @@ class SceneSpec:
     t_end: float
     step: float
     solver: SolverSpec
+    contact_step: float | None
     output_file: str | None
     output_every: int
     ground_shapes: list[dict[str, Any]]
@@ -443,6 +473,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
         t_end=top["time"]["end"],
         step=top["time"]["step"],
         solver=solver,
+        contact_step=top["time"]["contact_step"],
         output_file=output["file"],
         output_every=int(output["every"]),
         ground_shapes=ground["shapes"],

@@ -105,6 +105,10 @@ class OdeSolver:
         self._extra: dict[str, float] = {}
 
     @property
+    def adaptive(self) -> bool:
+        return self._adaptive is not None
+
+    @property
     def extra_diagnostics(self) -> tuple[str, ...]:
         return tuple(self.EXTRA_DIAGNOSTICS)
 

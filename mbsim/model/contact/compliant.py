@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from mbsim.errors import did_you_mean
 from mbsim.model.contact.obb import obb_from_points, obb_overlap, obb_world
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
@@ -84,6 +85,26 @@ def shape_mesh(shape: dict[str, Any]):
     return mesh
 
 
+def exact_signed_distance(mesh, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact signed distance (negative inside) and outward direction of points to a mesh by
+    trimesh's closest-point query: the "traditional" detection the paper compares against."""
+    import trimesh
+
+    # in chunks: trimesh gathers candidate triangles per point, which for points far from a
+    # large mesh is most of it
+    parts = [trimesh.proximity.closest_point(mesh, points[i : i + 64]) for i in range(0, len(points), 64)]
+    closest = np.concatenate([c for c, _, _ in parts])
+    dist = np.concatenate([d for _, d, _ in parts])
+    tri = np.concatenate([t for _, _, t in parts])
+    offset = closest - points
+    face_normal = mesh.face_normals[tri]
+    inside = np.einsum("ij,ij->i", offset, face_normal) > 0.0  # the surface lies outward of the point
+    d = np.where(inside, -dist, dist)
+    direction = np.where(inside[:, None], offset, -offset) / np.maximum(dist, 1e-300)[:, None]
+    direction = np.where((dist > 1e-12)[:, None], direction, face_normal)
+    return d, direction
+
+
 def friction_coefficient(v: np.ndarray, mu_s: float, mu_d: float, v_s: float, v_d: float) -> np.ndarray:
     """mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then
     to mu_d at v_d, constant beyond."""
@@ -110,6 +131,10 @@ class CompliantPair:
     master_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB (centre, axes, half), master frame
     slave_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB of the sample points, slave frame
     tree: Octree | None = None  # octree over the sample points (slave frame)
+    name: str = ""
+    classes: np.ndarray | None = None  # penetration thresholds splitting the point count (ascending)
+    detection: str = "sdf_octree"  # or "sdf" (every point queried), "brute_force" (exact distances)
+    mesh: Any = None  # the master's mesh (its frame), for brute_force
 
     def __post_init__(self) -> None:
         if self.slave_box is None:
@@ -126,6 +151,64 @@ class CompliantContacts:
         self.nbody = nbody
         self.last_count = 0
         self.last_penetration = 0.0
+        # per pair, of the last evaluation: contact points, deepest penetration, class counts
+        self.last_pairs: list[tuple[int, float, np.ndarray | None]] = [(0, 0.0, None) for _ in pairs]
+
+    def pair_diagnostics(self) -> dict[str, float | np.ndarray]:
+        """Per pair: /diagnostics/contacts/NAME/count, max_penetration and class_counts."""
+        row: dict[str, float | np.ndarray] = {}
+        for pair, (count, deepest, classes) in zip(self.pairs, self.last_pairs, strict=True):
+            row[f"diagnostics/contacts/{pair.name}/count"] = float(count)
+            row[f"diagnostics/contacts/{pair.name}/max_penetration"] = deepest
+            if pair.classes is not None:
+                row[f"diagnostics/contacts/{pair.name}/class_counts"] = (
+                    classes if classes is not None else np.zeros(len(pair.classes) + 1)
+                )
+        return row
+
+    def near(self, f: Frames, h: float) -> bool:
+        """Whether the bounding boxes of some pair overlap now or may within a step h (each box
+        grown by how far its corners can move in h): the paper's switch to the small step."""
+        for pair in self.pairs:
+            m, s = pair.master, pair.slave
+            grow = 0.0
+            for body, box in ((m, pair.master_box), (s, pair.slave_box)):
+                grow += h * (np.linalg.norm(f.vel[body]) + np.linalg.norm(f.omega[body]) * np.linalg.norm(box[2]))
+            A = obb_world(pair.master_box[0], pair.master_box[1], pair.master_box[2] + grow, f.pos[m], f.rot[m])
+            B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
+            if obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+                return True
+        return False
+
+    def _penetrating(self, pair: CompliantPair, f: Frames):
+        """Slave points inside the master: world points p, penetrations g > 0, master normals n."""
+        m, s = pair.master, pair.slave
+        # global detection: oriented bounding boxes, the 15-axis separating-axis test
+        A = obb_world(*pair.master_box, f.pos[m], f.rot[m])
+        B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
+        if not obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+            return None
+        points = pair.points
+        if pair.detection == "sdf_octree" and pair.tree is not None:
+            # local detection: octree cells whose centre is farther from the master than their
+            # radius (plus one cell, the interpolant's slack) hold no contact
+            rel_rot = f.rot[m].T @ f.rot[s]
+            rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
+            chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
+            if not len(chosen):
+                return None
+            points = points[chosen]
+        p = f.pos[s] + points @ f.rot[s].T  # slave points, world
+        local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
+        if pair.detection == "brute_force":
+            d, normal_local = exact_signed_distance(pair.mesh, local)
+        else:
+            d, normal_local = pair.field.distance_and_gradient(local)
+        inside = d < 0.0
+        if not inside.any():
+            return None
+        grad = normal_local[inside] @ f.rot[m].T
+        return p[inside], -d[inside], grad
 
     def evaluate(self, f: Frames, t: float):
         nb = self.nbody
@@ -133,33 +216,21 @@ class CompliantContacts:
         nonc = np.zeros((nb + 1, 6))
         potential = 0.0
         count, deepest = 0, 0.0
-        for pair in self.pairs:
+        for k, pair in enumerate(self.pairs):
             m, s = pair.master, pair.slave
-            # global detection: oriented bounding boxes, the 15-axis separating-axis test
-            A = obb_world(*pair.master_box, f.pos[m], f.rot[m])
-            B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
-            if not obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+            found = self._penetrating(pair, f)
+            if found is None:
+                self.last_pairs[k] = (0, 0.0, None)
                 continue
-            # local detection: octree cells whose centre is farther from the master than their
-            # radius (plus one cell, the interpolant's slack) hold no contact
-            points = pair.points
-            if len(points) > OCTREE_ABOVE:
-                rel_rot = f.rot[m].T @ f.rot[s]
-                rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
-                chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
-                if not len(chosen):
-                    continue
-                points = points[chosen]
-            p = f.pos[s] + points @ f.rot[s].T  # slave points, world
-            local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
-            d, grad = pair.field.distance_and_gradient(local)
-            inside = d < 0.0
-            if not inside.any():
-                continue
-            p, d, grad = p[inside], d[inside], grad[inside]
-            n = grad @ f.rot[m].T
-            n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
-            g = -d
+            p, g, grad = found
+            # the elastic force is -dU/dp with U = k g^(n+1)/(n+1) and g = -d(p): along the raw
+            # gradient of the interpolant, so that it is exactly conservative (|grad d| is not 1
+            # between grid nodes); damping and friction use the unit normal
+            n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
+            classes = None
+            if pair.classes is not None:
+                classes = np.bincount(np.searchsorted(pair.classes, g, side="right"), minlength=len(pair.classes) + 1)
+            self.last_pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
             q = p + g[:, None] * n  # the projection on the master's surface
             v_s = f.vel[s] + np.cross(f.omega[s], p - f.pos[s])
             v_m = f.vel[m] + np.cross(f.omega[m], q - f.pos[m])
@@ -173,8 +244,9 @@ class CompliantContacts:
             tangential = -(mu * total / np.maximum(speed, 1e-300))[:, None] * v_t
             bodies = np.concatenate((np.full(len(g), s), np.full(len(g), m)))
             offsets = np.concatenate((p - f.pos[s], q - f.pos[m]))
-            f_el = elastic[:, None] * n
-            f_nc = (total - elastic)[:, None] * n + tangential
+            f_el = elastic[:, None] * grad
+            # where damping cancels the elastic push entirely (total 0), no normal force remains
+            f_nc = (total - elastic)[:, None] * np.where((total > 0.0)[:, None], n, grad) + tangential
             cons += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_el, -f_el)), nb, 3)
             nonc += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_nc, -f_nc)), nb, 3)
             potential += float(np.sum(pair.stiffness * g ** (pair.exponent + 1.0) / (pair.exponent + 1.0)))
@@ -182,6 +254,31 @@ class CompliantContacts:
             deepest = max(deepest, float(g.max()))
         self.last_count, self.last_penetration = count, deepest
         return cons, nonc, potential
+
+
+SOLID = ("mesh", "box", "sphere", "cylinder", "capsule")
+
+
+def _pick_shape(ctx: Context, path, body_key: str, shape_key: str, body: str, wanted, shapes: dict) -> dict:
+    """The one solid shape of a body, or the one named by shape1/shape2."""
+    solid = [sh for sh in shapes.get(body, []) if sh["type"] in SOLID]
+    if wanted is not None:
+        named = [sh for sh in solid if sh.get("name") == wanted]
+        if not named:
+            known = [sh["name"] for sh in solid if sh.get("name")]
+            raise ctx.error(
+                (*path, shape_key),
+                f"no solid shape named '{wanted}' on '{body}'; named solid shapes: {', '.join(known) or 'none'}",
+                did_you_mean(str(wanted), known),
+            )
+        return named[0]
+    if len(solid) != 1:
+        raise ctx.error(
+            (*path, body_key),
+            f"a compliant contact needs one solid shape on '{body}', found {len(solid)}; "
+            f"name the shapes and pick one with {shape_key}",
+        )
+    return solid[0]
 
 
 def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dict, nbody: int, dimension: int):
@@ -195,16 +292,13 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
         if dimension != 3:
             raise ctx.error((*path, "type"), "compliant contacts are 3D only")
         names = []
-        for key in ("body1", "body2"):
+        for key, shape_key in (("body1", "shape1"), ("body2", "shape2")):
             name = values[key]
-            if not isinstance(name, str) or name not in body_index or name == "ground":
-                raise ctx.error((*path, key), "a compliant contact needs one body name (not ground, not a pattern)")
-            body_shapes = shapes.get(name, [])
-            solid = [sh for sh in body_shapes if sh["type"] in ("mesh", "box", "sphere", "cylinder", "capsule")]
-            if len(solid) != 1:
-                raise ctx.error((*path, key), f"a compliant contact needs exactly one solid shape on '{name}', "
-                                              f"found {len(solid)}")  # fmt: skip
-            names.append((name, solid[0]))
+            if not isinstance(name, str) or name not in body_index:
+                raise ctx.error((*path, key), "a compliant contact needs one body name (or ground; not a pattern)")
+            names.append((name, _pick_shape(ctx, path, key, shape_key, name, values.get(shape_key), shapes)))
+        if names[0][0] == names[1][0]:
+            raise ctx.error((*path, "body2"), "a compliant contact needs two different bodies")
         if values.get("stiffness") is None:
             raise ctx.error(path, "missing required key 'stiffness' for a compliant contact")
         (master_name, master_shape), (slave_name, slave_shape) = names
@@ -249,6 +343,10 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
                 damping_exponent=values["damping_exponent"],
                 friction=(fr["static"], fr["dynamic"], fr["v_static"], fr["v_dynamic"]),
                 master_box=obb_from_points(np.asarray(bounds, dtype=float)),
+                name=values.get("name") or f"{master_name}_{slave_name}",
+                classes=None if values.get("penetration_classes") is None else values["penetration_classes"],
+                detection=values.get("detection") or "sdf_octree",
+                mesh=master_mesh,
             )
         )
     return CompliantContacts(pairs, nbody) if pairs else None
