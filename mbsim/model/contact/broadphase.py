@@ -49,6 +49,7 @@ AABB_HALF_EXTENTS: dict[str, Callable[[np.ndarray, np.ndarray | None, np.ndarray
     "rectangle": _box,
     "capsule": _capsule,
     "cylinder": _cylinder,
+    "mesh": _box,  # param: half extents of a box about the shape origin that holds the mesh
 }
 
 

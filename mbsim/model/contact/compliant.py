@@ -194,7 +194,8 @@ class CompliantContacts:
             # radius (plus one cell, the interpolant's slack) hold no contact
             rel_rot = f.rot[m].T @ f.rot[s]
             rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
-            chosen = pair.tree.query(pair.field.distance, margin=pair.field.cell, transform=(rel_rot, rel_pos))
+            bound = pair.field.distance_lower_bound
+            chosen = pair.tree.query(bound, margin=pair.field.cell, transform=(rel_rot, rel_pos))
             if not len(chosen):
                 return None
             points = points[chosen]

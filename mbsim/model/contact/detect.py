@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, halfspace_overlap, sweep_and_prune
+from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
@@ -101,6 +102,8 @@ def _local_pose(shape: dict, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
         param[:d] = 0.5 * np.asarray(shape["size"], dtype=float)
     elif kind in ("capsule", "cylinder"):
         param[:2] = shape["radius"], 0.5 * shape["length"]
+    elif kind == "mesh":
+        param[:] = np.abs(np.asarray(shape["_mesh"].vertices)).max(axis=0)
     return pos, rot, param
 
 
@@ -130,12 +133,13 @@ class ContactDetector:
             if not self.pairs.body_active[b]:
                 continue
             for shape in shapes:
-                grouped.setdefault(shape["type"], []).append((b, *_local_pose(shape, d)))
+                grouped.setdefault(shape["type"], []).append((b, *_local_pose(shape, d), shape))
         names = [t for t in SHAPE_TYPES if t in grouped]
         names.sort(key=lambda t: t in UNBOUNDED)
         self.type_names = names
         self.tables: list[_TypeTable] = []
         bodies, params = [], []
+        self.mesh_data: dict[int, MeshData] = {}
         start = 0
         for t in names:
             rows = grouped[t]
@@ -155,6 +159,11 @@ class ContactDetector:
                     t not in ROUND,
                 )
             )
+            if t == "mesh":  # fields built (or loaded from the cache) once
+                from mbsim.model.contact.compliant import cache_dir
+
+                for k, r in enumerate(rows):
+                    self.mesh_data[start + k] = mesh_data(r[4]["_mesh"], cache_dir())
             start += len(rows)
         self.nshape = start
         self.shape_body = np.concatenate(bodies) if bodies else np.zeros(0, dtype=np.int64)
@@ -211,7 +220,8 @@ class ContactDetector:
     def _side(self, pos: np.ndarray, rot: np.ndarray, shapes: np.ndarray) -> Side:
         """Narrow-phase input for shapes of one type."""
         oriented = self._oriented[self.shape_type[shapes[0]]]
-        return Side(pos[shapes], rot[shapes] if oriented else None, self.shape_param[shapes])
+        data = [self.mesh_data[s] for s in shapes] if int(shapes[0]) in self.mesh_data else None
+        return Side(pos[shapes], rot[shapes] if oriented else None, self.shape_param[shapes], data)
 
     def candidates(self, frames: Frames, margin: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Broad phase only: shape pairs (a, b) (ids) of allowed bodies whose bounds come within

@@ -47,11 +47,13 @@ class Side:
         pos: (m, d) shape origin, world, m.
         rot: (m, d, d) shape axes -> world (None for spheres, circles and points).
         param: (m, 3) shape parameters (see the module docstring).
+        data: per row, the shape's own data for types that need more than param (meshes).
     """
 
     pos: np.ndarray
     rot: np.ndarray | None
     param: np.ndarray
+    data: list | None = None  # per row, for types with data of their own (meshes: MeshData)
 
 
 @dataclass

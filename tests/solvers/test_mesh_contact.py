@@ -1,0 +1,223 @@
+"""Triangle meshes in contact (papers/sdf-octree-contact-dynamics.txt): rigid contacts of meshes
+through their signed distance fields under method timestepping, the undamped Hertz impact of a
+mesh sphere against its single-point analytic solution, the paper's step control, the blocks'
+error against the step (its figure 8a), and the mesh_on_box scene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from scipy.signal import argrelmax
+
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
+CUBE = [[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)]
+
+
+def _slab(half: float = 1.0, depth: float = 0.2) -> list[list[float]]:
+    return [[x, y, z] for x in (-half, half) for y in (-half, half) for z in (-depth, 0.0)]
+
+
+def test_ball_bounces_on_a_mesh_slab_as_on_a_plane(run_scene):
+    """Newton restitution 0.8 on the ground's mesh: apex k at 0.8^(2k) of the 1 m drop, as on a plane."""
+    scene = {
+        "mbsim": 1,
+        "name": "ball on mesh",
+        "gravity": [0, 0, -9.81],
+        "time": {"end": 2.2, "step": 2e-4},
+        "solver": {"method": "timestepping"},
+        "output": {"every": 5},
+        "ground": {"shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": _slab()}}]},
+        "bodies": [
+            {
+                "name": "ball",
+                "mass": 1.0,
+                "inertia": [0.004] * 3,
+                "position": [0.1, 0.2, 1.1],
+                "shapes": [{"type": "sphere", "radius": 0.1}],
+            },
+        ],  # fmt: skip
+        "contacts": [{"type": "rigid", "body1": "ground", "body2": "ball", "restitution": 0.8}],
+    }
+    _, res = run_scene(scene)
+    z = res["bodies/ball/position"][:, 2] - 0.1
+    apex = z[argrelmax(z)[0]][:3]
+    np.testing.assert_allclose(apex, [0.8**2, 0.8**4, 0.8**6], rtol=3e-3)
+    xy = res["bodies/ball/position"][:, :2]
+    assert np.abs(xy - [0.1, 0.2]).max() < 1e-9  # the slab's normal is exactly vertical
+
+
+def test_mesh_cube_lands_and_rests_like_a_box(run_scene):
+    """A cube given as a mesh (convex hull of its corners) tumbling onto a plane comes to rest on a
+    face at its half size, as the box primitive does, without sinking."""
+    results = {}
+    for kind in ("mesh", "box"):
+        shape = (
+            {"type": "mesh", "generate": {"kind": "convex_hull", "points": CUBE}}
+            if kind == "mesh"
+            else {"type": "box", "size": [0.2, 0.2, 0.2]}
+        )
+        scene = {
+            "mbsim": 1,
+            "name": f"{kind} cube",
+            "gravity": [0, 0, -9.81],
+            "time": {"end": 1.5, "step": 1e-3},
+            "solver": {"method": "timestepping"},
+            "ground": {"shapes": [{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}]},
+            "bodies": [
+                {
+                    "name": "cube",
+                    "density": 1000,
+                    "position": [0, 0, 0.3],
+                    "orientation": {"axis_angle": {"axis": [1, 1, 0], "angle": 0.4}},
+                    "shapes": [shape],
+                },
+            ],  # fmt: skip
+            "contacts": [{"type": "rigid", "body1": "ground", "body2": "cube", "friction": 0.5}],
+        }
+        _, results[kind] = run_scene(scene)
+    for kind, res in results.items():
+        assert res["bodies/cube/position"][-1, 2] == pytest.approx(0.1, abs=1e-6), kind
+        assert np.abs(res["bodies/cube/velocity"][-1]).max() < 1e-6, kind
+        assert res["diagnostics/contacts/max_penetration"].max() < 2e-3, kind
+    # resting on a face: the body's z axis (or x or y) is vertical
+    q = results["mesh"]["bodies/cube/orientation"][-1]
+    R = trimesh.transformations.quaternion_matrix(q)[:3, :3]
+    assert np.abs(R[2]).max() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_mesh_on_mesh_rests_at_the_lowest_vertex(run_scene):
+    """A rippled torus mesh dropped flat on a mesh slab rests on its lowest vertices (both
+    directions of the mesh-mesh test at work)."""
+    torus = {"kind": "rippled_torus", "major": 0.1, "minor": 0.03, "ripple": 0.1, "waves": 6, "segments": [48, 24]}
+    scene = {
+        "mbsim": 1,
+        "name": "torus on slab",
+        "gravity": [0, 0, -9.81],
+        "time": {"end": 0.8, "step": 1e-3},
+        "solver": {"method": "timestepping"},
+        "ground": {"shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": _slab(0.5)}}]},
+        "bodies": [
+            {
+                "name": "torus",
+                "mass": 1.0,
+                "inertia": [0.003, 0.003, 0.006],
+                "position": [0, 0, 0.05],
+                "shapes": [{"type": "mesh", "generate": torus}],
+            },
+        ],  # fmt: skip
+        "contacts": [{"type": "rigid", "body1": "ground", "body2": "torus", "friction": 0.5}],
+    }
+    _, res = run_scene(scene)
+    from mbsim.model.meshgen import rippled_torus
+
+    lowest = -rippled_torus(0.1, 0.03, 0.1, 6, (48, 24)).vertices[:, 2].min()
+    z = res["bodies/torus/position"][-1, 2]
+    # it settles on its lowest vertices (it may tilt onto neighbours of them: within one ripple)
+    assert lowest - 1e-6 <= z <= lowest + 0.03 * 0.1
+    assert np.abs(res["bodies/torus/velocity"][-1]).max() < 1e-5
+
+
+def test_undamped_hertz_impact_of_a_mesh_sphere(run_scene):
+    """A mesh sphere (icosphere, a vertex pointing down) meets a box face at v0: one sample point
+    in contact, so the single-point Hertz solution holds: rebound speed = v0 and contact time
+    t_c = 2.9432 delta_max / v0 with delta_max = (5 m v0^2 / (4 k))^(2/5)."""
+    m, v0, k, r = 1.0, 0.1, 1.0e9, 0.05
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=r)
+    vertex = sphere.vertices[0] / np.linalg.norm(sphere.vertices[0])
+    # the rotation taking that vertex to -z
+    axis = np.cross(vertex, [0, 0, -1.0])
+    angle = np.arccos(np.clip(-vertex[2], -1, 1))
+    scene = {
+        "mbsim": 1,
+        "name": "hertz sphere",
+        "time": {"end": 3.0e-3, "step": 1e-5},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [
+            {
+                "name": "ball",
+                "mass": m,
+                "inertia": [0.4 * m * r * r] * 3,
+                "position": [0, 0, r + 2e-5],
+                "orientation": {"axis_angle": {"axis": axis.tolist(), "angle": float(angle)}},
+                "velocity": [0, 0, -v0],
+                "shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": sphere.vertices.tolist()}}],
+            },
+            {
+                "name": "block",
+                "mass": 1.0e9,
+                "inertia": [1e9] * 3,
+                "position": [0, 0, -0.05],
+                "shapes": [{"type": "box", "size": [0.2, 0.2, 0.1]}],
+            },
+        ],  # fmt: skip
+        "contacts": [
+            {
+                "name": "hit",
+                "type": "compliant",
+                "body1": "block",
+                "body2": "ball",
+                "stiffness": k,
+                "exponent": 1.5,
+                "sdf": {"cell": 0.004, "padding": 0.01},
+            },
+        ],  # fmt: skip
+    }
+    _, res = run_scene(scene)
+    t = res.time
+    count = res["diagnostics/contacts/count"]
+    assert count.max() == 1  # single point
+    touching = t[count > 0]
+    contact_time = touching[-1] - touching[0] + (t[1] - t[0])
+    delta = (5 * m * v0**2 / (4 * k)) ** 0.4
+    expected = 2.9432 * delta / v0
+    print(f"contact time {contact_time:.6e} expected {expected:.6e}; rebound {res['bodies/ball/velocity'][-1, 2]:.6f}")
+    assert contact_time == pytest.approx(expected, rel=0.03)
+    assert res["bodies/ball/velocity"][-1, 2] == pytest.approx(v0, rel=0.01)
+    assert res["diagnostics/contacts/max_penetration"].max() == pytest.approx(delta, rel=0.01)
+
+
+def test_blocks_error_shrinks_with_the_step(run_scene):
+    """The paper's figure 8a: the velocity error after impact against the step; all within 0.5%
+    and smaller for smaller steps."""
+    errors = []
+    for step in (4e-5, 2e-5, 1e-5):
+        _, res = run_scene(SCENES / "blocks_elastic.yaml", [f"time.step={step}", "output.every=1"])
+        v1, v2 = res["bodies/block1/velocity"][-1, 0], res["bodies/block2/velocity"][-1, 0]
+        errors.append(max(abs(v1 - 3.0) / 3.0, abs(v2 + 2.0) / 2.0))
+    print("blocks errors", errors)
+    assert max(errors) < 5e-3
+    assert errors[2] < errors[0]
+
+
+def test_step_control_uses_the_small_step_only_near_contact(run_scene):
+    """time.contact_step: large steps while the blocks' bounding boxes are apart, small ones
+    from just before the impact on; the outcome is that of the small step throughout."""
+    overrides = ["time.step=1e-3", "time.contact_step=1e-5", "time.end=0.03", "output.every=1"]
+    summary, res = run_scene(SCENES / "blocks_elastic.yaml", overrides)
+    h = np.diff(res.time)
+    assert h.max() == pytest.approx(1e-3) and h.min() == pytest.approx(1e-5)
+    assert summary.steps < 0.5 * 0.03 / 1e-5
+    assert res["bodies/block1/velocity"][-1, 0] == pytest.approx(3.0, rel=5e-3)
+    # every step with a contact force was a small one
+    touching = res["diagnostics/contacts/count"][1:] > 0
+    assert np.all(h[touching] <= 1e-5 * (1 + 1e-9))
+
+
+def test_mesh_on_box_lands_and_conserves_energy_when_undamped(run_scene):
+    """The 230,400-triangle rippled torus falls onto the box; without damping and friction the
+    energy error is that of the integrator at the small step (no loss or gain from the model:
+    the elastic force is the gradient of its potential)."""
+    overrides = [
+        "time.end=0.07",
+        "contacts.landing.damping=0",
+        "contacts.landing.friction.static=0",
+        "contacts.landing.friction.dynamic=0",
+        "time.contact_step=2e-5",
+    ]
+    summary, res = run_scene(SCENES / "mesh_on_box.yaml", overrides)
+    assert res["diagnostics/contacts/count"].max() > 0  # it landed
+    assert summary.energy_drift < 5e-5
+    assert res["diagnostics/contacts/max_penetration"].max() < 2e-3
