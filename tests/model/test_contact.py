@@ -702,16 +702,17 @@ def test_contact_scene_errors(tmp_path, body1, body2, key_path, fragments):
         assert fragment in str(err), str(err)
 
 
-def test_ground_without_shapes_and_mesh_pairs_are_refused(tmp_path):
+def test_ground_without_shapes_and_pairs_without_a_rule_are_refused(tmp_path):
     err = scene_error(tmp_path, {"ball1": [sphere(0.1)]}, [{"type": "rigid", "body1": "ground", "body2": "ball1"}], ())
     assert "body 'ground' has no shapes" in str(err) and "ground.shapes" in str(err)
     import trimesh
 
     trimesh.creation.box(extents=[0.2, 0.2, 0.2]).export(tmp_path / "cube.stl")
-    bodies = {"rock": [{"type": "mesh", "file": "cube.stl"}], "crate": [box(0.5, 0.5, 0.5)]}
+    capsule = {"type": "capsule", "radius": 0.1, "length": 0.3}
+    bodies = {"rock": [{"type": "mesh", "file": "cube.stl"}], "pill": [capsule]}
     err = scene_error(tmp_path, bodies, [{"type": "rigid", "body1": "*", "body2": "*"}])
-    assert "no rigid contact between 'box' and 'mesh' yet" in str(err) or "between 'mesh' and 'box'" in str(err)
-    assert ("mesh", "box") not in PAIR_FUNCTIONS and ("box", "mesh") not in PAIR_FUNCTIONS
+    assert "no rigid contact between 'capsule' and 'mesh' yet" in str(err) or "between 'mesh' and 'capsule'" in str(err)
+    assert ("mesh", "capsule") not in PAIR_FUNCTIONS and ("capsule", "mesh") not in PAIR_FUNCTIONS
     # disabled or compliant entries do not ask for a function (names are still checked)
     contacts = [{"type": "rigid", "body1": "*", "body2": "*", "enabled": False}]
     compile_model(load_scene(str(write(tmp_path, bodies, [FLOOR3], contacts))))
