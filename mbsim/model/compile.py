@@ -256,7 +256,8 @@ def compile_model(spec: SceneSpec) -> Model:
         by_type.setdefault(item.type, []).append((item, values))
     forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]
     # compliant contacts are force elements too (every method takes them)
-    compliant = build_compliant(ctx, spec.contacts, body_index, shapes, nb, d)
+    stick_step = spec.contact_step or spec.step  # the step taken in contact (fixed-step integrators)
+    compliant = build_compliant(ctx, spec.contacts, body_index, shapes, nb, d, masses, inertias, stick_step)
     if compliant is not None:
         forces.append(compliant)
 

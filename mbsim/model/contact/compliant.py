@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.model.contact.obb import obb_from_points, obb_overlap, obb_world
+from mbsim.model.contact.compliant_kernels import obb_overlap_one, pair_forces
+from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
-from mbsim.model.forces.base import generalized_from_point_forces
 from mbsim.model.model import Frames
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
@@ -135,8 +135,15 @@ class CompliantPair:
     classes: np.ndarray | None = None  # penetration thresholds splitting the point count (ascending)
     detection: str = "sdf_octree"  # or "sdf" (every point queried), "brute_force" (exact distances)
     mesh: Any = None  # the master's mesh (its frame), for brute_force
+    stick_step: float = 0.0  # h of the stick limiter (compliant_kernels.pair_forces); 0: none
+    inverse_mass: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # 1/m_s, 1/m_m, 1/I_s, 1/I_m
 
     def __post_init__(self) -> None:
+        mu_s, mu_d, v_s, v_d = self.friction
+        self.law = np.array(
+            [self.stiffness, self.exponent, self.damping, self.damping_exponent, mu_s, mu_d, v_s, v_d,
+             self.stick_step, *self.inverse_mass]
+        )  # fmt: skip
         if self.slave_box is None:
             self.slave_box = obb_from_points(self.points)
         if self.tree is None and len(self.points) > OCTREE_ABOVE:
@@ -166,27 +173,32 @@ class CompliantContacts:
                 )
         return row
 
+    def _boxes_overlap(self, pair: CompliantPair, f: Frames, grow: float = 0.0) -> bool:
+        m, s = pair.master, pair.slave
+        cm, am, hm = pair.master_box
+        cs, as_, hs = pair.slave_box
+        return obb_overlap_one(
+            f.pos[m] + f.rot[m] @ cm, f.rot[m] @ am, hm + grow, f.pos[s] + f.rot[s] @ cs, f.rot[s] @ as_, hs, 0.0, EPS
+        )
+
     def near(self, f: Frames, h: float) -> bool:
-        """Whether the bounding boxes of some pair overlap now or may within a step h (each box
-        grown by how far its corners can move in h): the paper's switch to the small step."""
+        """Whether the bounding boxes of some pair overlap now or may within a step h (the
+        master's box grown by how far both boxes' corners can move in h): the paper's switch
+        to the small step."""
         for pair in self.pairs:
-            m, s = pair.master, pair.slave
             grow = 0.0
-            for body, box in ((m, pair.master_box), (s, pair.slave_box)):
+            for body, box in ((pair.master, pair.master_box), (pair.slave, pair.slave_box)):
                 grow += h * (np.linalg.norm(f.vel[body]) + np.linalg.norm(f.omega[body]) * np.linalg.norm(box[2]))
-            A = obb_world(pair.master_box[0], pair.master_box[1], pair.master_box[2] + grow, f.pos[m], f.rot[m])
-            B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
-            if obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+            if self._boxes_overlap(pair, f, grow):
                 return True
         return False
 
     def _penetrating(self, pair: CompliantPair, f: Frames):
-        """Slave points inside the master: world points p, penetrations g > 0, master normals n."""
+        """Slave points inside the master: world points p, penetrations g > 0, the field's raw
+        gradient (world) at them; None when there are none."""
         m, s = pair.master, pair.slave
         # global detection: oriented bounding boxes, the 15-axis separating-axis test
-        A = obb_world(*pair.master_box, f.pos[m], f.rot[m])
-        B = obb_world(*pair.slave_box, f.pos[s], f.rot[s])
-        if not obb_overlap(A[0][None], A[1][None], A[2][None], B[0][None], B[1][None], B[2][None])[0]:
+        if not self._boxes_overlap(pair, f):
             return None
         points = pair.points
         if pair.detection == "sdf_octree" and pair.tree is not None:
@@ -202,14 +214,13 @@ class CompliantContacts:
         p = f.pos[s] + points @ f.rot[s].T  # slave points, world
         local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
         if pair.detection == "brute_force":
-            d, normal_local = exact_signed_distance(pair.mesh, local)
+            d, grad_local = exact_signed_distance(pair.mesh, local)
         else:
-            d, normal_local = pair.field.distance_and_gradient(local)
+            d, grad_local = pair.field.distance_and_gradient(local)
         inside = d < 0.0
         if not inside.any():
             return None
-        grad = normal_local[inside] @ f.rot[m].T
-        return p[inside], -d[inside], grad
+        return p[inside], -d[inside], grad_local[inside] @ f.rot[m].T
 
     def evaluate(self, f: Frames, t: float):
         nb = self.nbody
@@ -217,6 +228,7 @@ class CompliantContacts:
         nonc = np.zeros((nb + 1, 6))
         potential = 0.0
         count, deepest = 0, 0.0
+        wrench = np.zeros((4, 6))
         for k, pair in enumerate(self.pairs):
             m, s = pair.master, pair.slave
             found = self._penetrating(pair, f)
@@ -224,33 +236,22 @@ class CompliantContacts:
                 self.last_pairs[k] = (0, 0.0, None)
                 continue
             p, g, grad = found
-            # the elastic force is -dU/dp with U = k g^(n+1)/(n+1) and g = -d(p): along the raw
-            # gradient of the interpolant, so that it is exactly conservative (|grad d| is not 1
-            # between grid nodes); damping and friction use the unit normal
-            n = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
             classes = None
             if pair.classes is not None:
                 classes = np.bincount(np.searchsorted(pair.classes, g, side="right"), minlength=len(pair.classes) + 1)
             self.last_pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
-            q = p + g[:, None] * n  # the projection on the master's surface
-            v_s = f.vel[s] + np.cross(f.omega[s], p - f.pos[s])
-            v_m = f.vel[m] + np.cross(f.omega[m], q - f.pos[m])
-            rel = v_s - v_m
-            g_rate = -np.einsum("ij,ij->i", rel, n)  # penetration grows when the slave moves in
-            elastic = pair.stiffness * g**pair.exponent
-            total = np.maximum(elastic + pair.damping * g**pair.damping_exponent * g_rate, 0.0)
-            v_t = rel + g_rate[:, None] * n
-            speed = np.linalg.norm(v_t, axis=1)
-            mu = friction_coefficient(speed, *pair.friction)
-            tangential = -(mu * total / np.maximum(speed, 1e-300))[:, None] * v_t
-            bodies = np.concatenate((np.full(len(g), s), np.full(len(g), m)))
-            offsets = np.concatenate((p - f.pos[s], q - f.pos[m]))
-            f_el = elastic[:, None] * grad
-            # where damping cancels the elastic push entirely (total 0), no normal force remains
-            f_nc = (total - elastic)[:, None] * np.where((total > 0.0)[:, None], n, grad) + tangential
-            cons += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_el, -f_el)), nb, 3)
-            nonc += generalized_from_point_forces(f, bodies, offsets, np.concatenate((f_nc, -f_nc)), nb, 3)
-            potential += float(np.sum(pair.stiffness * g ** (pair.exponent + 1.0) / (pair.exponent + 1.0)))
+            # eqs. (36)-(43), compiled (compliant_kernels.pair_forces): the elastic part along the
+            # raw gradient of the interpolant, so that it is exactly conservative (|grad d| is
+            # not 1 between grid nodes); damping and friction along the unit normal
+            wrench[:] = 0.0
+            potential += pair_forces(
+                p, g, grad, f.pos[s], f.rot[s], f.vel[s], f.omega[s], f.pos[m], f.rot[m], f.vel[m], f.omega[m],
+                pair.law, wrench,
+            )  # fmt: skip
+            cons[s] += wrench[0]
+            cons[m] += wrench[1]
+            nonc[s] += wrench[2]
+            nonc[m] += wrench[3]
             count += len(g)
             deepest = max(deepest, float(g.max()))
         self.last_count, self.last_penetration = count, deepest
@@ -258,6 +259,20 @@ class CompliantContacts:
 
 
 SOLID = ("mesh", "box", "sphere", "cylinder", "capsule")
+
+
+def _inverse_mass(slave: int, master: int, nbody: int, masses, inertias) -> tuple[float, float, float, float]:
+    """1/m and 1/I_min of slave and master (zero for the ground or without masses)."""
+    if masses is None:
+        return (0.0, 0.0, 0.0, 0.0)
+
+    def inv(b: int) -> tuple[float, float]:
+        if b >= nbody:
+            return 0.0, 0.0
+        return 1.0 / float(masses[b]), 1.0 / float(np.linalg.eigvalsh(inertias[b]).min())
+
+    (ms, Is), (mm, Im) = inv(slave), inv(master)
+    return (ms, mm, Is, Im)
 
 
 def _pick_shape(ctx: Context, path, body_key: str, shape_key: str, body: str, wanted, shapes: dict) -> dict:
@@ -282,8 +297,21 @@ def _pick_shape(ctx: Context, path, body_key: str, shape_key: str, body: str, wa
     return solid[0]
 
 
-def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dict, nbody: int, dimension: int):
-    """The compliant contact force group of a scene, or None when it has none."""
+def build_compliant(
+    ctx: Context,
+    items,
+    body_index: dict[str, int],
+    shapes: dict,
+    nbody: int,
+    dimension: int,
+    masses: np.ndarray | None = None,
+    inertias: np.ndarray | None = None,
+    stick_step: float = 0.0,
+):
+    """The compliant contact force group of a scene, or None when it has none.
+
+    ``masses`` and ``inertias`` (per body) and ``stick_step`` (the step the run takes in
+    contact) set the stick limiter of the friction; without them there is none."""
     pairs = []
     for item in items:
         values = item.values
@@ -348,6 +376,8 @@ def build_compliant(ctx: Context, items, body_index: dict[str, int], shapes: dic
                 classes=None if values.get("penetration_classes") is None else values["penetration_classes"],
                 detection=values.get("detection") or "sdf_octree",
                 mesh=master_mesh,
+                stick_step=stick_step if masses is not None else 0.0,
+                inverse_mass=_inverse_mass(body_index[slave_name], body_index[master_name], nbody, masses, inertias),
             )
         )
     return CompliantContacts(pairs, nbody) if pairs else None
