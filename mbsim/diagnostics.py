@@ -137,6 +137,8 @@ def record_row(
     else:
         row["bodies/{body}/angle"] = frames.angle[:nb]
         row["bodies/{body}/angular_velocity"] = frames.omega[:nb]
+    if ev.datasets:
+        row.update(ev.datasets)
     if model.joints:
         row["joints/{joint}/reaction"] = reaction
         if len(drive):

@@ -118,7 +118,8 @@ def scene_reference() -> str:
         "## Expressions",
         "",
         "Numbers, the scene's parameters, `t`, `pi`, `e`, `+ - * / **`, unary minus, comparisons "
-        "(`< <= > >= == !=`, giving 1 or 0) and the functions "
+        "(`< <= > >= == !=`, giving 1 or 0), `and` / `or` / `not` (Python's values: `a and b` is "
+        "`where(a, b, a)`) and the functions "
         + ", ".join(f"`{f}`" for f in sorted(FUNCTIONS))
         + ". Inside a force or torque the state of the body it acts on is available: "
         f"3D {' '.join(f'`{v}`' for v in sorted(STATE_3D - {'t'}))}; "

@@ -72,6 +72,7 @@ class Evaluation:
     body_q: np.ndarray | None = None
     quaternion_norm_error: float | None = None
     reactions: tuple[np.ndarray, np.ndarray] | None = None
+    datasets: dict[str, Any] | None = None  # more rows of the method's own: path -> value (as record_row's)
 
 
 @dataclass

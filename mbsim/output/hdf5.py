@@ -33,8 +33,16 @@ class ResultWriter:
     """
 
     def __init__(
-        self, path: str | Path, model: Model, attrs: dict[str, Any], flush_seconds: float = 2.0, flush_rows: int = 2000
+        self,
+        path: str | Path,
+        model: Model,
+        attrs: dict[str, Any],
+        flush_seconds: float = 2.0,
+        flush_rows: int = 2000,
+        coordinates: tuple[list[str], list[str]] | None = None,
     ) -> None:
+        """``coordinates``: names of the columns of /q and /v when the method's own coordinates
+        are not the model's body coordinates (default ``model.coordinate_names()``)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.model = model
@@ -61,11 +69,11 @@ class ResultWriter:
         self.flush_rows = flush_rows
         self.rows = 0
         self._pending = 0
-        qn, vn = model.coordinate_names()
+        qn, vn = coordinates if coordinates is not None else model.coordinate_names()
         self._names = {"q": qn, "v": vn}
         # the core datasets exist from the start, so that a run that fails before its first
         # row still leaves the layout of CONTRACT §3 (with zero rows)
-        for path, width in (("time", None), ("q", model.nq), ("v", model.nv)):
+        for path, width in (("time", None), ("q", len(qn)), ("v", len(vn))):
             self._create(path, () if width is None else (width,), 256)
         self.file.flush()  # readable (status "running") from the start, before the first rows
 
@@ -93,8 +101,12 @@ class ResultWriter:
             yield key, block
 
     def _create(self, path: str, row_shape: tuple[int, ...], chunk_rows: int) -> h5py.Dataset:
+        # a method may have no coordinates at all (joint coordinates of welded bodies): chunks must
+        # not be empty, so an empty dimension is left resizable
+        maxshape = tuple(n if n else None for n in row_shape)
+        chunks = tuple(n if n else 1 for n in row_shape)
         ds = self.file.create_dataset(
-            path, shape=(0, *row_shape), maxshape=(None, *row_shape), chunks=(chunk_rows, *row_shape), dtype="f8"
+            path, shape=(0, *row_shape), maxshape=(None, *maxshape), chunks=(chunk_rows, *chunks), dtype="f8"
         )
         if path in self._names:
             ds.attrs["names"] = self._names[path]
@@ -106,7 +118,7 @@ class ResultWriter:
             for key, values in self._buffer.items():
                 block = np.stack(values)
                 for path, data in self._targets(key, block):
-                    if data.ndim > 1 and data.shape[1] == 0:
+                    if data.ndim > 1 and data.shape[1] == 0 and path not in self._datasets:
                         continue
                     ds = self._datasets.get(path)
                     if ds is None:

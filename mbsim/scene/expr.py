@@ -7,7 +7,8 @@ second time derivative of a prescribed coordinate, exactly). Python's ``eval`` i
 used on scene text.
 
 Grammar: numbers, names (parameters, ``t``, ``pi``, ``e``, and in forces the state
-variables of the body), ``+ - * / **``, unary minus, comparisons, and calls of the functions
+variables of the body), ``+ - * / **``, unary minus, comparisons, ``and`` / ``or`` / ``not``
+(Python's values, as ``where``: ``a and b`` is ``where(a, b, a)``), and calls of the functions
 in :data:`FUNCTIONS`.
 """
 
@@ -39,6 +40,7 @@ FUNCTIONS: dict[str, tuple[Callable, int]] = {
     "min": (np.minimum, -1),
     "max": (np.maximum, -1),
     "floor": (np.floor, 1),
+    "mod": (np.mod, 2),  # a - b floor(a/b): the sign of b, as Python's %; periodic signals
     "ceil": (np.ceil, 1),
     "sign": (np.sign, 1),
     "where": (np.where, 3),
@@ -87,7 +89,17 @@ def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
             allowed = ", ".join(sorted(names | set(CONSTANTS))) or "none"
             raise ExpressionError(f"in '{text}': unknown name '{node.id}' (allowed here: {allowed})")
         return ("var", node.id)
+    if isinstance(node, ast.BoolOp):
+        # a and b -> where(a, b, a), a or b -> where(a, a, b): Python's values, element by element;
+        # folded from the right (a and (b and c)), so the tree grows linearly with the operands
+        values = [_to_ir(v, names, text) for v in node.values]
+        out = values[-1]
+        for v in reversed(values[:-1]):
+            out = ("call", "where", (v, out, v) if isinstance(node.op, ast.And) else (v, v, out))
+        return out
     if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.Not):
+            return ("call", "where", (_to_ir(node.operand, names, text), ("num", 0.0), ("num", 1.0)))
         if isinstance(node.op, ast.USub):
             return _simplify(("neg", _to_ir(node.operand, names, text)))
         if isinstance(node.op, ast.UAdd):
@@ -237,6 +249,10 @@ def _d(n: Node, var: str) -> Node:
         f, args = n[1], n[2]
         if f in ("floor", "ceil", "sign"):
             return ("num", 0.0)
+        if f == "mod":  # d(a - b floor(a/b)) = a' - b' floor(a/b), away from the jumps
+            a, b = args
+            quotient = ("call", "floor", (("bin", "/", a, b),))
+            return s(("bin", "-", _d(a, var), s(("bin", "*", _d(b, var), quotient))))
         if f == "where":
             c, a, b = args
             return ("call", "where", (c, _d(a, var), _d(b, var)))

@@ -7,15 +7,15 @@ from types import ModuleType
 from mbsim.errors import did_you_mean
 from mbsim.model.model import Model
 from mbsim.scene.spec import SceneSpec
-from mbsim.solvers import augmented_lagrangian, gauss, lagrange, null_space, timestepping, variational
+from mbsim.solvers import augmented_lagrangian, gauss, lagrange, null_space, recursive, timestepping, variational
 from mbsim.solvers.integrators import INTEGRATORS
 
 SOLVERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (lagrange, augmented_lagrangian, null_space, gauss, variational, timestepping)
+    m.NAME: m for m in (lagrange, augmented_lagrangian, null_space, gauss, variational, recursive, timestepping)
 }
 
 # methods of CONTRACT §1 that later work adds; named so that the message can say so
-PLANNED = ("recursive",)
+PLANNED: tuple[str, ...] = ()
 
 
 def get_solver(spec: SceneSpec, model: Model):
