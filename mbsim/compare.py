@@ -477,6 +477,29 @@ def read_positions(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]
     return t, q, names
 
 
+def read_body_positions(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(time, body coordinates, names) from /bodies: NAME.x, y, z, qw, qx, qy, qz per body (3D)
+    or NAME.x, y, angle (2D), in the file's body order: the common ground of methods whose own
+    coordinates differ (joint coordinates of ``recursive`` against body coordinates)."""
+    with open_result(path) as f:
+        t = f["time"][:] if "time" in f else np.zeros(0)
+        columns, names = [], []
+        bodies = f.get("bodies", {})
+        for body in bodies:
+            group = bodies[body]
+            pos = group["position"][:]
+            columns.append(pos)
+            names += [f"{body}.{a}" for a in "xyz"[: pos.shape[1]]]
+            if "orientation" in group:
+                columns.append(group["orientation"][:])
+                names += [f"{body}.q{a}" for a in "wxyz"]
+            elif "angle" in group:
+                columns.append(group["angle"][:][:, None])
+                names.append(f"{body}.angle")
+    q = np.concatenate(columns, axis=1) if columns else np.zeros((len(t), 0))
+    return t, q, names
+
+
 def position_error(path: str | Path, reference: str | Path) -> tuple[float | None, float | None, str]:
     """RMS over time of |q - q_ref| (Euclidean over coordinates) and max |q - q_ref|.
 
@@ -485,7 +508,8 @@ def position_error(path: str | Path, reference: str | Path) -> tuple[float | Non
     a cubic spline per column: linear interpolation would add an error of order h^2 that hides
     the accuracy of a fourth-order method. A quaternion (columns NAME.qw..qz) is compared
     after flipping its sign where it points away from the reference's (q and -q are the same
-    rotation).
+    rotation). When the two methods' coordinates differ (method ``recursive``'s joint
+    coordinates), the bodies' positions and orientations from /bodies are compared instead.
 
     Returns:
         (error_rms, error_max, why not) -- the numbers are None when they cannot be computed.
@@ -494,8 +518,11 @@ def position_error(path: str | Path, reference: str | Path) -> tuple[float | Non
 
     t, q, names = read_positions(path)
     t_ref, q_ref, names_ref = read_positions(reference)
-    if names != names_ref:
-        return None, None, "its coordinates /q differ from the reference's; no error computed"
+    if names != names_ref:  # another method's own coordinates: compare the bodies' instead
+        t, q, names = read_body_positions(path)
+        t_ref, q_ref, names_ref = read_body_positions(reference)
+        if names != names_ref or not names:
+            return None, None, "its bodies differ from the reference's; no error computed"
     if len(t) < 2 or len(t_ref) < 2:
         return None, None, "too few recorded steps for an error"
     same_grid = len(t) == len(t_ref) and np.allclose(t, t_ref, rtol=0, atol=1e-12 * max(1.0, abs(t_ref[-1])))

@@ -351,3 +351,16 @@ def test_file_stem_is_filesystem_safe() -> None:
 def test_malformed_spec_raises_scene_error(text: str) -> None:
     with pytest.raises(SceneError):
         parse_solver_spec(text)
+
+
+def test_methods_with_other_coordinates_are_compared_on_the_bodies(tmp_path) -> None:
+    """recursive's /q are joint angles, lagrange's body coordinates: the error falls back to the
+    bodies' positions and orientations, and is small for two accurate solutions."""
+    out = tmp_path / "cmp"
+    result = invoke(
+        DOUBLE, "--solvers", "recursive", "--reference", REFERENCE, "-o", out, "--set", "time.end=1.0",
+        "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    assert rows[0]["error_rms"] is not None and rows[0]["error_rms"] < 1e-6
