@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from mbsim.model.model import Frames
+from mbsim.model.spatial import cross
 from mbsim.scene.fields import Context, Field
 
 
@@ -86,7 +87,7 @@ def generalized_from_point_forces(
     w = 6 if dimension == 3 else 3
     out = np.zeros((nbody + 1, w))
     if dimension == 3:
-        torque_world = np.cross(r_world, force)
+        torque_world = cross(r_world, force)
         torque_body = np.einsum("nji,nj->ni", frames.rot[bodies], torque_world)
         np.add.at(out, bodies, np.concatenate((force, torque_body), axis=1))
     else:

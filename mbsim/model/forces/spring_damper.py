@@ -6,6 +6,7 @@ import numpy as np
 
 from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_point_forces, register_force
 from mbsim.model.model import Frames
+from mbsim.model.spatial import cross
 from mbsim.scene.fields import Field, Number, Text, Vector
 
 
@@ -67,8 +68,8 @@ class _SpringDamperGroup:
         length = np.linalg.norm(d, axis=1)
         unit = d / np.where(length > 1e-12, length, 1.0)[:, None]
         if self.dimension == 3:
-            v1 = f.vel[self.b1] + np.cross(f.omega[self.b1], r1)
-            v2 = f.vel[self.b2] + np.cross(f.omega[self.b2], r2)
+            v1 = f.vel[self.b1] + cross(f.omega[self.b1], r1)
+            v2 = f.vel[self.b2] + cross(f.omega[self.b2], r2)
         else:
             v1 = f.vel[self.b1] + f.omega[self.b1][:, None] * np.stack((-r1[:, 1], r1[:, 0]), axis=1)
             v2 = f.vel[self.b2] + f.omega[self.b2][:, None] * np.stack((-r2[:, 1], r2[:, 0]), axis=1)
