@@ -80,6 +80,12 @@ class SimulationError(MbsimError):
         super().__init__(where + reason)
 
 
+class AssertionFailed(MbsimError):
+    """An ``--assert`` condition on the run summary did not hold (exit code 4)."""
+
+    exit_code = 4
+
+
 class Interrupted(MbsimError):
     """The run was interrupted by SIGINT; the result file is closed with status failed."""
 
@@ -91,6 +97,7 @@ EXIT_CODES = {
     "other": 1,
     "scene": SceneError.exit_code,
     "simulation": SimulationError.exit_code,
+    "assertion": AssertionFailed.exit_code,
     "interrupted": Interrupted.exit_code,
 }
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from mbsim.errors import Interrupted, MbsimError, SceneError, SimulationError
+from mbsim.errors import AssertionFailed, Interrupted, MbsimError, SceneError, SimulationError
 
 set_option = click.option(
     "--set",
@@ -24,6 +24,15 @@ set_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
 debug_option = click.option("--debug", is_flag=True, help="Show Python tracebacks of errors.")
+assert_option = click.option(
+    "--assert",
+    "assertions",
+    multiple=True,
+    metavar="EXPR",
+    help="A condition on the run summary that must hold (repeatable), e.g. 'energy_drift < 1e-4'; "
+    "names: steps, t_end, wall_time_s, us_per_step, max_position_violation, max_velocity_violation, "
+    "max_quaternion_norm_error, energy_drift; exit 4 when one fails.",
+)
 strict_option = click.option(
     "--strict", is_flag=True, help="Refuse an inconsistent start instead of assembling it (exit 2)."
 )
@@ -57,7 +66,12 @@ def handle_errors(func: Callable) -> Callable:
             raise
         except MbsimError as exc:
             code = exc.exit_code
-            kind = {SceneError: "scene error", SimulationError: "simulation failed", Interrupted: "interrupted"}
+            kind = {
+                SceneError: "scene error",
+                SimulationError: "simulation failed",
+                AssertionFailed: "assertion failed",
+                Interrupted: "interrupted",
+            }
             label = next((v for k, v in kind.items() if isinstance(exc, k)), "error")
             _report(exc, label, code, debug, as_json)
             sys.exit(code)

@@ -7,7 +7,9 @@ import time
 
 import click
 
+from mbsim.assertions import evaluate_all, parse_assertions
 from mbsim.cli.options import (
+    assert_option,
     debug_option,
     emit_json,
     handle_errors,
@@ -72,15 +74,28 @@ def format_summary(s: RunSummary) -> str:
     help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).",
 )
 @set_option
+@assert_option
 @quiet_option
 @json_option
 @strict_option
 @debug_option
 @handle_errors
 def run(
-    scene: str, output: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, strict: bool, debug: bool
+    scene: str,
+    output: str | None,
+    overrides: tuple[str, ...],
+    assertions: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+    strict: bool,
+    debug: bool,
 ) -> None:
-    """Simulate SCENE and write the HDF5 result file."""
+    """Simulate SCENE and write the HDF5 result file.
+
+    With --assert, each condition on the run summary is checked after the run: exit 4 when one
+    does not hold (3 if the run itself failed), naming the condition and the values it used.
+    """
+    checks = parse_assertions(assertions)
     spec = load_scene(scene, overrides)
     prepared = prepare(spec, strict=strict)
     model = prepared[0]
@@ -93,11 +108,20 @@ def run(
     finally:
         if progress:
             progress.close()
+    outcomes = evaluate_all(checks, summary.to_dict())
     if as_json:
-        emit_json(summary.to_dict())
+        emit_json(summary.to_dict() | ({"assertions": [o.to_dict() for o in outcomes]} if checks else {}))
     elif not quiet:
         click.echo(format_summary(summary))
+        for outcome in outcomes:
+            click.echo(f"assert     {'held' if outcome.passed else 'FAILED'}: {outcome.describe()}")
     if summary.status != "completed":
         if not as_json:
             click.echo(f"mbsim: simulation failed: {summary.message} (partial results in {summary.file})", err=True)
         sys.exit(EXIT_CODES["interrupted"] if summary.message == "interrupted" else EXIT_CODES["simulation"])
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        if not as_json:
+            for outcome in failed:
+                click.echo(f"mbsim: assertion failed: {outcome.describe()}", err=True)
+        sys.exit(EXIT_CODES["assertion"])

@@ -1,0 +1,320 @@
+"""The sweep's table: one row per case, as ``sweep.json``, ``sweep.csv``, ``sweep.md`` and stdout.
+
+A row holds the case's parameter values, where its result came from (``run`` now, or
+``resumed`` from a completed file of an earlier run of the same sweep), its status, how many
+attempts it took, the run summary's numbers and the outcome of every ``--assert``.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import json
+import math
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mbsim
+from mbsim.compare import _finite
+from mbsim.errors import EXIT_CODES
+
+SWEEP_FORMAT = "mbsim-sweep"
+SWEEP_FORMAT_VERSION = 1
+FORMATS = ("table", "json", "csv", "markdown")
+SUMMARY_KEYS = (
+    "steps",
+    "t_end",
+    "wall_time_s",
+    "us_per_step",
+    "max_position_violation",
+    "max_velocity_violation",
+    "max_quaternion_norm_error",
+    "energy_drift",
+)
+
+
+@dataclass
+class SweepRow:
+    """One case of the sweep.
+
+    Attributes:
+        case: 1-based position in the sweep.
+        file: the result file's name in OUTDIR ('' when none was written).
+        parameters: key -> value of the case.
+        status: ``completed``, ``failed`` (after its retries, or a scene error) or ``interrupted``
+            (not finished when the sweep was interrupted).
+        source: ``run`` (run by this sweep), ``resumed`` (a completed file of the same case was
+            found and kept) or ``none`` (not run).
+        attempts: how many times the case was started (0 for resumed and never-started cases).
+        retried: attempts > 1.
+        history: why each earlier attempt did not count (``attempt 1: worker died``).
+        message: why the case failed ('' when it completed).
+        assertions: the outcome of each ``--assert`` (expression, passed, values).
+        worker: ``host:pid`` of the worker of the last attempt.
+        case_hash: see mbsim.sweep.cases.
+        steps ... energy_drift: the run summary's numbers (None when the case did not run).
+    """
+
+    case: int
+    file: str
+    parameters: dict[str, Any]
+    status: str = "interrupted"
+    source: str = "none"
+    attempts: int = 0
+    retried: bool = False
+    history: list[str] = field(default_factory=list)
+    message: str = ""
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    worker: str = ""
+    case_hash: str = ""
+    steps: int | None = None
+    t_end: float | None = None
+    wall_time_s: float | None = None
+    us_per_step: float | None = None
+    max_position_violation: float | None = None
+    max_velocity_violation: float | None = None
+    max_quaternion_norm_error: float | None = None
+    energy_drift: float | None = None
+
+    def set_summary(self, summary: dict[str, Any]) -> None:
+        for key in SUMMARY_KEYS:
+            setattr(self, key, summary.get(key))
+
+    @property
+    def asserts_held(self) -> bool:
+        return all(a["passed"] for a in self.assertions)
+
+
+@dataclass
+class SweepResult:
+    """The whole sweep: its settings, the rows in case order, notes, and how it ended."""
+
+    scene: str
+    scene_file: str
+    outdir: str
+    overrides: list[str]
+    params: list[dict[str, Any]]
+    zipped: bool
+    cluster: str
+    retries: int
+    assertions: list[str]
+    rows: list[SweepRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    created: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    wall_time_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """130 interrupted, else 3 when a case failed, else 4 when an assertion failed, else 0."""
+        if self.interrupted:
+            return EXIT_CODES["interrupted"]
+        if any(r.status != "completed" for r in self.rows):
+            return EXIT_CODES["simulation"]
+        if any(not r.asserts_held for r in self.rows):
+            return EXIT_CODES["assertion"]
+        return EXIT_CODES["done"]
+
+    def counts(self) -> dict[str, int]:
+        rows = self.rows
+        return {
+            "cases": len(rows),
+            "completed": sum(r.status == "completed" for r in rows),
+            "failed": sum(r.status == "failed" for r in rows),
+            "interrupted": sum(r.status == "interrupted" for r in rows),
+            "resumed": sum(r.source == "resumed" for r in rows),
+            "run": sum(r.source == "run" for r in rows),
+            "retried": sum(r.retried for r in rows),
+            "assertions_failed": sum(not r.asserts_held for r in rows),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(
+            {
+                "format": SWEEP_FORMAT,
+                "format_version": SWEEP_FORMAT_VERSION,
+                "mbsim_version": mbsim.__version__,
+                "created": self.created,
+                "scene": self.scene,
+                "scene_file": self.scene_file,
+                "outdir": self.outdir,
+                "overrides": self.overrides,
+                "params": self.params,
+                "zip": self.zipped,
+                "cluster": self.cluster,
+                "retries": self.retries,
+                "assertions": self.assertions,
+                "machine": {
+                    "platform": platform.platform(),
+                    "cpu_count": os.cpu_count(),
+                    "python": platform.python_version(),
+                },
+                "wall_time_s": self.wall_time_s,
+                "interrupted": self.interrupted,
+                "exit_code": self.exit_code,
+                "counts": self.counts(),
+                "rows": [asdict(r) for r in self.rows],
+                "notes": self.notes,
+            }
+        )
+
+
+# (row key, table header, csv header, number format)
+_COLUMNS = (
+    ("status", "status", "status", ""),
+    ("source", "source", "source", ""),
+    ("attempts", "tries", "attempts", "d"),
+    ("wall_time_s", "wall s", "wall_s", ".3g"),
+    ("steps", "steps", "steps", "d"),
+    ("max_position_violation", "max pos. violation", "max_position_violation", ".2e"),
+    ("energy_drift", "energy drift", "energy_drift", ".2e"),
+)
+_CSV_EXTRA = (
+    ("retried", "retried"),
+    ("t_end", "t_end"),
+    ("us_per_step", "us_per_step"),
+    ("max_velocity_violation", "max_velocity_violation"),
+    ("max_quaternion_norm_error", "max_quaternion_norm_error"),
+)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if isinstance(value, float) and not fmt:
+        return format(value, ".6g")
+    return format(value, fmt) if fmt else str(value)
+
+
+def _param_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return format(value, ".6g")
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def _assert_cell(row: SweepRow, k: int) -> str:
+    if k >= len(row.assertions):
+        return "n/a"
+    return "held" if row.assertions[k]["passed"] else "FAILED"
+
+
+def _notes(result: SweepResult) -> list[str]:
+    lines = []
+    for row in result.rows:
+        if row.status == "failed":
+            lines.append(f"case {row.case}: failed: {row.message}")
+        for k, a in enumerate(row.assertions):
+            if not a["passed"]:
+                values = ", ".join(f"{n} = {_cell(v, '.6g')}" for n, v in a["values"].items())
+                lines.append(f"case {row.case}: assertion {k + 1} failed: {a['expression']} ({values})")
+        if row.retried:
+            lines.append(f"case {row.case}: retried ({row.attempts} attempts): " + "; ".join(row.history))
+    counts = result.counts()
+    if counts["resumed"]:
+        lines.append(f"{counts['resumed']} of {counts['cases']} cases resumed from completed result files")
+    if result.interrupted:
+        lines.append(f"interrupted: {counts['interrupted']} cases not finished; run the same sweep again to finish")
+    return lines + result.notes
+
+
+def render(result: SweepResult, fmt: str) -> str:
+    """The table as text: ``table`` (aligned), ``json`` (= sweep.json), ``csv`` or ``markdown``."""
+    if fmt == "json":
+        return json.dumps(result.to_dict(), indent=2)
+    keys = [p["key"] for p in result.params]
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        header = ["case", "file", *keys, *(c[2] for c in _COLUMNS), *(c[1] for c in _CSV_EXTRA)]
+        header += [f"assert: {a}" for a in result.assertions] + ["message", "history"]
+        writer.writerow(header)
+        for row in result.rows:
+            d = asdict(row)
+            cells: list[Any] = [row.case, row.file, *(_csv_value(row.parameters.get(k)) for k in keys)]
+            cells += [_csv_value(d[c[0]]) for c in _COLUMNS] + [_csv_value(d[c[0]]) for c in _CSV_EXTRA]
+            cells += [_assert_cell(row, k) for k in range(len(result.assertions))]
+            writer.writerow([*cells, row.message, "; ".join(row.history)])
+        return buf.getvalue().rstrip("\n")
+    headers = ["case", *keys, *(c[1] for c in _COLUMNS)] + (["asserts"] if result.assertions else [])
+    numeric = [True] + [False] * len(keys) + [bool(c[3]) for c in _COLUMNS] + ([False] if result.assertions else [])
+    body = []
+    for row in result.rows:
+        d = asdict(row)
+        cells = [str(row.case), *(_param_cell(row.parameters.get(k)) for k in keys)]
+        cells += [_cell(d[c[0]], c[3]) for c in _COLUMNS]
+        if result.assertions:
+            held = sum(a["passed"] for a in row.assertions)
+            cells.append("n/a" if not row.assertions else ("held" if held == len(row.assertions) else "FAILED"))
+        body.append(cells)
+    notes = _notes(result)
+    if fmt == "markdown":
+        lines = [
+            f"# mbsim sweep: {result.scene}",
+            "",
+            f"Scene `{result.scene_file}`"
+            + (f" with `--set {' '.join(result.overrides)}`" if result.overrides else "")
+            + f", {len(result.rows)} cases, {result.created}, mbsim {mbsim.__version__}. Ran on {result.cluster}.",
+            "",
+            "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
+            "| " + " | ".join("---:" if n else "---" for n in numeric) + " |",
+        ]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
+        if result.assertions:
+            lines += ["", "Assertions:", ""] + [f"{k + 1}. `{a}`" for k, a in enumerate(result.assertions)]
+        if notes:
+            lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+        return "\n".join(lines) + "\n"
+    widths = [
+        max(len(headers[k]), *(len(r[k]) for r in body)) if body else len(headers[k]) for k in range(len(headers))
+    ]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    lines = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in body]
+    if notes:
+        lines += [""] + [f"note: {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``path`` through a temporary name in the same directory and a rename, so that no
+    reader ever sees half a file (and a crash leaves only a ``.*.tmp`` behind)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_tables(result: SweepResult) -> None:
+    """sweep.json, sweep.csv and sweep.md into OUTDIR."""
+    out = Path(result.outdir)
+    write_atomic(out / "sweep.json", (render(result, "json") + "\n").encode("utf-8"))
+    write_atomic(out / "sweep.csv", (render(result, "csv") + "\n").encode("utf-8"))
+    write_atomic(out / "sweep.md", render(result, "markdown").encode("utf-8"))
+
+
+__all__ = ["FORMATS", "SweepResult", "SweepRow", "render", "write_atomic", "write_tables"]
