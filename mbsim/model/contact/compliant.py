@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.model.contact.compliant_kernels import obb_overlap_one, pair_forces
+from mbsim.model.contact.compliant_kernels import obb_overlap_one, pair_forces, penetrating_points
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
@@ -115,6 +115,17 @@ def friction_coefficient(v: np.ndarray, mu_s: float, mu_d: float, v_s: float, v_
     return np.where(v <= v_s, low, np.where(v < v_d, mid, mu_d))
 
 
+class _EmptyTree:
+    """Stands in for the octree when there is none (the compiled walk is then not taken)."""
+
+    point_order = node_child_start = node_child_count = node_point_start = node_point_count = np.zeros(1, np.int64)
+    node_centre = np.zeros((1, 3))
+    node_radius = np.zeros(1)
+
+
+_NO_TREE = _EmptyTree()
+
+
 @dataclass
 class CompliantPair:
     """One master-slave pair: the master's field, the slave's sample points (its frame), the law."""
@@ -148,6 +159,15 @@ class CompliantPair:
             self.slave_box = obb_from_points(self.points)
         if self.tree is None and len(self.points) > OCTREE_ABOVE:
             self.tree = Octree.build(self.points)
+        self.points = np.ascontiguousarray(self.points, dtype=float)
+        self.field_origin = np.asarray(self.field.origin, dtype=float)
+        bounds = np.asarray(self.mesh.bounds, dtype=float) if self.mesh is not None else None
+        self.mesh_lo = bounds[0] if bounds is not None else self.field_origin
+        self.mesh_hi = bounds[1] if bounds is not None else self.field.upper
+        # output buffers of the compiled detection (one row per sample point at most)
+        self.buffer_idx = np.empty(len(self.points), dtype=np.int64)
+        self.buffer_d = np.empty(len(self.points))
+        self.buffer_g = np.empty((len(self.points), 3))
 
 
 class CompliantContacts:
@@ -200,27 +220,36 @@ class CompliantContacts:
         # global detection: oriented bounding boxes, the 15-axis separating-axis test
         if not self._boxes_overlap(pair, f):
             return None
-        points = pair.points
-        if pair.detection == "sdf_octree" and pair.tree is not None:
-            # local detection: octree cells whose centre is farther from the master than their
-            # radius (plus one cell, the interpolant's slack) hold no contact
-            rel_rot = f.rot[m].T @ f.rot[s]
-            rel_pos = f.rot[m].T @ (f.pos[s] - f.pos[m])
-            bound = pair.field.distance_lower_bound
-            chosen = pair.tree.query(bound, margin=pair.field.cell, transform=(rel_rot, rel_pos))
-            if not len(chosen):
-                return None
-            points = points[chosen]
-        p = f.pos[s] + points @ f.rot[s].T  # slave points, world
-        local = (p - f.pos[m]) @ f.rot[m]  # in the master's frame
+        # slave frame -> master frame: x_m = R x_s + t
+        R = f.rot[m].T @ f.rot[s]
+        t = f.rot[m].T @ (f.pos[s] - f.pos[m])
         if pair.detection == "brute_force":
+            local = pair.points @ R.T + t
             d, grad_local = exact_signed_distance(pair.mesh, local)
+            idx = np.nonzero(d < 0.0)[0]
+            d, grad_local = d[idx], grad_local[idx]
         else:
-            d, grad_local = pair.field.distance_and_gradient(local)
-        inside = d < 0.0
-        if not inside.any():
+            # local detection, compiled: the octree walk (a cell whose centre is farther from the
+            # master than its radius plus one cell, the interpolant's slack, holds no contact)
+            # and the field lookups of the remaining points
+            tree, field = pair.tree, pair.field
+            use_tree = pair.detection == "sdf_octree" and tree is not None
+            if tree is None:
+                tree = _NO_TREE
+            n = penetrating_points(
+                pair.points, tree.point_order, tree.node_centre, tree.node_radius, tree.node_child_start,
+                tree.node_child_count, tree.node_point_start, tree.node_point_count, use_tree, R, t,
+                field.values, pair.field_origin, field.cell, pair.mesh_lo, pair.mesh_hi, field.cell,
+                pair.buffer_idx, pair.buffer_d, pair.buffer_g,
+            )  # fmt: skip
+            idx, d, grad_local = pair.buffer_idx[:n], pair.buffer_d[:n], pair.buffer_g[:n]
+            if use_tree:  # in point order, as without the tree: the same sums to the last bit
+                order = np.argsort(idx)
+                idx, d, grad_local = idx[order], d[order], grad_local[order]
+        if not len(idx):
             return None
-        return p[inside], -d[inside], grad_local[inside] @ f.rot[m].T
+        p = f.pos[s] + np.einsum("ij,nj->ni", f.rot[s], pair.points[idx])  # world (einsum: no BLAS threads)
+        return p, -d, np.einsum("ij,nj->ni", f.rot[m], grad_local)
 
     def evaluate(self, f: Frames, t: float):
         nb = self.nbody

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbsim.model.contact.sdf import interpolate
+
 _JIT = {"cache": True, "nogil": True}
 
 
@@ -134,3 +136,72 @@ def pair_forces(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m
         _add_wrench(out, 3, rot_m, off_m, -fn0, -fn1, -fn2)
         potential += k * g[i] * gn / (nexp + 1.0)
     return potential
+
+
+@njit(**_JIT)
+def penetrating_points(
+    points, point_order, node_centre, node_radius, node_child_start, node_child_count, node_point_start,
+    node_point_count, use_tree, R, t, values, origin, cell, lo, hi, margin, out_idx, out_d, out_g,
+):  # fmt: skip
+    """The slave's sample points inside the master, in one pass: the octree walked with a stack
+    (a cell is skipped with its subtree when a lower bound of the master's distance at its
+    centre exceeds its radius plus ``margin``), then each remaining point mapped into the
+    master's frame (x -> R x + t) and looked up in the field. Writes the indices, distances and
+    gradients (master frame) of the points with d < 0; returns how many.
+
+    Lower bound at a centre c: the larger of the field's value less twice the way out of the
+    grid (the value outside is the boundary value plus the way out, an upper bound) and the
+    distance from c to the mesh's bounding box [lo, hi] (nothing of the mesh lies outside it).
+    Without the tree (``use_tree`` False) every point is looked up.
+    """
+    inv = 1.0 / cell
+    count = 0
+    if use_tree:
+        stack = np.empty(node_centre.shape[0], dtype=np.int64)
+        top = 0
+        stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            k = stack[top]
+            cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
+            cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
+            cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
+            d, _, _, _, ext = interpolate(values, origin, inv, cell, cx, cy, cz)
+            bx = max(lo[0] - cx, 0.0, cx - hi[0])
+            by = max(lo[1] - cy, 0.0, cy - hi[1])
+            bz = max(lo[2] - cz, 0.0, cz - hi[2])
+            bound = max(d - 2.0 * ext, np.sqrt(bx * bx + by * by + bz * bz))
+            if bound > node_radius[k] + margin:
+                continue
+            n_child = node_child_count[k]
+            if n_child > 0:
+                for c in range(n_child):
+                    stack[top] = node_child_start[k] + c
+                    top += 1
+                continue
+            start = node_point_start[k]
+            for a in range(start, start + node_point_count[k]):
+                q = point_order[a]
+                count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+    else:
+        for q in range(points.shape[0]):
+            count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+    return count
+
+
+@njit(inline="always")
+def _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count):
+    x, y, z = points[q, 0], points[q, 1], points[q, 2]
+    px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
+    py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
+    pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
+    d, gx, gy, gz, _ = interpolate(values, origin, inv, cell, px, py, pz)
+    if d < 0.0:
+        out_idx[count] = q
+        out_d[count] = d
+        out_g[count, 0] = gx
+        out_g[count, 1] = gy
+        out_g[count, 2] = gz
+        count += 1
+    return count

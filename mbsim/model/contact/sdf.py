@@ -132,42 +132,55 @@ def _axis(x, origin, inv, cell, n_last):
     return i, s - i, e
 
 
+@njit(inline="always")
+def interpolate(values, origin, inv, cell, px, py, pz):
+    """Trilinear distance (eq. 5) at one point, its exact gradient, and the point's distance
+    outside the grid box (0 inside): (d, gx, gy, gz, outside). Outside the box the value at the
+    clamped point plus the way out, whose gradient takes the place of a clamped axis's."""
+    nx, ny, nz = values.shape
+    # cell indices and fractions of the point clamped onto the box; e* = offset from the box
+    i, x, ex = _axis(px, origin[0], inv, cell, nx - 1)
+    j, y, ey = _axis(py, origin[1], inv, cell, ny - 1)
+    k, z, ez = _axis(pz, origin[2], inv, cell, nz - 1)
+    c000 = values[i, j, k]
+    c100 = values[i + 1, j, k]
+    c010 = values[i, j + 1, k]
+    c110 = values[i + 1, j + 1, k]
+    c001 = values[i, j, k + 1]
+    c101 = values[i + 1, j, k + 1]
+    c011 = values[i, j + 1, k + 1]
+    c111 = values[i + 1, j + 1, k + 1]
+    # interpolate along x, then y, then z
+    c00 = c000 + x * (c100 - c000)
+    c10 = c010 + x * (c110 - c010)
+    c01 = c001 + x * (c101 - c001)
+    c11 = c011 + x * (c111 - c011)
+    c0 = c00 + y * (c10 - c00)
+    c1 = c01 + y * (c11 - c01)
+    ext = np.sqrt(ex * ex + ey * ey + ez * ez)
+    d = c0 + z * (c1 - c0) + ext
+    # d/dx, d/dy, d/dz of the trilinear form; a clamped axis takes the box-distance term instead
+    gx = (1 - y) * (1 - z) * (c100 - c000) + y * (1 - z) * (c110 - c010)
+    gx += (1 - y) * z * (c101 - c001) + y * z * (c111 - c011)
+    gy = (1 - z) * (c10 - c00) + z * (c11 - c01)
+    gz = c1 - c0
+    gx = ex / ext if ex != 0.0 else gx * inv
+    gy = ey / ext if ey != 0.0 else gy * inv
+    gz = ez / ext if ez != 0.0 else gz * inv
+    return d, gx, gy, gz, ext
+
+
 @njit(**_JIT)
 def _query(values, origin, cell, points, out_d, out_g, want_gradient):
-    """Trilinear interpolation (eq. 5) and its exact gradient at each point, clamped to the grid box."""
-    nx, ny, nz = values.shape
+    """Trilinear interpolation (eq. 5) and its exact gradient at each point (``interpolate``)."""
     inv = 1.0 / cell
     for q in range(points.shape[0]):
-        # cell indices and fractions of the point clamped onto the box; e* = offset from the box
-        i, x, ex = _axis(points[q, 0], origin[0], inv, cell, nx - 1)
-        j, y, ey = _axis(points[q, 1], origin[1], inv, cell, ny - 1)
-        k, z, ez = _axis(points[q, 2], origin[2], inv, cell, nz - 1)
-        c000 = values[i, j, k]
-        c100 = values[i + 1, j, k]
-        c010 = values[i, j + 1, k]
-        c110 = values[i + 1, j + 1, k]
-        c001 = values[i, j, k + 1]
-        c101 = values[i + 1, j, k + 1]
-        c011 = values[i, j + 1, k + 1]
-        c111 = values[i + 1, j + 1, k + 1]
-        # interpolate along x, then y, then z
-        c00 = c000 + x * (c100 - c000)
-        c10 = c010 + x * (c110 - c010)
-        c01 = c001 + x * (c101 - c001)
-        c11 = c011 + x * (c111 - c011)
-        c0 = c00 + y * (c10 - c00)
-        c1 = c01 + y * (c11 - c01)
-        ext = np.sqrt(ex * ex + ey * ey + ez * ez)
-        out_d[q] = c0 + z * (c1 - c0) + ext
+        d, gx, gy, gz, _ = interpolate(values, origin, inv, cell, points[q, 0], points[q, 1], points[q, 2])
+        out_d[q] = d
         if want_gradient:
-            # d/dx, d/dy, d/dz of the trilinear form; a clamped axis takes the box-distance term instead
-            gx = (1 - y) * (1 - z) * (c100 - c000) + y * (1 - z) * (c110 - c010)
-            gx += (1 - y) * z * (c101 - c001) + y * z * (c111 - c011)
-            gy = (1 - z) * (c10 - c00) + z * (c11 - c01)
-            gz = c1 - c0
-            out_g[q, 0] = ex / ext if ex != 0.0 else gx * inv
-            out_g[q, 1] = ey / ext if ey != 0.0 else gy * inv
-            out_g[q, 2] = ez / ext if ez != 0.0 else gz * inv
+            out_g[q, 0] = gx
+            out_g[q, 1] = gy
+            out_g[q, 2] = gz
 
 
 # ------------------------------------------------------------------- point-to-triangle (Ericson 5.1.5)
