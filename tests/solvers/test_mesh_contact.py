@@ -211,7 +211,7 @@ def test_mesh_on_box_lands_and_conserves_energy_when_undamped(run_scene):
     energy error is that of the integrator at the small step (no loss or gain from the model:
     the elastic force is the gradient of its potential)."""
     overrides = [
-        "time.end=0.07",
+        "time.end=0.12",
         "contacts.landing.damping=0",
         "contacts.landing.friction.static=0",
         "contacts.landing.friction.dynamic=0",
