@@ -1,6 +1,6 @@
 """The mbsim benchmark suite: one command times everything and rewrites BENCHMARKS.md.
 
-    python benchmarks/run.py            # full suite (about four minutes on 2 cores); rewrites BENCHMARKS.md
+    python benchmarks/run.py            # full suite (about 15 minutes on 2 cores); rewrites BENCHMARKS.md
     python benchmarks/run.py --quick    # smoke run: fewer repeats and steps; writes nothing unless --output
 
 Benchmarks:
@@ -29,6 +29,12 @@ Benchmarks:
    against PGS on scenes/four_bar_wall_2d.yaml and scenes/box_stack.yaml (cut to 1 s): cost, LCP
    iterations, penetration, the distance between the two runs' bodies, and Lemke's failures.
 
+6. Mesh contact through signed distance fields (benchmarks/mesh_contact.py): the SDF paper's
+   efficiency study (brute force, SDF, SDF + octree on box-box, mesh-box, mesh-mesh) and the
+   field's build time and query rate.
+7. Method ``recursive`` against ``lagrange`` on the N-link chain (benchmarks/recursive.py).
+8. ``mbsim sweep`` on Dask: 16 four-box cases against one after another (benchmarks/sweep.py).
+
 Times are ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go
 to a temporary directory. This module is importable without side effects (the tests import
 ``chain_scene`` and ``pile_scene`` from it).
@@ -36,14 +42,19 @@ to a temporary directory. This module is importable without side effects (the te
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import os
-import platform
-import re
-import statistics
-import sys
-import tempfile
+
+if __name__ == "__main__":  # as the mbsim command: single-threaded BLAS, set before numpy loads
+    for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1497,8 +1508,9 @@ def report(
     variational: VariationalResults | None = None,
     pile: PileResult | None = None,
     lcp: LCPResults | None = None,
+    extra: list[list[str]] | None = None,
 ) -> str:
-    """The markdown of BENCHMARKS.md."""
+    """The markdown of BENCHMARKS.md (``extra``: the sections of the other benchmark modules)."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     from mbsim.model.compile import SPARSE_ABOVE_NV
 
@@ -1563,6 +1575,8 @@ def report(
     out += slider_section(slider)
     out += variational_section(variational)
     out += contact_section(pile, lcp)
+    for number, lines in enumerate(extra or [], start=6):  # the other modules' sections, numbered on
+        out += [re.sub(r"^## ", f"## {number}. ", lines[0]), *lines[1:], ""]
     return "\n".join(out)
 
 
@@ -2180,6 +2194,24 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
     return [(n, *min(rows, key=lambda row: abs(np.log(row[0] / n)))[1:]) for n in sizes]
 
 
+# sections 6-8: modules of their own, each with section(quick) -> markdown lines
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep")
+
+
+def _module(name: str):
+    """benchmarks/NAME.py imported by path (this folder is not an installed package)."""
+    import importlib.util
+
+    key = f"mbsim_benchmarks_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, Path(__file__).resolve().parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer repeats and steps")
@@ -2285,13 +2317,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     lcp = bench_lcp(plan["lcp_repeats"], t_lcp)
     _print_contact(contact_section(None, lcp))
+    extra = []
+    for name in EXTRA_MODULES:
+        print(f"\n{name} ...", flush=True)
+        lines = _module(name).section(quick=args.quick)
+        print("\n".join(lines).replace("`", "").replace("**", ""))
+        extra.append(lines)
     elapsed = time.perf_counter() - started
     print(f"\nsuite took {elapsed:.1f} s")
 
     output = args.output if args.output is not None else (None if args.quick else str(DEFAULT_OUTPUT))
     if output and output != "-":
         Path(output).write_text(
-            report(machine, four, chains, args.quick, elapsed, slider, variational, pile, lcp), encoding="utf-8"
+            report(machine, four, chains, args.quick, elapsed, slider, variational, pile, lcp, extra), encoding="utf-8"
         )
         print(f"wrote {output}")
     return 0
