@@ -173,7 +173,6 @@ def test_undamped_hertz_impact_of_a_mesh_sphere(run_scene):
     contact_time = touching[-1] - touching[0] + (t[1] - t[0])
     delta = (5 * m * v0**2 / (4 * k)) ** 0.4
     expected = 2.9432 * delta / v0
-    print(f"contact time {contact_time:.6e} expected {expected:.6e}; rebound {res['bodies/ball/velocity'][-1, 2]:.6f}")
     assert contact_time == pytest.approx(expected, rel=0.03)
     assert res["bodies/ball/velocity"][-1, 2] == pytest.approx(v0, rel=0.01)
     assert res["diagnostics/contacts/max_penetration"].max() == pytest.approx(delta, rel=0.01)
@@ -187,7 +186,6 @@ def test_blocks_error_shrinks_with_the_step(run_scene):
         _, res = run_scene(SCENES / "blocks_elastic.yaml", [f"time.step={step}", "output.every=1"])
         v1, v2 = res["bodies/block1/velocity"][-1, 0], res["bodies/block2/velocity"][-1, 0]
         errors.append(max(abs(v1 - 3.0) / 3.0, abs(v2 + 2.0) / 2.0))
-    print("blocks errors", errors)
     assert max(errors) < 5e-3
     assert errors[2] < errors[0]
 

@@ -2,9 +2,10 @@
 friction, from the master's signed distance field (papers/sdf-octree-contact-dynamics.txt,
 eqs. (5)-(6) and (36)-(43)).
 
-Each ``type: compliant`` contact entry pairs a master body (``body1``: its one shape becomes a
-triangle mesh whose signed distance field is precomputed, cached on disk) with a slave body
-(``body2``: the vertices of its shape's mesh are the sample points). At every evaluation each
+Each ``type: compliant`` contact entry pairs a master body (``body1``: its one solid shape, or
+the one named by ``shape1``, becomes a triangle mesh whose signed distance field is precomputed,
+cached on disk) with a slave body (``body2``: the vertices of its shape's mesh, plus optional
+even surface samples, are the sample points); either may be the ground. At every evaluation each
 slave point p is mapped into the master's frame, the field gives its signed distance d and
 the normal n (the normalised gradient of the trilinear interpolant); a point with d < 0 has
 penetration g = -d and pushes with
@@ -12,12 +13,16 @@ penetration g = -d and pushes with
     f_N = k g^n + chi g^m dg/dt,     f_T = -mu(|v_T|) f_N v_T / |v_T|,
 
 (eqs. 36-38; f_N is not allowed to pull) at the slave point and, opposite, at its projection
-p - d n on the master's surface (eq. 43). The elastic part k g^n is conservative (potential
-k g^(n+1)/(n+1)); damping and friction are not. This is a force element: every method takes it.
-Detection as the paper's: oriented bounding boxes of both bodies and the 15-axis
-separating-axis test first (mbsim.model.contact.obb), then the slave's sample points in an
-octree (mbsim.model.contact.octree) whose cells are skipped when the field at their centre
-exceeds their radius plus one cell; the remaining points are queried in one vectorised call.
+p - d n on the master's surface (eq. 43). The elastic part acts along the raw gradient of the
+interpolant, so that it is exactly conservative (potential k g^(n+1)/(n+1)); damping and
+friction are not (friction with a stick limiter, compliant_kernels.pair_forces). This is a
+force element: every method takes it. Detection as the paper's (``detection: sdf_octree``):
+oriented bounding boxes of both bodies and the 15-axis separating-axis test first, then the
+slave's sample points in an octree (mbsim.model.contact.octree) whose cells are skipped when a
+lower bound of the field at their centre exceeds their radius plus one cell, the surviving
+points looked up in the same compiled pass (compliant_kernels.penetrating_points); ``sdf``
+looks every point up, ``brute_force`` uses trimesh's exact closest points (for comparisons).
+``near`` is the paper's step control (mbsim.simulate takes time.contact_step while it holds).
 """
 
 from __future__ import annotations
@@ -208,7 +213,8 @@ class CompliantContacts:
         for pair in self.pairs:
             grow = 0.0
             for body, box in ((pair.master, pair.master_box), (pair.slave, pair.slave_box)):
-                grow += h * (np.linalg.norm(f.vel[body]) + np.linalg.norm(f.omega[body]) * np.linalg.norm(box[2]))
+                reach = np.linalg.norm(box[0]) + np.linalg.norm(box[2])  # farthest corner from the body's origin
+                grow += h * (np.linalg.norm(f.vel[body]) + np.linalg.norm(f.omega[body]) * reach)
             if self._boxes_overlap(pair, f, grow):
                 return True
         return False
