@@ -263,6 +263,17 @@ def compile_model(spec: SceneSpec) -> Model:
 
     # contacts: body sets resolved and checked here; which methods take them is the solver's business
     contact_pairs = resolve_contact_pairs(ctx, spec.contacts, body_index, shapes)
+    # meshes in rigid contacts are looked up in their signed distance fields: closed ones only
+    for name, body_shapes in shapes.items():
+        if not contact_pairs.body_active[body_index[name]]:
+            continue
+        for shape in body_shapes:
+            if shape["type"] == "mesh" and not shape["_mesh"].is_watertight:
+                raise ctx.error(
+                    (*shape["_path"], "file"),
+                    "the mesh is not watertight (closed and consistently wound), so it has no signed distance "
+                    "field for contact; repair it (trimesh: fill_holes, fix_normals) or leave the body out",
+                )
 
     nv = nb * (6 if d == 3 else 3)
     model = Model(

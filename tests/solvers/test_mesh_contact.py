@@ -219,3 +219,26 @@ def test_mesh_on_box_lands_and_conserves_energy_when_undamped(run_scene):
     assert res["diagnostics/contacts/count"].max() > 0  # it landed
     assert summary.energy_drift < 5e-5
     assert res["diagnostics/contacts/max_penetration"].max() < 2e-3
+
+
+def test_an_open_mesh_in_rigid_contact_is_a_scene_error(tmp_path):
+    """A mesh with a hole has no signed distance field: exit 2 naming the shape's file key."""
+    from mbsim.errors import SceneError
+    from mbsim.model.compile import compile_model
+    from mbsim.scene.spec import load_scene
+
+    open_box = trimesh.creation.box(extents=[0.2, 0.2, 0.2])
+    open_box.update_faces(np.arange(len(open_box.faces)) != 0)  # one triangle missing
+    open_box.export(tmp_path / "open.stl")
+    scene = (
+        "mbsim: 1\nname: open mesh\ntime: {end: 0.1, step: 0.001}\nsolver: {method: timestepping}\n"
+        "ground: {shapes: [{type: plane, point: [0, 0, 0], normal: [0, 0, 1]}]}\n"
+        "bodies:\n  - {name: rock, mass: 1, inertia: [0.01, 0.01, 0.01], position: [0, 0, 0.2],\n"
+        "     shapes: [{type: mesh, file: open.stl}]}\n"
+        "contacts: [{type: rigid, body1: ground, body2: rock}]\n"
+    )
+    (tmp_path / "open.yaml").write_text(scene)
+    with pytest.raises(SceneError) as info:
+        compile_model(load_scene(str(tmp_path / "open.yaml")))
+    message = str(info.value)
+    assert "not watertight" in message and "bodies[0].shapes[0].file" in message and "open.yaml:" in message
