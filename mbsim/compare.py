@@ -18,7 +18,6 @@ import copy
 import datetime as _dt
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -36,6 +35,7 @@ import mbsim
 from mbsim.errors import MbsimError, SceneError, did_you_mean
 from mbsim.output.compare_plots import plot_comparison
 from mbsim.output.summary import open_result
+from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 from mbsim.scene.load import RawScene, apply_override, load_raw_scene
 from mbsim.scene.spec import SOLVER_FIELDS, SceneSpec, build_spec
 from mbsim.simulate import RunSummary, prepare, run
@@ -89,7 +89,7 @@ class SolverChoice:
         return key(self) == key(other)
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
+def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at ``sep`` outside brackets and quotes (so ``[1, 2]`` stays one value)."""
     parts, depth, quote, start = [], 0, "", 0
     for i, ch in enumerate(text):
@@ -135,7 +135,7 @@ def parse_solver_spec(text: str, source: str = "--solvers") -> SolverChoice:
         raise SceneError(f"expected a method name before ':', got '{method}'", file=where)
     options: list[tuple[str, str]] = []
     if colon:
-        items = [p.strip() for p in _split_top(rest)]
+        items = [p.strip() for p in split_top_level(rest)]
         if not any(items):
             raise SceneError(f"expected key=value options after '{method}:', got nothing", file=where)
         for item in items:
@@ -171,7 +171,7 @@ def parse_solver_list(text: str, source: str = "--solvers") -> list[SolverChoice
         SceneError: an empty list or a malformed spec (exit 2).
     """
     groups: list[list[str]] = []
-    for token in (t.strip() for t in _split_top(text)):
+    for token in (t.strip() for t in split_top_level(text)):
         if not token:
             continue
         if not groups or _starts_spec(token, groups[-1]):
@@ -374,7 +374,7 @@ class Comparison:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(
+        return finite(
             {
                 "format": COMPARE_FORMAT,
                 "format_version": COMPARE_FORMAT_VERSION,
@@ -406,19 +406,6 @@ ERROR_METRIC = (
     "time span, /q of the solver interpolated (cubic spline, column by column) onto the reference's times when the "
     "grids differ, quaternion signs aligned with the reference; error_max = max |q - q_ref| over times and coordinates"
 )
-
-
-def _finite(obj: Any) -> Any:
-    """NaN and infinity -> None, so that the JSON is strict."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _finite(obj.item())
-    return obj
 
 
 def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], label: str) -> CompareRow:
@@ -687,12 +674,6 @@ def _columns(result: Comparison) -> tuple:
     return _COLUMNS + (_ERROR_COLUMNS if result.reference is not None else ())
 
 
-def _cell(value: Any, fmt: str) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return format(value, fmt) if fmt else str(value)
-
-
 def _notes(result: Comparison) -> list[str]:
     """Every note as one line: the failures and row notes by solver, then the general ones."""
     lines = []
@@ -703,7 +684,7 @@ def _notes(result: Comparison) -> list[str]:
     if result.reference is not None:
         ref = result.reference
         text = f"reference: {ref.solver} ({ref.status}"
-        text += f", {ref.steps} steps, {_cell(ref.wall_time_s, '.3g')} s)" if ref.steps is not None else ")"
+        text += f", {ref.steps} steps, {cell(ref.wall_time_s, '.3g')} s)" if ref.steps is not None else ")"
         lines.append(text + "; error = RMS over time of |q - q_ref|, max |dq| over time and coordinates")
         lines += [f"reference: {n}" for n in ref.notes]
     lines += result.notes
@@ -731,8 +712,9 @@ def render(result: Comparison, fmt: str) -> str:
             ]
             writer.writerow(cells + [row.message, "; ".join(row.notes)])
         return buf.getvalue().rstrip("\n")
-    cells = [[_cell(asdict(row)[c[0]], c[3]) for c in cols] for row in result.rows]
+    cells = [[cell(asdict(row)[c[0]], c[3]) for c in cols] for row in result.rows]
     headers = [c[1] for c in cols]
+    numeric = [bool(c[3]) for c in cols]
     notes = _notes(result)
     if fmt == "markdown":
         lines = [
@@ -742,25 +724,15 @@ def render(result: Comparison, fmt: str) -> str:
             + (f" with `--set {' '.join(result.overrides)}`" if result.overrides else "")
             + f", {result.created}, mbsim {mbsim.__version__}.",
             "",
-            "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
-            "| " + " | ".join("---" if not c[3] else "---:" for c in cols) + " |",
+            *markdown_rows(headers, numeric, [[f"`{row[0]}`", *row[1:]] for row in cells]),
         ]
-        for row in cells:
-            lines.append("| " + " | ".join([f"`{row[0]}`", *(x.replace("|", "\\|") for x in row[1:])]) + " |")
         if notes:
             lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
         lines += ["", "Plots: ![position violation](violation.png) ![energy error](energy.png)"]
         return "\n".join(lines) + "\n"
     if fmt != "table":
         raise SceneError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", file="--format")
-    widths = [max(len(headers[k]), *(len(r[k]) for r in cells)) for k in range(len(cols))]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(
-            v.ljust(w) if not c[3] else v.rjust(w) for v, w, c in zip(values, widths, cols, strict=True)
-        ).rstrip()
-
-    lines = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
+    lines = aligned_rows(headers, numeric, cells)
     if notes:
         lines += [""] + [f"note: {n}" for n in notes]
     return "\n".join(lines)

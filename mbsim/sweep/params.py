@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from mbsim.compare import _split_top
+from mbsim.compare import split_top_level
 from mbsim.errors import SceneError
 from mbsim.scene.expr import ExpressionError, compile_expression
 
@@ -72,7 +72,7 @@ def _yaml_float(value: float) -> str:
 
 
 def _range_values(kind: str, args: str, where: str) -> list[float]:
-    parts = [p.strip() for p in _split_top(args)]
+    parts = [p.strip() for p in split_top_level(args)]
     if len(parts) != 3 or not all(parts):
         raise SceneError(f"expected {kind}(a, b, n) with three arguments, got {kind}({args})", file=where)
     try:
@@ -144,7 +144,7 @@ def parse_param(text: str) -> SweepParam:
     if match:
         floats = _range_values(match["kind"], match["args"], where)
         return SweepParam(key, tuple(_yaml_float(v) for v in floats), tuple(floats), source)
-    texts = [p.strip() for p in _split_top(rest)]
+    texts = [p.strip() for p in split_top_level(rest)]
     if not all(texts):
         raise SceneError(f"an empty value in '{rest}' (write YAML null as null)", file=where)
     return SweepParam(key, tuple(texts), tuple(_read_value(t, where) for t in texts), source)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import mbsim
-from mbsim.compare import _finite
 from mbsim.errors import EXIT_CODES
+from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 
 SWEEP_FORMAT = "mbsim-sweep"
 SWEEP_FORMAT_VERSION = 1
@@ -133,7 +133,7 @@ class SweepResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(
+        return finite(
             {
                 "format": SWEEP_FORMAT,
                 "format_version": SWEEP_FORMAT_VERSION,
@@ -183,11 +183,9 @@ _CSV_EXTRA = (
 
 
 def _cell(value: Any, fmt: str) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    if isinstance(value, float) and not fmt:
+    if isinstance(value, float) and math.isfinite(value) and not fmt:
         return format(value, ".6g")
-    return format(value, fmt) if fmt else str(value)
+    return cell(value, fmt)
 
 
 def _param_cell(value: Any) -> str:
@@ -259,25 +257,14 @@ def render(result: SweepResult, fmt: str) -> str:
             + (f" with `--set {' '.join(result.overrides)}`" if result.overrides else "")
             + f", {len(result.rows)} cases, {result.created}, mbsim {mbsim.__version__}. Ran on {result.cluster}.",
             "",
-            "| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
-            "| " + " | ".join("---:" if n else "---" for n in numeric) + " |",
+            *markdown_rows(headers, numeric, body),
         ]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
         if result.assertions:
             lines += ["", "Assertions:", ""] + [f"{k + 1}. `{a}`" for k, a in enumerate(result.assertions)]
         if notes:
             lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
         return "\n".join(lines) + "\n"
-    widths = [
-        max(len(headers[k]), *(len(r[k]) for r in body)) if body else len(headers[k]) for k in range(len(headers))
-    ]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    lines = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in body]
+    lines = aligned_rows(headers, numeric, body)
     if notes:
         lines += [""] + [f"note: {n}" for n in notes]
     return "\n".join(lines)
