@@ -35,7 +35,12 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.model.contact.compliant_kernels import obb_overlap_one, pair_forces, penetrating_points
+from mbsim.model.contact.compliant_kernels import (
+    friction_coefficients,
+    obb_overlap_one,
+    pair_forces,
+    penetrating_points,
+)
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
@@ -111,13 +116,9 @@ def exact_signed_distance(mesh, points: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def friction_coefficient(v: np.ndarray, mu_s: float, mu_d: float, v_s: float, v_d: float) -> np.ndarray:
-    """mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then
-    to mu_d at v_d, constant beyond."""
-    s = np.clip((v + v_s) / (2.0 * v_s), 0.0, 1.0)
-    low = -mu_s + 2.0 * mu_s * (3.0 - 2.0 * s) * s**2
-    r = np.clip((v - v_s) / (v_d - v_s), 0.0, 1.0)
-    mid = mu_s + (mu_d - mu_s) * (3.0 - 2.0 * r) * r**2
-    return np.where(v <= v_s, low, np.where(v < v_d, mid, mu_d))
+    """mu(v) of eq. (38) for sliding speeds v >= 0 (the compiled law of the contact force)."""
+    speeds = np.ascontiguousarray(v, dtype=float).ravel()
+    return friction_coefficients(speeds, mu_s, mu_d, v_s, v_d).reshape(np.shape(v))
 
 
 class _EmptyTree:

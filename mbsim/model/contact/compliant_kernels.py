@@ -41,7 +41,8 @@ def obb_overlap_one(cA, RA, hA, cB, RB, hB, margin, eps):
 
 @njit(inline="always")
 def _mu(v, mu_s, mu_d, v_s, v_d):
-    """Friction coefficient of eq. (38) (see compliant.friction_coefficient)."""
+    """mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then
+    to mu_d at v_d, constant beyond."""
     if v <= v_s:
         s = min(max((v + v_s) / (2.0 * v_s), 0.0), 1.0)
         return -mu_s + 2.0 * mu_s * (3.0 - 2.0 * s) * s * s
@@ -49,6 +50,15 @@ def _mu(v, mu_s, mu_d, v_s, v_d):
         r = (v - v_s) / (v_d - v_s)
         return mu_s + (mu_d - mu_s) * (3.0 - 2.0 * r) * r * r
     return mu_d
+
+
+@njit(**_JIT)
+def friction_coefficients(v, mu_s, mu_d, v_s, v_d):
+    """mu of eq. (38) at each sliding speed of ``v`` (the law ``pair_forces`` applies)."""
+    out = np.empty(v.shape[0])
+    for i in range(v.shape[0]):
+        out[i] = _mu(v[i], mu_s, mu_d, v_s, v_d)
+    return out
 
 
 @njit(inline="always")

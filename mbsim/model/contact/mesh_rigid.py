@@ -88,16 +88,15 @@ def _corners(side: Side, row: int) -> np.ndarray:
     return _world_points(side, row, signs * side.param[row])
 
 
-def _rows(parts: list[tuple], margin: float) -> Found:
-    """Found from (row, point_a, point_b, normal a->b, gap, feature) blocks, gap < margin kept."""
+def _rows(parts: list[tuple]) -> Found:
+    """Found from the blocks of ``_block``."""
     if not parts:
         return Found.empty(3)
-    pair, pa, pb, nrm, gap, feat = (np.concatenate(x) for x in zip(*parts, strict=True))
-    keep = gap < margin
-    return Found(pair[keep], pa[keep], pb[keep], nrm[keep], gap[keep], feat[keep])
+    return Found(*(np.concatenate(x) for x in zip(*parts, strict=True)))
 
 
 def _block(row, pa, pb, normal, gap, feature, margin):
+    """The rows of one candidate pair with gap < margin: (pair, point_a, point_b, normal a->b, gap, feature)."""
     keep = gap < margin
     k = int(keep.sum())
     return (np.full(k, row), pa[keep], pb[keep], normal[keep], gap[keep], feature[keep])
@@ -110,12 +109,11 @@ def plane_mesh(a: Side, b: Side, margin: float) -> Found:
     for r in range(len(b.pos)):
         v = _world_points(b, r, b.data[r].vertices)
         n = a.rot[r][:, 2]
-        gap = (v - a.pos[r]) @ n
-        near = gap < margin
-        idx = np.nonzero(near)[0]
-        v, g = v[idx], gap[idx]
-        parts.append(_block(r, v - g[:, None] * n, v, np.tile(n, (len(g), 1)), g, idx % HALF_FEATURE, margin))
-    return _rows(parts, margin)
+        gap = v @ n - a.pos[r] @ n
+        normal = np.broadcast_to(n, v.shape)
+        idx = np.arange(len(v))
+        parts.append(_block(r, v - gap[:, None] * n, v, normal, gap, idx % HALF_FEATURE, margin))
+    return _rows(parts)
 
 
 @register(("mesh", "sphere"), ("mesh", "point"))
@@ -127,7 +125,7 @@ def mesh_sphere(a: Side, b: Side, margin: float) -> Found:
         c = b.pos[r][None]
         gap, n, on_a = _in_field(a.data[r], a, r, c, radius)
         parts.append(_block(r, on_a, c - radius * n, n, gap, np.zeros(1, dtype=np.int64), margin))
-    return _rows(parts, margin)
+    return _rows(parts)
 
 
 @register(("box", "mesh"))
@@ -142,7 +140,7 @@ def box_mesh(a: Side, b: Side, margin: float) -> Found:
         c = _corners(a, r)
         gap, n_b, on_b = _in_field(b.data[r], b, r, c)
         parts.append(_block(r, c, on_b, -n_b, gap, HALF_FEATURE + np.arange(8), margin))
-    return _rows(parts, margin)
+    return _rows(parts)
 
 
 @register(("mesh", "mesh"))
@@ -156,4 +154,4 @@ def mesh_mesh(a: Side, b: Side, margin: float) -> Found:
         u = _world_points(a, r, a.data[r].vertices)
         gap, n_b, on_b = _in_field(b.data[r], b, r, u)
         parts.append(_block(r, u, on_b, -n_b, gap, HALF_FEATURE + np.arange(len(u)) % HALF_FEATURE, margin))
-    return _rows(parts, margin)
+    return _rows(parts)

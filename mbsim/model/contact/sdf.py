@@ -78,16 +78,6 @@ class SignedDistanceField:
         _query(self.values, np.asarray(self.origin, dtype=np.float64), float(self.cell), p, out_d, out_g, False)
         return out_d
 
-    def distance_lower_bound(self, points: np.ndarray) -> np.ndarray:
-        """(n, 3) points -> a lower bound of the distance, for culling: inside the grid the
-        interpolant; outside, the boundary value minus the way out (``distance`` adds it, which
-        bounds from above)."""
-        p = _as_points(points)
-        d = self.distance(p)
-        lo, hi = np.asarray(self.origin), self.upper
-        out = np.linalg.norm(p - np.clip(p, lo, hi), axis=1)
-        return d - 2.0 * out
-
     def gradient(self, points: np.ndarray) -> np.ndarray:
         """(n, 3) points -> (n, 3) exact gradient of ``distance`` (not normalised; eq. (6) normalises it)."""
         p = _as_points(points)
