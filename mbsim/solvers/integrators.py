@@ -111,3 +111,11 @@ class AdaptiveStepper:
         h_next = float(getattr(solver, "h_abs", solver.step_size) or h)
         self._y_last = solver.y.copy()
         return float(solver.t), solver.y.copy(), h_next
+
+
+def stepper(integrator: str, rtol: float, atol: float, t_end: float, max_step: float | None):
+    """(fixed-step function or None, AdaptiveStepper or None) of an integrator name: what the
+    ODE-based methods step with."""
+    if integrator in SCIPY_METHODS:
+        return None, AdaptiveStepper(integrator, rtol, atol, t_end, max_step if max_step else np.inf)
+    return FIXED_STEP.get(integrator), None

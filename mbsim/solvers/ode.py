@@ -19,7 +19,7 @@ from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
-from mbsim.solvers.integrators import FIXED_STEP, SCIPY_METHODS, AdaptiveStepper
+from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
 
@@ -95,10 +95,7 @@ class OdeSolver:
         self.projection = projection
         self.rank_tol = rank_tol
         self.nq, self.nv = model.nq, model.nv
-        self._fixed = FIXED_STEP.get(integrator)
-        self._adaptive = None
-        if integrator in SCIPY_METHODS:
-            self._adaptive = AdaptiveStepper(integrator, rtol, atol, model.t_end, max_step if max_step else np.inf)
+        self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         # derivative at the last recorded state (the next step's first stage) and what its solve counted
         self._cached: tuple[float, np.ndarray, np.ndarray, int, dict] | None = None
         self._iterations = 0

@@ -39,7 +39,7 @@ from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
 from mbsim.solvers import soa_kernels as soa
 from mbsim.solvers.base import read_options
-from mbsim.solvers.integrators import FIXED_STEP, SCIPY_METHODS, AdaptiveStepper
+from mbsim.solvers.integrators import stepper
 
 NAME = "recursive"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True}
@@ -337,10 +337,7 @@ class Solver:
         self.space = space
         self.integrator = integrator
         self.nq, self.nv = space.nq, space.nv
-        self._fixed = FIXED_STEP.get(integrator)
-        self._adaptive = None
-        if integrator in SCIPY_METHODS:
-            self._adaptive = AdaptiveStepper(integrator, rtol, atol, model.t_end, max_step if max_step else np.inf)
+        self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         self._gravity = _embed(model.gravity)
         self._mass = np.ascontiguousarray(model.body_mass, dtype=float)
         if model.dimension == 3:
