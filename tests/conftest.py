@@ -10,6 +10,8 @@ from click.testing import CliRunner, Result
 
 from mbsim.cli.main import cli
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture
 def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -39,6 +41,30 @@ def mbsim() -> Callable[..., Result]:
         return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def benchmark_module() -> Callable[[str], object]:
+    """``benchmark_module(name)``: benchmarks/NAME.py imported by path (the benchmarks folder is
+    not an installed package), once per session."""
+    import importlib.util
+    import sys
+
+    loaded: dict[str, object] = {}
+
+    def load(name: str):
+        key = f"mbsim_benchmarks_{name}"
+        if key not in loaded:
+            spec = importlib.util.spec_from_file_location(key, ROOT / "benchmarks" / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[key] = module  # dataclasses look their module up while the class is built
+            spec.loader.exec_module(module)
+            loaded[key] = module
+        return loaded[key]
+
+    yield load
+    for key in loaded:
+        sys.modules.pop(key, None)
 
 
 @pytest.fixture(autouse=True, scope="session")

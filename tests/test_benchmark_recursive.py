@@ -3,23 +3,14 @@ builds in quick mode on small chains. Nothing here looks at a time."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_recursive_benchmark_section_quick():
-    name = "mbsim_benchmarks_recursive"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "recursive.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        lines = module.section(quick=True, sizes=(10, 30))
-    finally:
-        sys.modules.pop(name, None)
+def test_recursive_benchmark_section_quick(benchmark_module):
+    module = benchmark_module("recursive")
+    lines = module.section(quick=True, sizes=(10, 30))
     text = "\n".join(lines)
     assert lines[0].startswith("## ")
     table = [line for line in lines if line.startswith("| 10 ") or line.startswith("| 30 ")]

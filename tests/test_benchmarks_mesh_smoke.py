@@ -5,8 +5,6 @@ Correctness checks only; nothing here looks at a time.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def bench():
-    """benchmarks/mesh_contact.py imported by path (the benchmarks folder is not an installed package)."""
-    name = "mbsim_benchmarks_mesh_contact"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "mesh_contact.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+def bench(benchmark_module):
+    return benchmark_module("mesh_contact")
 
 
 def test_quick_box_box(bench, tmp_path):

@@ -6,7 +6,6 @@ Correctness checks only; nothing here looks at a time.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import h5py
@@ -17,17 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def bench():
-    """benchmarks/run.py imported by path (the benchmarks folder is not an installed package)."""
-    name = "mbsim_benchmarks_run"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+def bench(benchmark_module):
+    return benchmark_module("run")
 
 
 def test_chain_scene_starts_consistent_and_keeps_its_joints(bench, tmp_path):
