@@ -1,6 +1,6 @@
 """``python -m mbsim`` is the ``mbsim`` command."""
 
-from mbsim.cli.main import main
+from mbsim.cli.entry import main
 
 if __name__ == "__main__":
     main()

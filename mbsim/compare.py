@@ -32,8 +32,10 @@ import numpy as np
 import yaml
 
 import mbsim
-from mbsim.errors import MbsimError, SceneError, did_you_mean
+from mbsim import interrupts
+from mbsim.errors import MbsimError, OutputError, SceneError, did_you_mean
 from mbsim.output.compare_plots import plot_comparison
+from mbsim.output.safety import check_target
 from mbsim.output.summary import open_result
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 from mbsim.scene.load import RawScene, apply_override, load_raw_scene
@@ -314,19 +316,25 @@ def check_all(
     for choice in [*choices, *([reference] if reference else [])]:
         check_choice(choice)
     base = load_raw_scene(scene_file, overrides)
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputError("is not a directory; expected the output directory of the comparison", file=str(outdir))
     taken: set[str] = set()
     out: list[PreparedChoice] = []
     for choice in [*choices, *([reference] if reference else [])]:
+        stem = file_stem(choice)
+        if choice is reference:
+            stem = "reference-" + stem
+        file = outdir / f"{_unique(stem, taken)}.h5"
+        check_target(file)  # another live run's file, or one that is not ours: refused before anything runs
         try:
             raw, notes = _scene_for(base, choice)
             spec = build_spec(raw)
             prepared = prepare(spec)
         except SceneError as exc:
+            if isinstance(exc, OutputError):
+                raise
             raise _relocate(exc, choice) from None
-        stem = file_stem(choice)
-        if choice is reference:
-            stem = "reference-" + stem
-        out.append(PreparedChoice(choice, spec, outdir / f"{_unique(stem, taken)}.h5", notes, prepared))
+        out.append(PreparedChoice(choice, spec, file, notes, prepared))
     ref = out.pop() if reference else None
     return out, ref
 
@@ -602,11 +610,12 @@ def compare(
             continue
         row = _run_choice(item, repeat, note, f"{item.choice.text} ({i + 1}/{total})")
         result.rows.append(row)
-        result.interrupted = row.message == "interrupted"
+        result.interrupted = interrupts.received() is not None
 
     if ref_item is not None and not result.interrupted:
         same = next((r for r, it in zip(result.rows, items, strict=True) if it.choice.same_run(ref_item.choice)), None)
         if same is not None and same.status in ("completed", "failed") and Path(same.file).is_file():
+            check_target(ref_item.file)
             shutil.copyfile(same.file, ref_item.file)  # reuse the run; the reference keeps its own file
             result.reference = copy.deepcopy(same)
             result.reference.file = str(ref_item.file)

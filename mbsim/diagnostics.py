@@ -4,9 +4,15 @@ constraint violations, quaternion norm error, joint reactions and drive forces.
 Energy bookkeeping: ``total = kinetic + potential`` (gravity, springs) and ``work`` is the
 work done so far by non-conservative forces, drives and contacts, so that ``total - work``
 is conserved by the exact solution. The relative energy drift of a run is
-``max |(total - work)(t) - (total - work)(0)| / scale`` with
-``scale = max(|total(0)|, max_t kinetic(t))`` (a scale that does not vanish with the choice
-of the potential's zero).
+``max |(total - work)(t) - (total - work)(0)| / scale`` with a scale fixed by the initial state
+and the scene (:func:`energy_scale`): ``max(|T0|, |V0|, |T0 + V0|, sum_i m_i |g| l)``, l the
+extent of the mechanism at t = 0. A blow-up therefore reads as the large number it is (a scale
+that grew with the run's own kinetic energy would cap it near 1). A scene without any of these
+(everything at rest, no gravity: a motor spins it up) is measured against the largest |work|.
+
+Divergence (CONTRACT §4): a run whose energy error or kinetic energy passes ``solver.divergence``
+times the energy that its initial state and inputs can supply by then (the scale above, the
+largest |work| so far, and what gravity can give a free fall in the elapsed time) has diverged.
 """
 
 from __future__ import annotations
@@ -28,15 +34,67 @@ class RunStats:
     max_quaternion_norm_error: float = 0.0
     energy0: float | None = None
     total0: float = 0.0
+    scale: float = 0.0  # energy_scale of the initial state, J
+    fall: tuple[float, float] = (0.0, 0.0)  # free-fall supply a t + b t^2 (free_fall_supply)
     max_kinetic: float = 0.0
+    max_work: float = 0.0
     max_energy_error: float = 0.0
+    last_ratio: float = 0.0  # divergence_ratio at the last recorded state
+    max_ratio: float = 0.0  # and its largest value so far
     steps: int = 0
     extra: dict = field(default_factory=dict)
 
     @property
+    def drift_scale(self) -> float:
+        """The energy the drift is relative to (J); 0 when the run has no energy scale at all."""
+        return self.scale if self.scale > 0 else self.max_work
+
+    @property
     def energy_drift(self) -> float:
-        scale = max(abs(self.total0), self.max_kinetic)
+        scale = self.drift_scale
         return self.max_energy_error / scale if scale > 0 else self.max_energy_error
+
+    def divergence_ratio(self, t: float, kinetic: float, error: float) -> float:
+        """How many times the energy the scene can supply by ``t`` its energy error or kinetic
+        energy is (the run diverged when this passes ``solver.divergence``)."""
+        a, b = self.fall
+        supply = max(self.scale, self.max_work, a * t + b * t * t)
+        worst = max(kinetic, error)
+        if supply > 0:
+            return worst / supply
+        return 0.0 if worst == 0 else float("inf")
+
+
+def energy_scale(model: Model, frames: Frames, kinetic: float, potential: float) -> float:
+    """The energy scale of the initial state: max(|T0|, |V0|, |T0 + V0|, sum m |g| l), l the extent
+    of the mechanism (the diagonal of the box around the bodies' centres and the joint points).
+
+    Gravity's term stands for the energy a pendulum or a linkage trades between kinetic and
+    potential as it moves over its own size, whatever the potential's zero.
+    """
+    nb = model.nbody
+    g = float(np.linalg.norm(model.gravity))
+    gravity_term = 0.0
+    if g > 0 and nb:
+        points = [frames.pos[:nb]]
+        if model.joints:
+            rot = frames.rot[model.joint_body]
+            points.append(frames.pos[model.joint_body] + (rot @ model.joint_point[:, :, None])[:, :, 0])
+        cloud = np.concatenate(points)
+        extent = float(np.linalg.norm(cloud.max(axis=0) - cloud.min(axis=0)))
+        gravity_term = float(np.sum(model.body_mass)) * g * extent
+    return float(max(abs(kinetic), abs(potential), abs(kinetic + potential), gravity_term))
+
+
+def free_fall_supply(model: Model, frames: Frames) -> tuple[float, float]:
+    """(a, b) with a t + b t^2 the most gravity can give the bodies in a time t: each falls from its
+    initial speed, sum m_i |g| (|v_i| t + |g| t^2 / 2)."""
+    g = float(np.linalg.norm(model.gravity))
+    nb = model.nbody
+    if g == 0 or nb == 0:
+        return 0.0, 0.0
+    speed = np.linalg.norm(frames.vel[:nb], axis=1)
+    return float(np.sum(model.body_mass * g * speed)), float(np.sum(model.body_mass) * g * g / 2)
 
 
 def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
@@ -105,11 +163,17 @@ def record_row(
     if stats.energy0 is None:
         stats.energy0 = total - state.work
         stats.total0 = total
+        stats.scale = energy_scale(model, frames, ev.kinetic, ev.potential)
+        stats.fall = free_fall_supply(model, frames)
+    stats.max_work = max(stats.max_work, abs(state.work))
     stats.max_position_violation = max(stats.max_position_violation, pos_violation)
     stats.max_velocity_violation = max(stats.max_velocity_violation, vel_violation)
     stats.max_quaternion_norm_error = max(stats.max_quaternion_norm_error, quat_error)
     stats.max_kinetic = max(stats.max_kinetic, ev.kinetic)
-    stats.max_energy_error = max(stats.max_energy_error, abs(total - state.work - stats.energy0))
+    error = abs(total - state.work - stats.energy0)
+    stats.max_energy_error = max(stats.max_energy_error, error)
+    stats.last_ratio = stats.divergence_ratio(state.t, ev.kinetic, error)
+    stats.max_ratio = max(stats.max_ratio, stats.last_ratio)
     reaction, drive = reactions(model, frames, ev)
     row: dict[str, np.ndarray | float] = {
         "time": state.t,

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 
 
 class MbsimError(Exception):
-    """Base of every error mbsim raises on purpose."""
+    """Base of every error mbsim raises on purpose; ``label`` heads its message on stderr."""
 
     exit_code = 1
+    label = "error"
 
 
 class SceneError(MbsimError):
@@ -23,6 +24,7 @@ class SceneError(MbsimError):
     """
 
     exit_code = 2
+    label = "scene error"
 
     def __init__(
         self,
@@ -57,6 +59,19 @@ class SceneError(MbsimError):
         return text
 
 
+class OutputError(SceneError):
+    """A result or picture file cannot be written where asked (exit code 2): it belongs to another
+    live run, exists and is not mbsim's, or its location is not writable (CONTRACT §4)."""
+
+    label = "output error"
+
+
+class UsageError(SceneError):
+    """An option of the command line is wrong (exit code 2), e.g. ``--what`` or ``--scheduler``."""
+
+    label = "command-line error"
+
+
 class AssemblyError(SceneError):
     """The initial state cannot be assembled (or --strict forbids it); ``joint`` is the worst one."""
 
@@ -69,6 +84,7 @@ class SimulationError(MbsimError):
     """The simulation failed: NaN, divergence, a solve that did not converge (exit code 3)."""
 
     exit_code = 3
+    label = "simulation failed"
 
     def __init__(self, reason: str, *, step: int | None = None, t: float | None = None) -> None:
         self.reason = reason
@@ -84,12 +100,25 @@ class AssertionFailed(MbsimError):
     """An ``--assert`` condition on the run summary did not hold (exit code 4)."""
 
     exit_code = 4
+    label = "assertion failed"
 
 
 class Interrupted(MbsimError):
-    """The run was interrupted by SIGINT; the result file is closed with status failed."""
+    """SIGINT, SIGTERM or SIGHUP ended the command (exit code 128 + the signal's number).
 
-    exit_code = 130
+    A result file being written is closed with status failed and ``str(self)`` as its message,
+    ``interrupted (SIGTERM)`` (mbsim.interrupts).
+    """
+
+    exit_code = 130  # SIGINT's; an instance carries the code of its own signal
+    label = "interrupted"
+
+    def __init__(self, signum: int = 2) -> None:
+        from mbsim import interrupts
+
+        self.signum = int(signum)
+        self.exit_code = interrupts.exit_code(self.signum)
+        super().__init__(interrupts.message(self.signum))
 
 
 EXIT_CODES = {

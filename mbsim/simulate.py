@@ -1,13 +1,14 @@
 """The run loop: scene -> model -> solver -> result file; returns a RunSummary.
 
-NaN, divergence (position violation past ``solver.max_violation``) and solver failures end
-the run with status ``failed``; SIGINT ends it cleanly with status ``failed`` and message
-``interrupted``. In every case the file keeps every recorded step up to the end.
+NaN, divergence (energy past ``solver.divergence`` times what the scene can supply,
+mbsim.diagnostics), a position violation past ``solver.max_violation`` and solver failures end
+the run with status ``failed`` (exit 3); SIGINT, SIGTERM and SIGHUP end it after the current step
+with status ``failed`` and the message ``interrupted (SIGTERM)`` (mbsim.interrupts). In every
+case the file keeps every recorded step up to the end.
 """
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -15,13 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mbsim import interrupts
 from mbsim.diagnostics import RunStats, record_row
 from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.dynamics import reset_spring_references, update_spring_references
 from mbsim.model.model import Model, State
-from mbsim.output.hdf5 import ResultWriter
+from mbsim.output.hdf5 import ResultWriter, write_stub
+from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
 from mbsim.solvers.base import StepInfo
@@ -57,62 +60,90 @@ def default_output(scene_file: str) -> Path:
     return Path("outputs") / (Path(scene_file).stem + ".h5")
 
 
+def output_path(spec: SceneSpec, output: str | Path | None = None) -> Path:
+    """Where a run of ``spec`` writes: ``-o``, else the scene's ``output.file``, else outputs/<stem>.h5."""
+    if output:
+        return Path(output)
+    return Path(spec.output_file) if spec.output_file else default_output(spec.raw.file)
+
+
 def prepare(spec: SceneSpec, strict: bool = False):
-    """Compile, assemble and pick the solver: every scene error surfaces here (exit 2)."""
+    """Compile, assemble and pick the solver: every scene error surfaces here (exit 2).
+
+    Polls the signal flag between its stages (Interrupted)."""
+    interrupts.check()
     model = compile_model(spec)
+    interrupts.check()
     solver = get_solver(spec, model)
     try:
         assemble(model, strict=strict)
     except AssemblyError as exc:  # locate the joint in the scene file
         path = next((j.path for j in spec.joints if j.name == exc.joint), ("joints",))
         raise spec.raw.error(path, exc.reason) from None
+    interrupts.check()
     return model, solver
 
 
-class _SigintFlag:
-    """Turns SIGINT into a flag the loop polls, so that no write is cut in half."""
+def numerical_failure(exc: BaseException) -> SimulationError | None:
+    """The SimulationError (exit 3) that an exception raised inside a step stands for, or None when
+    it is a defect of mbsim (exit 1): a linear-algebra failure, or a library refusing non-finite
+    numbers (a NaN force reaching an SVD or scipy's integrators)."""
+    if isinstance(exc, SimulationError):
+        return exc
+    text = str(exc)
+    if isinstance(exc, np.linalg.LinAlgError):
+        return SimulationError(f"a linear solve failed ({text}): a NaN or inf force, or a singular system")
+    if isinstance(exc, (ValueError, FloatingPointError, OverflowError, ZeroDivisionError)):
+        lowered = text.lower()
+        if any(word in lowered for word in ("nan", "inf", "finite", "overflow", "divide by zero")):
+            return SimulationError(f"non-finite numbers in the solution ({text}): the solution diverged")
+    return None
 
-    def __init__(self) -> None:
-        self.raised = False
-        self._old = None
 
-    def __enter__(self):
-        try:
-            self._old = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:  # not the main thread: leave the default handler
-            self._old = None
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        self.raised = True
-
-    def __exit__(self, *exc) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -> tuple[Model, object]:
+    """:func:`prepare` for a run whose result file is claimed already. A scene error releases the
+    claim untouched (a file the claim created is removed again); a signal leaves a result file with
+    status failed and the signal's message (the run ended before its first step), then raises
+    Interrupted."""
+    try:
+        with interrupts.handling():
+            return prepare(spec, strict)
+    except Interrupted as exc:
+        attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
+        write_stub(claim, spec.raw.to_yaml(), attrs | {"dimension": spec.dimension}, "failed", str(exc))
+        raise
+    except BaseException:
+        claim.abandon()
+        raise
 
 
 def run(
     spec: SceneSpec,
-    output: str | Path | None = None,
+    output: str | Path | ResultClaim | None = None,
     strict: bool = False,
     progress: Callable[[float, float], None] | None = None,
     prepared: tuple[Model, object] | None = None,
 ) -> RunSummary:
     """Simulate a checked scene and write its result file.
 
+    ``output``: a path (claimed here: mbsim.output.safety), a claim already taken, or None for
+    the scene's own (:func:`output_path`).
+
     Raises:
         SceneError: before anything is written, for every problem of the scene.
+        OutputError: the result file belongs to another live run, or is not an mbsim result.
     Returns:
         The summary; ``status`` says whether the run completed or failed (and why).
     """
-    model, solver = prepared or prepare(spec, strict)
-    path = Path(output) if output else (Path(spec.output_file) if spec.output_file else default_output(spec.raw.file))
+    claim = output if isinstance(output, ResultClaim) else claim_result(output_path(spec, output))
+    model, solver = prepared or prepare_claimed(spec, claim, strict)
+    path = claim.path
     integrator = getattr(solver, "integrator_label", spec.solver.integrator)  # methods with their own scheme
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
     # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
     # and /v, gives its start state and converts its states to the model's body coordinates
     own = hasattr(solver, "body_coordinates")
-    writer = ResultWriter(path, model, attrs, coordinates=solver.coordinate_names() if own else None)
+    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names() if own else None)
     reset_spring_references(model)
     stats = RunStats()
     state = solver.initial_state() if own else State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
@@ -121,6 +152,7 @@ def run(
         return solver.body_coordinates(s) if own else (s.q, s.v)
 
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
+    divergence = spec.solver.divergence
     status, message, steps = "failed", "", 0
     start = time.perf_counter()
     last_progress = start
@@ -136,15 +168,15 @@ def run(
         writer.append(row)
 
     try:
-        with _SigintFlag() as sigint, np.errstate(all="ignore"):
+        with interrupts.handling(), np.errstate(all="ignore"):
             record(state, StepInfo())
+            writer.set_attrs(energy_scale=stats.scale)  # J; a live file's readers measure drift by it too
             h = model.step
             # the paper's step control: the small step while compliant bounding boxes overlap
             fine = model.contact_step if model.compliant is not None else None
             adaptive = bool(getattr(solver, "adaptive", False))
             while t_end - state.t > 1e-12 * max(1.0, t_end):
-                if sigint.raised:
-                    raise Interrupted("interrupted")
+                interrupts.check()
                 h_try = min(h, t_end - state.t)
                 if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                     h_try = t_end - state.t
@@ -174,6 +206,14 @@ def run(
                         phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)
                         violation = float(np.max(np.abs(phi)))
                     stats.max_position_violation = max(stats.max_position_violation, violation)
+                if recorded and stats.last_ratio > divergence:
+                    raise SimulationError(
+                        f"the solution diverged: its energy error or kinetic energy is {stats.last_ratio:.3g} times "
+                        f"the energy its initial state and inputs can supply ({stats.drift_scale:.3g} J at the "
+                        f"start; solver.divergence = {divergence:g})",
+                        step=steps,
+                        t=state.t,
+                    )
                 if violation > max_violation:
                     if not recorded:  # keep the offending state in the file
                         record(state, info)
@@ -188,11 +228,14 @@ def run(
         status = "completed"
     except SimulationError as exc:
         message = str(exc) if exc.step is not None else str(SimulationError(exc.reason, step=steps + 1, t=state.t))
-    except Interrupted:
-        message = "interrupted"
-    except Exception as exc:  # an internal error still leaves a truthful file, then propagates
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        raise
+    except Interrupted as exc:
+        message = str(exc)
+    except Exception as exc:
+        failure = numerical_failure(exc)
+        if failure is None:  # an internal error still leaves a truthful file, then propagates
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            raise
+        message = str(SimulationError(failure.reason, step=steps + 1, t=state.t))
     finally:
         wall = time.perf_counter() - start
         writer.close(
@@ -203,6 +246,7 @@ def run(
             max_position_violation=stats.max_position_violation,
             max_velocity_violation=stats.max_velocity_violation,
             energy_drift=stats.energy_drift,
+            energy_scale=stats.scale,
         )
     return RunSummary(
         scene=spec.name,

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
+from mbsim import interrupts
 from mbsim.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def no_signal_left_over() -> Iterator[None]:
+    """Every test starts and ends with mbsim's signal flag clear (mbsim.interrupts is process-wide)."""
+    interrupts.reset()
+    yield
+    interrupts.reset()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mbsim"
 # layer of each top-level part of the package; a module may import only its own layer or lower
 LAYER = {
     "errors": 0,
+    "interrupts": 0,
     "scene": 1,
     "model": 2,
     "diagnostics": 3,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
 
+from mbsim import interrupts
 from mbsim.cli.options import debug_option, handle_errors, quiet_option, set_option
 from mbsim.compare import FORMATS, parse_reference, parse_solver_list, render
 from mbsim.compare import compare as run_comparison
-from mbsim.errors import EXIT_CODES
 from mbsim.solvers import SOLVERS
 
 
@@ -73,4 +74,4 @@ def compare(
     click.echo(render(result, fmt).rstrip("\n"))
     note(f"mbsim: results in {result.outdir}")
     if result.interrupted:
-        sys.exit(EXIT_CODES["interrupted"])
+        sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option
-from mbsim.errors import SceneError
+from mbsim.errors import UsageError
 from mbsim.output.summary import read_info
 
 
@@ -19,7 +19,7 @@ from mbsim.output.summary import read_info
 def info(result: str, as_json: bool, debug: bool) -> None:
     """Summarise the result file RESULT (status, steps, violations, energy, contents)."""
     if not Path(result).is_file():
-        raise SceneError(f"result file not found: {result}", file=result)
+        raise UsageError(f"result file not found: {result}", file=result)
     data = read_info(result)
     if as_json:
         emit_json(data)

@@ -1,36 +1,61 @@
-"""The click group ``mbsim`` and its commands."""
+"""The click group ``mbsim`` and its commands.
+
+The commands are imported when one is invoked, not when the group is: ``mbsim --help`` stays
+quick, and the console script (mbsim.cli.entry) has installed the signal handlers before numpy,
+h5py, numba or Dask are imported, so that a signal during start-up ends the command like any other.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 import mbsim
-from mbsim.cli.compare import compare
-from mbsim.cli.info import info
-from mbsim.cli.plot import plot
-from mbsim.cli.run import run
-from mbsim.cli.sweep import sweep
-from mbsim.cli.validate import validate
+
+# name -> (module, attribute, the one-line help shown by ``mbsim --help`` without importing it)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("mbsim.cli.run", "run", "Simulate SCENE and write the HDF5 result file."),
+    "validate": ("mbsim.cli.validate", "validate", "Check SCENE (keys, types, values, bodies, joints,..."),
+    "info": ("mbsim.cli.info", "info", "Summarise the result file RESULT (status, steps, violations,..."),
+    "plot": ("mbsim.cli.plot", "plot", "Plot quantities of RESULT against time into a PNG file."),
+    "compare": ("mbsim.cli.compare", "compare", "Run SCENE once per solver spec and compare wall time,..."),
+    "sweep": ("mbsim.cli.sweep", "sweep", "Run SCENE once per combination of --param values, on Dask,..."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (their modules import numpy, h5py, ...)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, short) for name, (_, _, short) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(mbsim.__version__, prog_name="mbsim")
 def cli() -> None:
     """mbsim: multibody dynamics from YAML scenes to HDF5 results.
 
     Exit codes: 0 done; 2 the scene or the command line is wrong; 3 the simulation failed
-    (the result file is kept with status failed); 4 an --assert did not hold; 130 interrupted;
-    1 anything else.
+    (the result file is kept with status failed); 4 an --assert did not hold; 128 + N a
+    signal N ended it (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the result file is closed with
+    status failed); 1 anything else.
     """
 
 
-cli.add_command(run)
-cli.add_command(validate)
-cli.add_command(info)
-cli.add_command(plot)
-cli.add_command(compare)
-cli.add_command(sweep)
-
-
 def main() -> None:
-    cli(prog_name="mbsim")
+    """The console script (kept here for scripts that import it; see mbsim.cli.entry)."""
+    from mbsim.cli.entry import main as entry_main
+
+    entry_main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -12,7 +13,8 @@ from typing import Any
 
 import click
 
-from mbsim.errors import AssertionFailed, Interrupted, MbsimError, SceneError, SimulationError
+from mbsim import interrupts
+from mbsim.errors import Interrupted, MbsimError
 
 set_option = click.option(
     "--set",
@@ -61,29 +63,28 @@ def handle_errors(func: Callable) -> Callable:
         debug = kwargs.get("debug", False)
         as_json = kwargs.get("as_json", False)
         try:
-            return func(*args, **kwargs)
+            value = func(*args, **kwargs)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except MbsimError as exc:
-            code = exc.exit_code
-            kind = {
-                SceneError: "scene error",
-                SimulationError: "simulation failed",
-                AssertionFailed: "assertion failed",
-                Interrupted: "interrupted",
-            }
-            label = next((v for k, v in kind.items() if isinstance(exc, k)), "error")
-            _report(exc, label, code, debug, as_json)
-            sys.exit(code)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(Interrupted.exit_code)
+            _report(exc, exc.label, exc.exit_code, debug, as_json)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:  # SIGINT before mbsim's handler was installed, or a second one
+            exc = Interrupted(interrupts.received() or signal.SIGINT)
+            _report(exc, exc.label, exc.exit_code, debug, as_json)
+            sys.exit(exc.exit_code)
         except BrokenPipeError:  # the reader went away (mbsim info FILE | head): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except Exception as exc:  # anything unforeseen: exit 1, traceback only with --debug
             _report(exc, "internal error", 1, debug, as_json)
             sys.exit(1)
+        signum = interrupts.received()
+        if signum is not None:  # a signal after the last poll still ends the command with 128 + N
+            exc = Interrupted(signum)
+            _report(exc, exc.label, exc.exit_code, debug, False)  # --json: its one object is out already
+            sys.exit(exc.exit_code)
+        return value
 
     return wrapper
 
@@ -91,6 +92,7 @@ def handle_errors(func: Callable) -> Callable:
 def _report(exc: BaseException, label: str, code: int, debug: bool, as_json: bool) -> None:
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"mbsim: {label}: {exc}", err=True)
+    text = str(exc)
+    click.echo(f"mbsim: {text if text.startswith(label) else f'{label}: {text}'}", err=True)
     if as_json:
         emit_json({"status": "error", "exit_code": code, "error": label, "message": str(exc)})

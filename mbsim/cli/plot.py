@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from mbsim.cli.options import debug_option, handle_errors
-from mbsim.errors import SceneError
+from mbsim.errors import UsageError
 from mbsim.output.plot import plot_result
 
 
@@ -18,7 +18,7 @@ from mbsim.output.plot import plot_result
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="PNG file (default: next to RESULT, same stem).",
+    help="Picture file: .png, .pdf or .svg (default: next to RESULT, same stem, .png).",
 )
 @click.option(
     "--what",
@@ -33,7 +33,7 @@ from mbsim.output.plot import plot_result
 def plot(result: str, output: str | None, what: str, debug: bool) -> None:
     """Plot quantities of RESULT against time into a PNG file."""
     if not Path(result).is_file():
-        raise SceneError(f"result file not found: {result}", file=result)
+        raise UsageError(f"result file not found: {result}", file=result)
     out = Path(output) if output else Path(result).with_suffix(".png")
     items = [w.strip() for w in what.split(",") if w.strip()]
     plot_result(result, out, items)

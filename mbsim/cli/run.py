@@ -7,6 +7,7 @@ import time
 
 import click
 
+from mbsim import interrupts
 from mbsim.assertions import evaluate_all, parse_assertions
 from mbsim.cli.options import (
     assert_option,
@@ -19,8 +20,9 @@ from mbsim.cli.options import (
     strict_option,
 )
 from mbsim.errors import EXIT_CODES
+from mbsim.output.safety import claim_result
 from mbsim.scene.spec import load_scene
-from mbsim.simulate import RunSummary, prepare
+from mbsim.simulate import RunSummary, output_path, prepare_claimed
 from mbsim.simulate import run as simulate_run
 
 
@@ -43,8 +45,11 @@ class ProgressBar:
         sys.stderr.flush()
         self.shown = True
 
-    def close(self) -> None:
+    def close(self, reached: tuple[float, float] | None = None) -> None:
+        """End the line, drawn once more at ``reached`` = (t, t_end): 100 % for a run that got there."""
         if self.shown:
+            if reached is not None:
+                self(*reached)
             sys.stderr.write("\n")
             sys.stderr.flush()
 
@@ -97,28 +102,35 @@ def run(
     """
     checks = parse_assertions(assertions)
     spec = load_scene(scene, overrides)
-    prepared = prepare(spec, strict=strict)
+    interrupts.check()
+    # the result file is claimed before the (possibly long) preparation: a second writer or a
+    # file that is not ours is refused at once, before anything is compiled
+    claim = claim_result(output_path(spec, output))
+    prepared = prepare_claimed(spec, claim, strict=strict)
     model = prepared[0]
     if model.assembly_report and not quiet and not as_json:
         moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad" for r in model.assembly_report)
         click.echo(f"mbsim: the initial state was assembled onto the joints: {moved}", err=True)
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
+    summary = None
     try:
-        summary = simulate_run(spec, output, strict=strict, progress=progress, prepared=prepared)
+        summary = simulate_run(spec, claim, strict=strict, progress=progress, prepared=prepared)
     finally:
         if progress:
-            progress.close()
+            progress.close((summary.t_end, model.t_end) if summary else None)
     outcomes = evaluate_all(checks, summary.to_dict())
     if as_json:
         emit_json(summary.to_dict() | ({"assertions": [o.to_dict() for o in outcomes]} if checks else {}))
-    elif not quiet:
+    else:  # --quiet hides the progress bar and the notes, not the summary
         click.echo(format_summary(summary))
         for outcome in outcomes:
             click.echo(f"assert     {'held' if outcome.passed else 'FAILED'}: {outcome.describe()}")
+    signum = interrupts.received()
     if summary.status != "completed":
         if not as_json:
-            click.echo(f"mbsim: simulation failed: {summary.message} (partial results in {summary.file})", err=True)
-        sys.exit(EXIT_CODES["interrupted"] if summary.message == "interrupted" else EXIT_CODES["simulation"])
+            what = summary.message if signum is not None else f"simulation failed: {summary.message}"
+            click.echo(f"mbsim: {what} (partial results in {summary.file})", err=True)
+        sys.exit(interrupts.exit_code(signum) if signum is not None else EXIT_CODES["simulation"])
     failed = [o for o in outcomes if not o.passed]
     if failed:
         if not as_json:

@@ -11,25 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mbsim.output.summary import open_result
-
-
-def relative_energy_error(f) -> np.ndarray:
-    """((total - work)(t) - (total - work)(0)) / scale, with the scale of ``summary.energy_drift``:
-    max(|total(0)|, max_t kinetic(t)); its maximum magnitude is the run's energy drift.
-
-    Args:
-        f: an open result file.
-    Returns:
-        (n,) the signed relative error at each recorded time (empty without energy rows).
-    """
-    if "diagnostics/energy/total" not in f or len(f["diagnostics/energy/total"]) == 0:
-        return np.zeros(0)
-    total = f["diagnostics/energy/total"][:]
-    conserved = total - f["diagnostics/energy/work"][:]
-    scale = max(abs(total[0]), float(np.max(f["diagnostics/energy/kinetic"][:])))
-    err = conserved - conserved[0]
-    return err / scale if scale > 0 else err
+from mbsim.output.summary import open_result, relative_energy_error
 
 
 def _series(path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:

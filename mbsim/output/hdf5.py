@@ -18,10 +18,52 @@ import h5py
 import numpy as np
 
 import mbsim
+from mbsim.errors import OutputError
 from mbsim.model.model import Model
+from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 
-FORMAT = "mbsim-result"
 FORMAT_VERSION = 1
+__all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
+
+
+def open_for_writing(claim: ResultClaim) -> h5py.File:
+    """Create (truncate) the claimed file for writing.
+
+    The 1.8 file format (with the newest object headers: attributes beyond 64 KiB, the column
+    names of /q for thousands of bodies, are stored densely) and no HDF5 file lock: a plain
+    ``h5py.File(path, "r")`` in another process (``mbsim info``, a notebook) opens the live file
+    and reads every row flushed so far, with no environment variable and no SWMR flag. (The
+    writer's own lock, mbsim.output.safety, keeps a second writer out.)
+    """
+    try:
+        return h5py.File(claim.path, "w", libver=("v108", "latest"), locking=False)
+    except OSError as exc:
+        claim.release()
+        raise OutputError(f"cannot write the result file: {exc}", file=str(claim.path)) from None
+
+
+def write_stub(claim: ResultClaim, scene_text: str, attrs: dict[str, Any], status: str, message: str) -> None:
+    """A result file for a run that ended before its model existed (a signal during start-up):
+    the root attributes, /scene and empty /time, /q, /v; the claim is released."""
+    try:
+        with open_for_writing(claim) as f:
+            root = f.attrs
+            root["format"] = FORMAT
+            root["format_version"] = FORMAT_VERSION
+            root["mbsim_version"] = mbsim.__version__
+            for key, value in {**writer_stamp(), **attrs}.items():
+                root[key] = value
+            root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+            root["steps"] = 0
+            root["wall_time_s"] = 0.0
+            root["status"] = status
+            root["message"] = message
+            f.create_dataset("scene", data=scene_text, dtype=h5py.string_dtype())
+            f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
+            for name in ("q", "v"):
+                f.create_dataset(name, shape=(0, 0), maxshape=(None, None), dtype="f8")
+    finally:
+        claim.release()
 
 
 class ResultWriter:
@@ -34,21 +76,21 @@ class ResultWriter:
 
     def __init__(
         self,
-        path: str | Path,
+        claim: ResultClaim | str | Path,
         model: Model,
         attrs: dict[str, Any],
         flush_seconds: float = 2.0,
         flush_rows: int = 2000,
         coordinates: tuple[list[str], list[str]] | None = None,
     ) -> None:
-        """``coordinates``: names of the columns of /q and /v when the method's own coordinates
-        are not the model's body coordinates (default ``model.coordinate_names()``)."""
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """``claim``: the right to write the file (:func:`mbsim.output.safety.claim_result`; a
+        path is claimed here). ``coordinates``: names of the columns of /q and /v when the
+        method's own coordinates are not the model's body coordinates (default
+        ``model.coordinate_names()``)."""
+        self.claim = claim if isinstance(claim, ResultClaim) else claim_result(claim)
+        self.path = self.claim.path
         self.model = model
-        # the 1.8 file format with the newest object headers: attributes beyond 64 KiB (the
-        # column names of /q for thousands of bodies) are stored densely instead of failing
-        self.file = h5py.File(self.path, "w", libver=("v108", "latest"))
+        self.file = open_for_writing(self.claim)
         root = self.file.attrs
         root["format"] = FORMAT
         root["format_version"] = FORMAT_VERSION
@@ -59,7 +101,7 @@ class ResultWriter:
         root["steps"] = 0
         root["wall_time_s"] = 0.0
         root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        for key, value in attrs.items():
+        for key, value in {**writer_stamp(), **attrs}.items():
             root[key] = value
         self.file.create_dataset("scene", data=model.scene_text, dtype=h5py.string_dtype())
         self._buffer: dict[str, list[np.ndarray]] = {}
@@ -146,6 +188,9 @@ class ResultWriter:
             status, message = "failed", f"writing the result file failed: {exc}"
             raise
         finally:
-            self.set_attrs(status=status, message=message, **attrs)
-            self.file.flush()
-            self.file.close()
+            try:
+                self.set_attrs(status=status, message=message, **attrs)
+                self.file.flush()
+                self.file.close()
+            finally:
+                self.claim.release()

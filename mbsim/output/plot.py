@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
+from mbsim.errors import OutputError
+from mbsim.output.safety import check_picture_target
 from mbsim.output.summary import open_result, series
 
 
 def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
     """One panel per item against time; violations on a log scale."""
+    check_picture_target(out)  # before the work: a wrong name is refused at once
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,10 +38,22 @@ def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
     axes[-1, 0].set_xlabel("time, s")
     fig.suptitle(title)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    out = check_picture_target(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # through a temporary name: a half-written picture never carries the final name
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=110)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        raise OutputError(f"cannot write the plot: {exc.strerror or exc}", file=str(out)) from None
+    finally:
+        plt.close(fig)
     return out
 
 

@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from mbsim.errors import SceneError
-from mbsim.output.hdf5 import FORMAT
+from mbsim.errors import UsageError
+from mbsim.output.safety import FORMAT, describe_writer, is_locked
 
 
 def open_result(path: str | Path) -> h5py.File:
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise SceneError(f"not a readable HDF5 file: {exc}", file=str(path)) from None
+    """Open a result file for reading, a live one too (its writer holds no HDF5 lock; an open
+    that meets the writer in the middle of a flush is tried again)."""
+    for attempt in range(5):
+        try:
+            f = h5py.File(path, "r", locking=False)
+            break
+        except OSError as exc:
+            if attempt == 4 or not is_locked(path):
+                raise UsageError(f"not a readable HDF5 file: {exc}", file=str(path)) from None
+            time.sleep(0.2)
     found = f.attrs.get("format")
     if found != FORMAT:
         f.close()
-        raise SceneError(f"not an mbsim result file (format attribute is {found!r})", file=str(path))
+        raise UsageError(f"not an mbsim result file (format attribute is {found!r})", file=str(path))
     return f
+
+
+def writer_state(path: str | Path, status: str | None) -> tuple[str, bool | None, str]:
+    """(status to show, whether a live process writes the file, who) for ``mbsim info``: a file
+    whose status says ``running`` is either being written (its writer's lock is held) or belongs
+    to a run that died (SIGKILL, a crash, a power cut) and will never be finished."""
+    if status != "running":
+        return str(status), None, ""
+    if is_locked(path):
+        return "running", True, describe_writer(path)
+    return "died (the file says running, but no live process is writing it)", False, ""
 
 
 def _attr(f: h5py.File, key: str, default: Any = None) -> Any:
@@ -36,7 +54,7 @@ def _attr(f: h5py.File, key: str, default: Any = None) -> Any:
 def read_info(path: str | Path) -> dict[str, Any]:
     """Summary of a result file: attributes, time span, maxima of the diagnostics, contents."""
     with open_result(path) as f:
-        time = f["time"][:] if "time" in f else np.zeros(0)
+        times = f["time"][:] if "time" in f else np.zeros(0)
         out: dict[str, Any] = {"file": str(path)}
         for key in (
             "scene_name",
@@ -51,9 +69,16 @@ def read_info(path: str | Path) -> dict[str, Any]:
             "created",
         ):
             out[key] = _attr(f, key)
-        out["recorded"] = int(len(time))
-        out["t_start"] = float(time[0]) if len(time) else float("nan")
-        out["t_last"] = float(time[-1]) if len(time) else float("nan")
+        shown, live, writer = writer_state(path, out["status"])
+        out["status"] = shown
+        if live is not None:
+            out["file_status"] = "running"
+            out["live"] = live
+        if writer:
+            out["writer"] = writer
+        out["recorded"] = int(len(times))
+        out["t_start"] = float(times[0]) if len(times) else float("nan")
+        out["t_last"] = float(times[-1]) if len(times) else float("nan")
 
         def max_of(name: str) -> float:
             return float(np.max(f[name][:])) if name in f and len(f[name]) else float("nan")
@@ -75,14 +100,25 @@ def read_info(path: str | Path) -> dict[str, Any]:
 
 def energy_drift(f: h5py.File) -> float:
     """Relative energy drift as mbsim.diagnostics defines it, from the recorded series."""
+    err = relative_energy_error(f)
+    return float(np.max(np.abs(err))) if len(err) else float("nan")
+
+
+def relative_energy_error(f: h5py.File) -> np.ndarray:
+    """((total - work)(t) - (total - work)(0)) / scale at each recorded time, with the run's energy
+    scale (root attribute ``energy_scale``, fixed by the initial state: mbsim.diagnostics); files
+    without it (older ones, or a run cut short before it was stored) use the same formula's
+    fallback, the largest |work|, else the absolute error."""
     if "diagnostics/energy/total" not in f or len(f["diagnostics/energy/total"]) == 0:
-        return float("nan")
+        return np.zeros(0)
     total = f["diagnostics/energy/total"][:]
     work = f["diagnostics/energy/work"][:]
-    kinetic = f["diagnostics/energy/kinetic"][:]
-    conserved = total - work
-    scale = max(abs(total[0]), float(np.max(kinetic)))
-    err = float(np.max(np.abs(conserved - conserved[0])))
+    n = min(len(total), len(work))
+    conserved = total[:n] - work[:n]
+    scale = float(f.attrs.get("energy_scale", 0.0) or 0.0)
+    if not scale > 0:
+        scale = float(np.max(np.abs(work[:n]))) if n else 0.0
+    err = conserved - conserved[0]
     return err / scale if scale > 0 else err
 
 
@@ -111,13 +147,13 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
         paths, title = named[item]
         present = [p for p in paths if p in f]
         if not present:
-            raise SceneError(f"'{item}' is not in this result file", file="--what")
+            raise UsageError(f"'{item}' is not in this result file", file="--what")
         return title, np.column_stack([f[p][:] for p in present]), [p.rsplit("/", 1)[1] for p in present]
     if item.startswith(("q:", "v:")):
         which, name = item.split(":", 1)
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in f[which].attrs["names"]]
         if name not in names:
-            raise SceneError(
+            raise UsageError(
                 f"no coordinate '{name}' in /{which}; expected one of {', '.join(names[:12])}...", file="--what"
             )
         return item, f[which][:, names.index(name)][:, None], [name]
@@ -125,10 +161,10 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
     owner = parts[0]
     group = next((g for g in ("bodies", "joints") if g in f and owner in f[g]), None)
     if group is None:
-        raise SceneError(f"unknown plot item '{item}': not a quantity, body or joint of this file", file="--what")
+        raise UsageError(f"unknown plot item '{item}': not a quantity, body or joint of this file", file="--what")
     quantity = parts[1] if len(parts) > 1 else ("position" if group == "bodies" else "reaction")
     if quantity not in f[group][owner]:
-        raise SceneError(f"'{owner}' has no '{quantity}'; it has {', '.join(f[group][owner].keys())}", file="--what")
+        raise UsageError(f"'{owner}' has no '{quantity}'; it has {', '.join(f[group][owner].keys())}", file="--what")
     data = f[group][owner][quantity][:]
     data = data[:, None] if data.ndim == 1 else data
     labels = {3: ["x", "y", "z"], 2: ["x", "y"], 4: ["w", "x", "y", "z"], 6: ["fx", "fy", "fz", "tx", "ty", "tz"]}.get(
@@ -138,7 +174,7 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
         labels = ["fx", "fy", "torque"]
     if len(parts) > 2:
         if parts[2] not in labels:
-            raise SceneError(f"'{item}': component '{parts[2]}' not in {', '.join(labels)}", file="--what")
+            raise UsageError(f"'{item}': component '{parts[2]}' not in {', '.join(labels)}", file="--what")
         k = labels.index(parts[2])
         return item, data[:, k : k + 1], [parts[2]]
     return f"{owner}.{quantity}", data, labels

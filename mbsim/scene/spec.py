@@ -178,6 +178,12 @@ SOLVER_FIELDS = {
     "rtol": Field(Number(positive=True), "relative tolerance of the adaptive integrators", 1e-8),
     "atol": Field(Number(positive=True), "absolute tolerance of the adaptive integrators", 1e-10),
     "max_violation": Field(Number(positive=True), "a run whose position violation passes this fails (exit 3)", 1e-3),
+    "divergence": Field(
+        Number(positive=True),
+        "a run whose energy error or kinetic energy passes this many times the energy its initial state "
+        "and inputs can supply has diverged and fails (exit 3)",
+        1e6,
+    ),
 }
 
 OUTPUT_FIELDS = {
@@ -321,6 +327,7 @@ class SolverSpec:
     rtol: float
     atol: float
     max_violation: float
+    divergence: float
     options: dict[str, Any]  # method-specific keys, checked by the solver's Options
     path: KeyPath = ("solver",)
 

@@ -508,7 +508,7 @@ def test_sigint_leaves_a_readable_failed_file(tmp_path: Path) -> None:
     assert b"Traceback" not in stderr
     with h5py.File(out, "r") as f:
         assert attr(f, "status") == "failed"
-        assert attr(f, "message") == "interrupted"
+        assert attr(f, "message") == "interrupted (SIGINT)"
         t = f["time"][:]
         assert len(t) >= rows
         assert np.all(np.diff(t) > 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 import statistics
 import types
 from dataclasses import replace
@@ -18,6 +19,7 @@ import h5py
 import pytest
 from click.testing import CliRunner
 
+from mbsim import interrupts
 from mbsim.cli.main import cli
 from mbsim.compare import file_stem, parse_solver_list, parse_solver_spec
 from mbsim.errors import SceneError
@@ -241,7 +243,8 @@ def test_interrupt_skips_the_rest_and_exits_130(monkeypatch: pytest.MonkeyPatch,
     def interrupted_euler(spec, output, **kwargs):
         summary = real_run(spec, output, **kwargs)
         if spec.solver.integrator == "euler":  # as if Ctrl-C had stopped this run
-            summary = replace(summary, status="failed", message="interrupted")
+            interrupts.record(signal.SIGINT)
+            summary = replace(summary, status="failed", message="interrupted (SIGINT)")
         return summary
 
     monkeypatch.setattr(mbsim.compare, "run", interrupted_euler)

@@ -1,0 +1,111 @@
+"""SIGINT, SIGTERM and SIGHUP as one flag that the long loops poll (CONTRACT §4, Signals).
+
+``mbsim``'s entry point installs the handlers before it imports anything heavy, so that a
+signal at any moment of a command (start-up, kernel compilation, the first step, the last row)
+is recorded instead of killing the process half-way through a write or printing a traceback.
+The handler only records the first signal; the run loop, ``prepare``, ``compare`` and ``sweep``
+poll it between units of work (a step, a solver, a case) and end the command the same way for
+all three: the current unit finishes, the result file is closed with status ``failed`` and the
+message ``interrupted (SIGTERM)``, and the process exits with 128 + the signal number.
+
+Nothing here imports numpy or the rest of mbsim, so that it is cheap to install first.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+# the signals a user, ``timeout``, a CI runner's cancellation or a batch scheduler sends
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_received: list[int] = []  # signal numbers in the order they came (the first one decides)
+_installed = False
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+
+
+def install() -> bool:
+    """Route the handled signals to the flag; returns False when not on the main thread
+    (Python only lets the main thread install handlers; the defaults then stay)."""
+    global _installed
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for sig in HANDLED:
+        signal.signal(sig, _handle)
+    _installed = True
+    return True
+
+
+def installed() -> bool:
+    return _installed
+
+
+def received() -> int | None:
+    """The number of the first handled signal received since the last ``reset``, or None."""
+    return _received[0] if _received else None
+
+
+def count() -> int:
+    """How many handled signals came since the last ``reset``."""
+    return len(_received)
+
+
+def reset() -> None:
+    """Forget received signals (a new command in the same process: tests, in-process runs)."""
+    _received.clear()
+
+
+def name(signum: int) -> str:
+    """``SIGTERM`` for 15."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def message(signum: int) -> str:
+    """The status message of a run ended by ``signum``: ``interrupted (SIGTERM)``."""
+    return f"interrupted ({name(signum)})"
+
+
+def exit_code(signum: int) -> int:
+    """The shell's convention for a process ended by a signal: 128 + its number (130, 143, 129)."""
+    return 128 + int(signum)
+
+
+def record(signum: int) -> None:
+    """Record a signal as if it had been delivered (KeyboardInterrupt seen by a caller)."""
+    _received.append(int(signum))
+
+
+def check() -> None:
+    """Raise :class:`mbsim.errors.Interrupted` if a handled signal came."""
+    signum = received()
+    if signum is not None:
+        from mbsim.errors import Interrupted
+
+        raise Interrupted(signum)
+
+
+class handling:  # noqa: N801 - used as a context manager, like contextlib's
+    """Within the block, the handled signals set the flag even when mbsim's entry point did not
+    install the handlers (mbsim used as a library from a script's main thread); on exit the
+    handlers that were there before come back. Inside the ``mbsim`` command it changes nothing."""
+
+    def __init__(self) -> None:
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> handling:
+        if not _installed and threading.current_thread() is threading.main_thread():
+            for sig in HANDLED:
+                self._old[sig] = signal.signal(sig, _handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
