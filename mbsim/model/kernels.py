@@ -9,13 +9,15 @@ Conventions (mbsim.model.spatial): quaternions (w, x, y, z); R maps body to worl
 angular velocities ``omega`` in world axes; Jacobian blocks (n, k, w) with the translational
 columns first and the rotational columns in *body* axes (a world row c becomes R^T c).
 The math of each primitive is documented in mbsim.model.constraints. This module imports
-nothing from mbsim.
+nothing from mbsim but mbsim.model.kernel_cache (the guard that makes a bad cache file a miss).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
 
 _JIT = {"cache": True, "nogil": True}
 

@@ -27,6 +27,7 @@ looks every point up, ``brute_force`` uses trimesh's exact closest points (for c
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
 from mbsim.model.model import Frames
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
+_LOG = logging.getLogger("mbsim.cache")
 OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
 
 FRICTION_FIELDS = {
@@ -61,12 +63,24 @@ SDF_FIELDS = {
 }
 
 
-def cache_dir() -> Path:
-    """Where fields are cached: $MBSIM_CACHE, else $XDG_CACHE_HOME/mbsim, else ~/.cache/mbsim."""
+def cache_dir() -> Path | None:
+    """Where fields are cached: $MBSIM_CACHE, else $XDG_CACHE_HOME/mbsim/sdf, else ~/.cache/mbsim/sdf.
+
+    Only names the place: ``cached_sdf`` creates it on first use and bypasses it, with a warning,
+    when it cannot be written. None (no cache) when there is no $MBSIM_CACHE, no absolute
+    $XDG_CACHE_HOME (the XDG spec ignores relative ones) and no home directory.
+    """
     if os.environ.get("MBSIM_CACHE"):
         return Path(os.environ["MBSIM_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mbsim" / "sdf"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "mbsim" / "sdf"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no $HOME and no password entry
+        _LOG.warning("mbsim: warning: no home directory to cache signed distance fields in; set MBSIM_CACHE")
+        return None
+    return home / ".cache" / "mbsim" / "sdf"
 
 
 def shape_mesh(shape: dict[str, Any]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
 from mbsim.model.contact.sdf import interpolate
 
 _JIT = {"cache": True, "nogil": True}

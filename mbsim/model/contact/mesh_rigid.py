@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import mbsim.model.kernel_cache  # noqa: F401  (numba cache guard, before sdf's @njit(cache=True) kernels)
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Found, Side, register
 from mbsim.model.contact.sdf import SignedDistanceField
 
@@ -36,7 +37,10 @@ class MeshData:
 
 
 def mesh_data(mesh, cache_dir) -> MeshData:
-    """The field (built, or loaded from the cache) and vertices of a mesh in its shape frame."""
+    """The field (built, or loaded from the cache) and vertices of a mesh in its shape frame.
+
+    ``cache_dir`` may be None (no cache); an unusable cache is bypassed with a warning (``cached_sdf``).
+    """
     from mbsim.model.contact.sdf import cached_sdf
 
     size = float(np.linalg.norm(mesh.extents))

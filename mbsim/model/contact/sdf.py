@@ -31,12 +31,16 @@ the incident face normals (vertex region). It is exact for a watertight, consist
 a mesh that is not watertight raises ``ValueError``.
 
 ``cached_sdf`` keeps built fields as ``.npz`` files keyed by a hash of the mesh and the grid
-settings. This module imports nothing from mbsim.
+settings; an unusable cache file is rebuilt and an unwritable cache bypassed, with a warning,
+never an error. This module imports nothing from mbsim (the numba cache guard,
+mbsim.model.kernel_cache, is installed by the modules that import this one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
@@ -49,6 +53,7 @@ from numba import njit, prange
 _JIT = {"cache": True, "nogil": True}
 _CACHE_VERSION = 1  # bump when the build changes what is stored
 _MAX_BUCKETS_PER_AXIS = 48  # bounds the sorted offset table at (2 * 48 - 1)^3 entries
+_LOG = logging.getLogger("mbsim.cache")  # cache warnings (a name, not an import from mbsim)
 
 
 # ------------------------------------------------------------------- the field
@@ -421,33 +426,100 @@ def sdf_cache_key(mesh: trimesh.Trimesh, cell: float, padding: float) -> str:
     return h.hexdigest()
 
 
-def cached_sdf(mesh: trimesh.Trimesh, cell: float, padding: float, cache_dir: str | os.PathLike) -> SignedDistanceField:
+def cached_sdf(
+    mesh: trimesh.Trimesh, cell: float, padding: float, cache_dir: str | os.PathLike | None
+) -> SignedDistanceField:
     """``build_sdf`` through a disk cache: ``cache_dir/sdf-<key>.npz``, loaded when present, else built and saved.
 
-    An unreadable cache file is rebuilt and overwritten; writes go through a temporary file and an
-    atomic rename so that concurrent runs never read half a file.
+    The cache never fails a run (CONTRACT §4, "Caches are safe"): a cache file that cannot be read
+    or does not hold this field (zero bytes, truncated, not an npz, missing arrays, a grid of
+    another shape, non-finite values) is rebuilt and replaced; a cache directory that cannot be
+    created or written (read-only, a plain file in the way) is bypassed and the field kept in
+    memory for this run. Both are logged as warnings on the ``mbsim.cache`` logger (stderr when
+    logging is not configured). Writes go through a temporary file in the same directory,
+    flushed to disk, and an atomic rename, so that concurrent runs never read half a file.
+    ``cache_dir=None`` builds without a cache. Raises ``ValueError`` only for a bad mesh or grid
+    (``build_sdf``).
     """
-    directory = Path(cache_dir)
-    path = directory / f"sdf-{sdf_cache_key(mesh, cell, padding)[:40]}.npz"
-    if path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return SignedDistanceField(
-                    origin=np.array(data["origin"], dtype=np.float64),
-                    cell=float(data["cell"]),
-                    shape=tuple(int(n) for n in data["shape"]),
-                    values=np.array(data["values"], dtype=np.float64),
-                )
-        except (OSError, KeyError, ValueError):
-            pass  # corrupt or foreign file: rebuild below
-    field = build_sdf(mesh, cell, padding)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".npz.tmp")
+    if cache_dir is None:
+        return build_sdf(mesh, cell, padding)
+    path = Path(cache_dir) / f"sdf-{sdf_cache_key(mesh, cell, padding)[:40]}.npz"
+    field = _load_cached(path, mesh, cell, padding)
+    if field is None:
+        field = build_sdf(mesh, cell, padding)
+        _store(path, field)
+    return field
+
+
+def _load_cached(path: Path, mesh: trimesh.Trimesh, cell: float, padding: float) -> SignedDistanceField | None:
+    """The field stored at ``path``, or None when there is none or it is unusable (then a warning)."""
     try:
+        if not path.exists():
+            return None
+    except OSError:  # e.g. a parent directory that cannot be searched: _store reports it
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            field = SignedDistanceField(
+                origin=np.array(data["origin"], dtype=np.float64),
+                cell=float(data["cell"]),
+                shape=tuple(int(n) for n in data["shape"]),
+                values=np.array(data["values"], dtype=np.float64),
+            )
+        problem = _mismatch(field, mesh, cell, padding)
+    except Exception as exc:  # EOFError (zero bytes), BadZipFile, ValueError, KeyError, OSError, ...
+        problem = _describe(exc)
+    if problem is None:
+        return field
+    _LOG.warning("mbsim: warning: signed distance field cache file %s is unusable (%s); rebuilding it", path, problem)
+    return None
+
+
+def _mismatch(field: SignedDistanceField, mesh: trimesh.Trimesh, cell: float, padding: float) -> str | None:
+    """Why a loaded field is not the one ``build_sdf(mesh, cell, padding)`` makes, or None."""
+    origin, shape = _grid_for(np.asarray(mesh.bounds, dtype=np.float64), float(cell), float(padding))
+    if field.cell != float(cell):
+        return f"cell {field.cell!r}, expected {float(cell)!r}"
+    if field.shape != tuple(int(n) for n in shape) or field.values.shape != field.shape:
+        return f"a grid of shape {field.values.shape} (stored shape {field.shape}), expected {tuple(shape.tolist())}"
+    if field.origin.shape != (3,) or not np.allclose(field.origin, origin, rtol=0.0, atol=1e-9 * float(cell)):
+        return f"grid origin {field.origin.tolist()}, expected {origin.tolist()}"
+    if not np.isfinite(field.values).all():
+        return "non-finite distances"
+    return None
+
+
+def _store(path: Path, field: SignedDistanceField) -> None:
+    """Write ``field`` to ``path`` atomically; on failure warn and carry on (the field stays in memory)."""
+    directory = path.parent
+    tmp = None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sdf-", suffix=".npz.tmp")
         with os.fdopen(fd, "wb") as f:
             np.savez(f, origin=field.origin, cell=field.cell, shape=np.asarray(field.shape), values=field.values)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except Exception as exc:
+        _LOG.warning(
+            "mbsim: warning: cannot write the signed distance field cache in %s (%s); "
+            "the field is kept in memory for this run only",
+            directory,
+            _describe(exc),
+        )
+        _discard(tmp)
+    except BaseException:  # interrupted: leave no temporary file behind
+        _discard(tmp)
         raise
-    return field
+
+
+def _discard(tmp: str | None) -> None:
+    if tmp is not None:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
