@@ -135,3 +135,8 @@ def did_you_mean(found: str, choices: Iterable[str]) -> str:
     """A ``did you mean 'x'?`` hint for a misspelt name, or an empty string."""
     close = difflib.get_close_matches(str(found), [str(c) for c in choices], n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 body``, ``2 bodies``, ``1 degree of freedom``: a count with its noun in agreement."""
+    return f"{count} {singular if count == 1 else (plural_form or singular + 's')}"

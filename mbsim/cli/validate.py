@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import click
+import numpy as np
 
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, set_option, strict_option
+from mbsim.errors import plural
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
+
+
+def mass_properties(spec, model) -> list[dict]:
+    """Each body's mass and inertia as the model uses them, and whether they were derived from
+    its density and shapes (3D: the inertia's diagonal here; the full matrix is in the result file)."""
+    out = []
+    for b, body in enumerate(spec.bodies):
+        inertia = model.body_inertia[b]
+        out.append(
+            {
+                "body": body.name,
+                "mass": float(model.body_mass[b]),
+                "inertia": float(inertia[0, 0]) if model.dimension == 2 else [float(v) for v in np.diag(inertia)],
+                "inertia_matrix": inertia.tolist(),
+                "from_density": body.density is not None,
+                "density": body.density,
+            }
+        )
+    return out
 
 
 @click.command()
@@ -35,16 +56,25 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "t_end": model.t_end,
         "step": model.step,
         "assembly": model.assembly_report,
+        "mass_properties": mass_properties(spec, model),
     }
     if as_json:
         emit_json(report)
         return
-    bodies = f"{model.nbody} {'body' if model.nbody == 1 else 'bodies'}"
-    joints = f"{len(model.joints)} {'joint' if len(model.joints) == 1 else 'joints'}"
     click.echo(
-        f"{scene}: ok: '{spec.name}', {model.dimension}D, {bodies}, {joints} ({model.nc} equations), "
-        f"{dof} degrees of freedom if independent; {spec.solver.method}/{spec.solver.integrator}, "
-        f"t_end {model.t_end:g} s, step {model.step:g} s"
+        f"{scene}: ok: '{spec.name}', {model.dimension}D, {plural(model.nbody, 'body', 'bodies')}, "
+        f"{plural(len(model.joints), 'joint')} ({plural(model.nc, 'equation')}), "
+        f"{plural(dof, 'degree', 'degrees')} of freedom if independent; "
+        f"{spec.solver.method}/{spec.solver.integrator}, t_end {model.t_end:g} s, step {model.step:g} s"
     )
+    for item in report["mass_properties"]:
+        if item["from_density"]:
+            inertia = item["inertia"]
+            shown = f"{inertia:.6g}" if model.dimension == 2 else "[" + ", ".join(f"{v:.6g}" for v in inertia) + "]"
+            click.echo(
+                f"  {item['body']}: mass {item['mass']:.6g} kg and inertia {shown} kg m^2 (about the centre of "
+                f"mass, body axes{'' if model.dimension == 2 else ': xx, yy, zz'}) from density {item['density']:g} "
+                f"and its shapes"
+            )
     for r in model.assembly_report:
         click.echo(f"  assembly moves {r['body']} by {r['distance']:.3g} m and {r['rotation']:.3g} rad")

@@ -104,6 +104,11 @@ class ResultWriter:
         for key, value in {**writer_stamp(), **attrs}.items():
             root[key] = value
         self.file.create_dataset("scene", data=model.scene_text, dtype=h5py.string_dtype())
+        for b, name in enumerate(model.body_names):  # mass properties as the run used them (derived ones too)
+            group = self.file.require_group(f"bodies/{name}")
+            group.attrs["mass"] = float(model.body_mass[b])
+            inertia = np.asarray(model.body_inertia[b], dtype=float)
+            group.attrs["inertia"] = float(inertia.reshape(-1)[0]) if model.dimension == 2 else inertia
         self._buffer: dict[str, list[np.ndarray]] = {}
         self._datasets: dict[str, h5py.Dataset] = {}
         self._last_flush = time.perf_counter()
