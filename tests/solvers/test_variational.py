@@ -122,7 +122,10 @@ def test_dzhanibekov_flips_with_momentum_conserved(run_scene):
     error = np.abs(total - total[0]) / total[0]
     t = res.time
     assert error.max() < 1e-4
-    assert error[t > 150].max() <= 1.5 * error[t < 50].max() + 1e-15
+    # bounded, not drifting: the late error is of the early one's size. The Newton tolerance and
+    # round-off add a random walk of a few 1e-12 over 20,000 steps (numpy and BLAS builds differ
+    # here: 1.2e-12 early, 2.5e-12 late with numpy 2.4); a secular drift would be orders larger
+    assert error[t > 150].max() <= 1.5 * error[t < 50].max() + 5e-12
 
 
 def test_second_order_convergence(run_scene):
