@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mbsim.errors import SceneError, did_you_mean
+from mbsim.errors import UsageError, did_you_mean
 from mbsim.scene.expr import Expression, ExpressionError, compile_expression
 
 # the numeric fields of mbsim.simulate.RunSummary that an assertion may name
@@ -101,7 +101,7 @@ def parse_assertion(text: str) -> Assertion:
     """Check one ``--assert`` expression.
 
     Raises:
-        SceneError: a syntax error, a name that is not in the summary (with "did you mean"), or an
+        UsageError: a syntax error, a name that is not in the summary (with "did you mean"), or an
             expression that is not a test (exit 2); the message names the assertion.
     """
     source = str(text).strip()
@@ -120,11 +120,11 @@ def parse_assertion(text: str) -> Assertion:
             unknown = []
         if unknown:
             hint = did_you_mean(unknown[0], SUMMARY_NAMES)
-        raise SceneError(str(exc), file=where, hint=hint) from None
+        raise UsageError(str(exc), file=where, hint=hint) from None
     top = ast.parse(source, mode="eval").body
     is_not = isinstance(top, ast.UnaryOp) and isinstance(top.op, ast.Not)
     if not (isinstance(top, _TESTS) or is_not):
-        raise SceneError(
+        raise UsageError(
             f"expected a comparison such as 'energy_drift < 1e-4' (combine them with and, or, not), got '{source}'",
             file=where,
         )

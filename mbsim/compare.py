@@ -33,7 +33,7 @@ import yaml
 
 import mbsim
 from mbsim import interrupts
-from mbsim.errors import MbsimError, OutputError, SceneError, did_you_mean
+from mbsim.errors import MbsimError, OutputError, SceneError, UsageError, did_you_mean
 from mbsim.output.compare_plots import plot_comparison
 from mbsim.output.safety import check_target
 from mbsim.output.summary import open_result
@@ -125,39 +125,40 @@ def parse_solver_spec(text: str, source: str = "--solvers") -> SolverChoice:
     """Parse ``METHOD`` or ``METHOD:key=value,...``; checks only the syntax and option keys' form.
 
     Raises:
-        SceneError: malformed text (exit 2); the message names the spec.
+        UsageError: malformed text (exit 2); the message names the spec.
     """
     text = text.strip()
     method, colon, rest = text.partition(":")
     method = method.strip()
     where = f"{source} '{text}'"
     if not method:
-        raise SceneError("expected METHOD or METHOD:key=value,...; the method name is missing", file=where)
+        raise UsageError("expected METHOD or METHOD:key=value,...; the method name is missing", file=where)
     if not _METHOD.match(method):
-        raise SceneError(f"expected a method name before ':', got '{method}'", file=where)
+        raise UsageError(f"expected a method name before ':', got '{method}'", file=where)
     options: list[tuple[str, str]] = []
     if colon:
         items = [p.strip() for p in split_top_level(rest)]
         if not any(items):
-            raise SceneError(f"expected key=value options after '{method}:', got nothing", file=where)
+            raise UsageError(f"expected key=value options after '{method}:', got nothing", file=where)
         for item in items:
             if "=" not in item:
-                raise SceneError(f"expected key=value, got '{item}' (an option needs a value)", file=where)
+                raise UsageError(f"expected key=value, got '{item}' (an option needs a value)", file=where)
             key, _, value = (s.strip() for s in item.partition("="))
             if not _KEY.match(key):
-                raise SceneError(
+                raise UsageError(
                     f"expected an option name (a dotted path such as projection.position), got '{key}'", file=where
                 )
             if not value:
-                raise SceneError(f"option '{key}' has no value (write {key}=VALUE; YAML null is 'null')", file=where)
+                raise UsageError(f"option '{key}' has no value (write {key}=VALUE; YAML null is 'null')", file=where)
             if key == "method":
-                raise SceneError("the method is the part before ':'; 'method' cannot be an option", file=where)
+                raise UsageError("the method is the part before ':'; 'method' cannot be an option", file=where)
             if any(k == key for k, _ in options):
-                raise SceneError(f"option '{key}' is given twice", file=where)
+                raise UsageError(f"option '{key}' is given twice", file=where)
             try:
                 yaml.safe_load(value)
             except yaml.YAMLError as exc:
-                raise SceneError(f"cannot read the value '{value}' of option '{key}': {exc}", file=where) from None
+                problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+                raise UsageError(f"cannot read the value '{value}' of option '{key}': {problem}", file=where) from None
             options.append((key, value))
     canonical = method + (":" + ",".join(f"{k}={v}" for k, v in options) if options else "")
     return SolverChoice(canonical, method, tuple(options), source)
@@ -170,7 +171,7 @@ def parse_solver_list(text: str, source: str = "--solvers") -> list[SolverChoice
     continues the spec before it; anything else starts a new spec.
 
     Raises:
-        SceneError: an empty list or a malformed spec (exit 2).
+        UsageError: an empty list or a malformed spec (exit 2).
     """
     groups: list[list[str]] = []
     for token in (t.strip() for t in split_top_level(text)):
@@ -178,12 +179,12 @@ def parse_solver_list(text: str, source: str = "--solvers") -> list[SolverChoice
             continue
         if not groups or _starts_spec(token, groups[-1]):
             if not _starts_spec(token, None):
-                raise SceneError(f"option '{token}' comes before any method; expected METHOD:key=value", file=source)
+                raise UsageError(f"option '{token}' comes before any method; expected METHOD:key=value", file=source)
             groups.append([token])
         else:
             groups[-1].append(token)
     if not groups:
-        raise SceneError("expected at least one solver spec, e.g. --solvers lagrange,gauss", file=source)
+        raise UsageError("expected at least one solver spec, e.g. --solvers lagrange,gauss", file=source)
     return [parse_solver_spec(",".join(g), source) for g in groups]
 
 
@@ -191,11 +192,11 @@ def parse_reference(text: str) -> SolverChoice:
     """The ``--reference`` spec: exactly one solver spec.
 
     Raises:
-        SceneError: malformed, or more than one spec (exit 2).
+        UsageError: malformed, or more than one spec (exit 2).
     """
     choices = parse_solver_list(text, "--reference")
     if len(choices) != 1:
-        raise SceneError(
+        raise UsageError(
             f"expected one solver spec, got {len(choices)}: {', '.join(c.text for c in choices)}", file="--reference"
         )
     return choices[0]
@@ -210,16 +211,16 @@ def check_choice(choice: SolverChoice) -> None:
     """The method exists and accepts every option the spec gives (no scene needed).
 
     Raises:
-        SceneError: unknown method (with "did you mean") or an option the method does not take.
+        UsageError: unknown method (with "did you mean") or an option the method does not take.
     """
     known = sorted(SOLVERS)
     if choice.method not in SOLVERS:
         if choice.method in PLANNED:
-            raise SceneError(
+            raise UsageError(
                 f"method '{choice.method}' is not available in this version; available: {', '.join(known)}",
                 file=choice.where,
             )
-        raise SceneError(
+        raise UsageError(
             f"unknown method '{choice.method}'; expected one of {', '.join(known)}",
             file=choice.where,
             hint=did_you_mean(choice.method, [*known, *PLANNED]),
@@ -228,7 +229,7 @@ def check_choice(choice: SolverChoice) -> None:
     for key, _ in choice.options:
         top = key.split(".")[0]
         if top not in allowed:
-            raise SceneError(
+            raise UsageError(
                 f"unknown option '{top}' of method '{choice.method}'; expected one of {', '.join(allowed)}",
                 file=choice.where,
                 hint=did_you_mean(top, allowed),
@@ -296,7 +297,7 @@ def _relocate(exc: SceneError, choice: SolverChoice) -> SceneError:
     own = ("solver.method", *(f"solver.{k}" for k, _ in choice.options))
     if exc.file == "--set":
         if any(exc.key_path == p or exc.key_path.startswith(p + ".") for p in own):
-            return SceneError(exc.reason, file=choice.where, key_path=exc.key_path, hint=exc.hint)
+            return UsageError(exc.reason, file=choice.where, key_path=exc.key_path, hint=exc.hint)
         return exc  # the user's own --set: it names itself
     return SceneError(str(exc), file=choice.where)
 
@@ -568,15 +569,15 @@ def compare(
     """
     note = note or (lambda _: None)
     if not choices:
-        raise SceneError("expected at least one solver spec", file="--solvers")
+        raise UsageError("expected at least one solver spec", file="--solvers")
     if repeat < 1:
-        raise SceneError(f"--repeat expects a positive count, got {repeat}", file="--repeat")
+        raise UsageError(f"--repeat expects a positive count, got {repeat}", file="--repeat")
     out = Path(outdir) if outdir else Path("outputs") / f"compare-{Path(scene_file).stem}"
     items, ref_item = check_all(scene_file, choices, reference, tuple(overrides), out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SceneError(f"cannot create the output directory: {exc}", file=str(out)) from None
+        raise OutputError(f"cannot create the output directory: {exc.strerror or exc}", file=str(out)) from None
 
     first = items[0].spec
     result = Comparison(
@@ -740,7 +741,7 @@ def render(result: Comparison, fmt: str) -> str:
         lines += ["", "Plots: ![position violation](violation.png) ![energy error](energy.png)"]
         return "\n".join(lines) + "\n"
     if fmt != "table":
-        raise SceneError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", file="--format")
+        raise UsageError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}", file="--format")
     lines = aligned_rows(headers, numeric, cells)
     if notes:
         lines += [""] + [f"note: {n}" for n in notes]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option
-from mbsim.errors import UsageError
-from mbsim.output.summary import read_info
+from mbsim.output.summary import check_result_path, read_info
 
 
 @click.command()
@@ -18,8 +15,7 @@ from mbsim.output.summary import read_info
 @handle_errors
 def info(result: str, as_json: bool, debug: bool) -> None:
     """Summarise the result file RESULT (status, steps, violations, energy, contents)."""
-    if not Path(result).is_file():
-        raise UsageError(f"result file not found: {result}", file=result)
+    check_result_path(result)
     data = read_info(result)
     if as_json:
         emit_json(data)

@@ -9,6 +9,7 @@ import click
 from mbsim.cli.options import debug_option, handle_errors
 from mbsim.errors import UsageError
 from mbsim.output.plot import plot_result
+from mbsim.output.summary import check_result_path
 
 
 @click.command()
@@ -32,9 +33,10 @@ from mbsim.output.plot import plot_result
 @handle_errors
 def plot(result: str, output: str | None, what: str, debug: bool) -> None:
     """Plot quantities of RESULT against time into a PNG file."""
-    if not Path(result).is_file():
-        raise UsageError(f"result file not found: {result}", file=result)
+    check_result_path(result)
     out = Path(output) if output else Path(result).with_suffix(".png")
     items = [w.strip() for w in what.split(",") if w.strip()]
+    if not items:
+        raise UsageError(f"expected a comma-separated list of quantities, got '{what}'", file="--what")
     plot_result(result, out, items)
     click.echo(str(out))

@@ -40,6 +40,8 @@ def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
     fig.tight_layout()
     out = check_picture_target(out)
     try:
+        if out.parent.exists() and not out.parent.is_dir():
+            raise OutputError(f"cannot write the plot: {out.parent} is not a directory", file=str(out))
         out.parent.mkdir(parents=True, exist_ok=True)
         # through a temporary name: a half-written picture never carries the final name
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)

@@ -13,6 +13,18 @@ from mbsim.errors import UsageError
 from mbsim.output.safety import FORMAT, describe_writer, is_locked
 
 
+def check_result_path(path: str | Path) -> None:
+    """Refuse (exit 2) a path that cannot be a result file: missing, a directory, a device, a FIFO
+    (opening one of those could block or read forever)."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"result file not found: {path}", file=str(path))
+    if p.is_dir():
+        raise UsageError("is a directory; expected an mbsim result file (.h5)", file=str(path))
+    if not p.is_file():
+        raise UsageError("is not a regular file; expected an mbsim result file (.h5)", file=str(path))
+
+
 def open_result(path: str | Path) -> h5py.File:
     """Open a result file for reading, a live one too (its writer holds no HDF5 lock; an open
     that meets the writer in the middle of a flush is tried again)."""

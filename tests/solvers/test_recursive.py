@@ -451,10 +451,12 @@ def test_joint_coordinates_round_trip(tmp_path):
 # ----------------------------------------------------------------------------- refusals, structure
 
 
-def test_a_loop_is_refused_naming_the_joint(mbsim, write_scene):
+def test_a_loop_is_refused_naming_the_joint(mbsim, tmp_path):
     scene = SCENES / "slider_crank_2d.yaml"
-    result = mbsim("run", scene, "--set", "solver.method=recursive", "-o", write_scene("", "unused.h5"))
+    out = tmp_path / "unused.h5"
+    result = mbsim("run", scene, "--set", "solver.method=recursive", "-o", out)
     assert result.exit_code == 2
+    assert not out.exists()  # refused before the run: the file it claimed is gone again
     assert "joints[3]" in result.stderr and "'slide' closes a kinematic loop" in result.stderr
 
 

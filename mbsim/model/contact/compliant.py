@@ -373,8 +373,14 @@ def build_compliant(
         names = []
         for key, shape_key in (("body1", "shape1"), ("body2", "shape2")):
             name = values[key]
-            if not isinstance(name, str) or name not in body_index:
-                raise ctx.error((*path, key), "a compliant contact needs one body name (or ground; not a pattern)")
+            if not isinstance(name, str):
+                raise ctx.error((*path, key), f"a compliant contact needs one body name (or ground), got {name!r}")
+            if name not in body_index:
+                raise ctx.error(
+                    (*path, key),
+                    f"unknown body '{name}'; expected a body of the scene or ground",
+                    did_you_mean(name, body_index),
+                )
             names.append((name, _pick_shape(ctx, path, key, shape_key, name, values.get(shape_key), shapes)))
         if names[0][0] == names[1][0]:
             raise ctx.error((*path, "body2"), "a compliant contact needs two different bodies")
