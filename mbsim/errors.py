@@ -6,7 +6,10 @@ Only ``mbsim.cli`` turns these exceptions into exit codes; everything below it r
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # escaped in messages, which are one line
 
 
 class MbsimError(Exception):
@@ -140,3 +143,10 @@ def did_you_mean(found: str, choices: Iterable[str]) -> str:
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     """``1 body``, ``2 bodies``, ``1 degree of freedom``: a count with its noun in agreement."""
     return f"{count} {singular if count == 1 else (plural_form or singular + 's')}"
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` for a message: on one line (control characters escaped), cut to ``limit`` characters."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} characters)"
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import ast
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from mbsim.errors import shorten
 
 # name -> (numpy implementation, number of arguments; -1 means two or more)
 FUNCTIONS: dict[str, tuple[Callable, int]] = {
@@ -46,8 +49,10 @@ FUNCTIONS: dict[str, tuple[Callable, int]] = {
     "where": (np.where, 3),
 }
 CONSTANTS = {"pi": math.pi, "e": math.e}
-# nesting limit of the syntax tree: the compiler, its derivatives and the closures recurse
+# nesting limit of the syntax tree and of the intermediate form (chained comparisons, ``and``
+# and ``min`` of many operands nest there): the parser and the constant folding recurse
 MAX_DEPTH = 100
+MAX_LENGTH = 2000  # characters of one expression
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -77,16 +82,59 @@ class ExpressionError(ValueError):
 Node = tuple
 
 
-def _to_ir(node: ast.AST, names: frozenset[str], text: str) -> Node:
+def _short(text: str, limit: int = 40) -> str:
+    return shorten(text, limit)
+
+
+def _digits(value: int) -> str:
+    """How many decimal digits a whole number has ("about" past Python's conversion limit)."""
+    bits = abs(int(value)).bit_length()
+    if bits < 14_000:  # str() refuses more than 4300 digits
+        return str(len(str(abs(int(value)))))
+    return f"about {int(bits * math.log10(2)) + 1}"
+
+
+def _number(value: int | float, where: str = "") -> float:
+    """A number as a float: refused when it is too large for one or not finite (1e999, .nan);
+    ``where`` heads the message (``in 'EXPRESSION': ``)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ExpressionError(
+            f"{where}a number of {_digits(value)} digits, too large for a float (at most about 1.8e308)"
+        ) from None
+    if not math.isfinite(number):
+        raise ExpressionError(f"{where}expected a finite number, got {number}")
+    return number
+
+
+class _Names:
+    """The names an expression may use: the parameters and the free variables, looked up in
+    place (a scene with many parameters must not copy them for every expression)."""
+
+    def __init__(self, parameters: Mapping[str, float], variables: frozenset[str] | set[str]) -> None:
+        self.parameters = parameters
+        self.variables = variables
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.variables or name in self.parameters
+
+    def listing(self, most: int = 30) -> str:
+        every = sorted({*self.variables, *self.parameters, *CONSTANTS})
+        more = f", ... ({len(every) - most} more)" if len(every) > most else ""
+        return ", ".join(every[:most]) + more if every else "none"
+
+
+def _to_ir(node: ast.AST, names: _Names, text: str) -> Node:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-            raise ExpressionError(f"in '{text}': only numbers are allowed, got {node.value!r}")
-        return ("num", float(node.value))
+            raise ExpressionError(f"in '{text}': only numbers are allowed, got {_short(repr(node.value))}")
+        return ("num", _number(node.value, f"in '{text}': "))
     if isinstance(node, ast.Name):
         if node.id in CONSTANTS:
             return ("num", CONSTANTS[node.id])
         if node.id not in names:
-            allowed = ", ".join(sorted(names | set(CONSTANTS))) or "none"
+            allowed = names.listing()
             raise ExpressionError(f"in '{text}': unknown name '{node.id}' (allowed here: {allowed})")
         return ("var", node.id)
     if isinstance(node, ast.BoolOp):
@@ -215,8 +263,59 @@ def _simplify(n: Node) -> Node:
     return n
 
 
-def _d(n: Node, var: str) -> Node:
-    """Symbolic derivative of an IR node with respect to the variable ``var``."""
+def _children(n: Node) -> tuple[Node, ...]:
+    kind = n[0]
+    if kind == "neg":
+        return (n[1],)
+    if kind in ("bin", "cmp"):
+        return (n[2], n[3])
+    if kind == "call":
+        return n[2]
+    return ()
+
+
+def _postorder(root: Node) -> list[Node]:
+    """The distinct nodes of ``root`` (shared subtrees once), children before parents; iterative,
+    so that neither deep nor shared trees (derivatives share subtrees) cost more than their size."""
+    seen: set[int] = set()
+    order: list[Node] = []
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(_children(node)) if id(c) not in seen)
+    return order
+
+
+def _height(root: Node) -> int:
+    """Nesting depth of an IR tree, without recursion."""
+    heights: dict[int, int] = {}
+    for n in _postorder(root):
+        heights[id(n)] = 1 + max((heights[id(c)] for c in _children(n)), default=0)
+    return heights[id(root)]
+
+
+def _d(root: Node, var: str) -> Node:
+    """Symbolic derivative of an IR tree with respect to the variable ``var``.
+
+    Each distinct node is differentiated once (children first), so the result shares the
+    subtrees of ``root`` and of the children's derivatives: its size grows linearly with each
+    derivative, however deep the expression.
+    """
+    done: dict[int, Node] = {}
+    for n in _postorder(root):
+        done[id(n)] = _d_node(n, var, lambda child: done[id(child)])
+    return done[id(root)]
+
+
+def _d_node(n: Node, var: str, d: Callable[[Node], Node]) -> Node:
+    """Derivative of one node, given ``d(child)``, the derivatives of its children."""
     s = _simplify
     kind = n[0]
     if kind == "num":
@@ -224,12 +323,12 @@ def _d(n: Node, var: str) -> Node:
     if kind == "var":
         return ("num", 1.0 if n[1] == var else 0.0)
     if kind == "neg":
-        return s(("neg", _d(n[1], var)))
+        return s(("neg", d(n[1])))
     if kind == "cmp":
         return ("num", 0.0)
     if kind == "bin":
         op, a, b = n[1], n[2], n[3]
-        da, db = _d(a, var), _d(b, var)
+        da, db = d(a), d(b)
         if op in ("+", "-"):
             return s(("bin", op, da, db))
         if op == "*":
@@ -252,21 +351,21 @@ def _d(n: Node, var: str) -> Node:
         if f == "mod":  # d(a - b floor(a/b)) = a' - b' floor(a/b), away from the jumps
             a, b = args
             quotient = ("call", "floor", (("bin", "/", a, b),))
-            return s(("bin", "-", _d(a, var), s(("bin", "*", _d(b, var), quotient))))
+            return s(("bin", "-", d(a), s(("bin", "*", d(b), quotient))))
         if f == "where":
             c, a, b = args
-            return ("call", "where", (c, _d(a, var), _d(b, var)))
+            return ("call", "where", (c, d(a), d(b)))
         if f in ("min", "max"):
             a, b = args
             test = ("cmp", "<=" if f == "min" else ">=", a, b)
-            return ("call", "where", (test, _d(a, var), _d(b, var)))
+            return ("call", "where", (test, d(a), d(b)))
         if f == "atan2":
             y, x = args
-            num = s(("bin", "-", s(("bin", "*", x, _d(y, var))), s(("bin", "*", y, _d(x, var)))))
+            num = s(("bin", "-", s(("bin", "*", x, d(y))), s(("bin", "*", y, d(x)))))
             den = ("bin", "+", ("bin", "**", x, ("num", 2.0)), ("bin", "**", y, ("num", 2.0)))
             return s(("bin", "/", num, den))
         (a,) = args
-        da = _d(a, var)
+        da = d(a)
         if _is_num(da, 0.0):
             return ("num", 0.0)
         one = ("num", 1.0)
@@ -290,7 +389,27 @@ def _d(n: Node, var: str) -> Node:
     raise AssertionError(f"unknown node {kind}")
 
 
-def _compile(n: Node) -> Callable[[Mapping[str, float]], float]:
+def _compile(root: Node) -> Callable[[Mapping[str, float]], float]:
+    """A function of the environment evaluating ``root``.
+
+    A small tree becomes nested closures (fastest); a deep one, or one whose subtrees are
+    shared many times (derivatives of deep expressions), becomes a flat program that evaluates
+    each distinct node once, children first, without recursion: it costs the tree's size, never
+    the size of its expansion.
+    """
+    order = _postorder(root)
+    height: dict[int, int] = {}
+    expanded: dict[int, int] = {}
+    for n in order:
+        kids = _children(n)
+        height[id(n)] = 1 + max((height[id(c)] for c in kids), default=0)
+        expanded[id(n)] = 1 + sum(expanded[id(c)] for c in kids)
+    if height[id(root)] <= MAX_DEPTH and expanded[id(root)] <= 2 * len(order):
+        return _closure(root)
+    return _program(order)
+
+
+def _closure(n: Node) -> Callable[[Mapping[str, float]], float]:
     kind = n[0]
     if kind == "num":
         value = n[1]
@@ -299,36 +418,60 @@ def _compile(n: Node) -> Callable[[Mapping[str, float]], float]:
         name = n[1]
         return lambda env: env[name]
     if kind == "neg":
-        inner = _compile(n[1])
+        inner = _closure(n[1])
         return lambda env: -inner(env)
     if kind in ("bin", "cmp"):
         impl = (_BIN_IMPL if kind == "bin" else _CMP_IMPL)[n[1]]
-        left, right = _compile(n[2]), _compile(n[3])
+        left, right = _closure(n[2]), _closure(n[3])
         return lambda env: impl(left(env), right(env))
-    if kind == "call":
-        impl = FUNCTIONS[n[1]][0]
-        parts = [_compile(a) for a in n[2]]
-        if len(parts) == 1:
-            (only,) = parts
-            return lambda env: impl(only(env))
-        if len(parts) == 2:
-            first, second = parts
-            return lambda env: impl(first(env), second(env))
-        return lambda env: impl(*[p(env) for p in parts])
-    raise AssertionError(f"unknown node {kind}")
+    impl = FUNCTIONS[n[1]][0]
+    parts = [_closure(a) for a in n[2]]
+    if len(parts) == 1:
+        (only,) = parts
+        return lambda env: impl(only(env))
+    if len(parts) == 2:
+        first, second = parts
+        return lambda env: impl(first(env), second(env))
+    return lambda env: impl(*[p(env) for p in parts])
 
 
-def _variables(n: Node) -> set[str]:
-    if n[0] == "var":
-        return {n[1]}
-    if n[0] == "num":
-        return set()
-    children = n[2] if n[0] == "call" else n[1:]
-    out: set[str] = set()
-    for c in children:
-        if isinstance(c, tuple):
-            out |= _variables(c)
-    return out
+def _program(order: list[Node]) -> Callable[[Mapping[str, float]], float]:
+    """Evaluate the nodes of ``order`` (children first) into a list of values."""
+    index = {id(n): i for i, n in enumerate(order)}
+    template: list = [None] * len(order)
+    steps: list[tuple[int, Callable]] = []
+    for i, n in enumerate(order):
+        kind = n[0]
+        if kind == "num":
+            template[i] = n[1]
+            continue
+        args = [index[id(c)] for c in _children(n)]
+        if kind == "var":
+            step = lambda v, env, name=n[1]: env[name]  # noqa: E731
+        elif kind == "neg":
+            step = lambda v, env, a=args[0]: -v[a]  # noqa: E731
+        else:
+            impl = FUNCTIONS[n[1]][0] if kind == "call" else (_BIN_IMPL if kind == "bin" else _CMP_IMPL)[n[1]]
+            if len(args) == 1:
+                step = lambda v, env, f=impl, a=args[0]: f(v[a])  # noqa: E731
+            elif len(args) == 2:
+                step = lambda v, env, f=impl, a=args[0], b=args[1]: f(v[a], v[b])  # noqa: E731
+            else:
+                step = lambda v, env, f=impl, a=tuple(args): f(*[v[k] for k in a])  # noqa: E731
+        steps.append((i, step))
+    last = len(order) - 1
+
+    def run(env: Mapping[str, float]) -> float:
+        v = template.copy()
+        for i, step in steps:
+            v[i] = step(v, env)
+        return v[last]
+
+    return run
+
+
+def _variables(root: Node) -> set[str]:
+    return {n[1] for n in _postorder(root) if n[0] == "var"}
 
 
 @dataclass(frozen=True)
@@ -378,24 +521,29 @@ def compile_expression(
     Raises:
         ExpressionError: on syntax errors and on anything outside the language.
     """
-    if isinstance(text, bool):
-        raise ExpressionError(f"expected a number or an expression, got {text!r}")
-    if isinstance(text, (int, float)):
-        return Expression(repr(text), ("num", float(text)))
-    parameters = dict(parameters or {})
-    source = str(text).strip()
-    if len(source) > 2000:
-        raise ExpressionError("expression longer than 2000 characters")
+    if isinstance(text, bool) or not isinstance(text, (str, numbers.Real)):
+        raise ExpressionError(f"expected a number or an expression, got {_short(repr(text))}")
+    if isinstance(text, numbers.Real):
+        number = _number(text)
+        return Expression(repr(number), ("num", number))
+    parameters = parameters if parameters is not None else {}
+    source = text.strip()
+    if len(source) > MAX_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_LENGTH} characters ({len(source)})")
+    shown = _short(source, 80)  # messages quote the expression, cut when long
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"in '{source}': syntax error: {exc.msg}") from None
-    except RecursionError:
+        raise ExpressionError(f"in '{shown}': syntax error: {exc.msg}") from None
+    except (RecursionError, MemoryError):
         tree = None
+    except ValueError as exc:  # e.g. a NUL character, or a literal past Python's integer digits
+        raise ExpressionError(f"in '{shown}': {exc}") from None
     if tree is None or _depth(tree) > MAX_DEPTH:
-        raise ExpressionError(f"in '{source}': nested more than {MAX_DEPTH} levels deep")
-    names = frozenset(parameters) | frozenset(variables)
-    ir = _to_ir(tree.body, names, source)
+        raise ExpressionError(f"in '{shown}': nested more than {MAX_DEPTH} levels deep")
+    ir = _to_ir(tree.body, _Names(parameters, variables), shown)
+    if _height(ir) > MAX_DEPTH:  # chains of comparisons, and, or, min, max nest here
+        raise ExpressionError(f"in '{shown}': nested more than {MAX_DEPTH} levels deep (too many operands)")
     ir = _substitute(ir, parameters)
     return Expression(source, ir, frozenset(_variables(ir)))
 

@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.scene.expr import Expression, ExpressionError, compile_expression
+from mbsim.errors import shorten as _cut
+from mbsim.scene.expr import Expression, ExpressionError, _digits, compile_expression
 from mbsim.scene.load import KeyPath, RawScene
 
 REQUIRED = object()  # marker default: the key must be given
+MAX_TEXT = 4096  # characters of a name, method or file name (free text such as description may be longer)
 
 # the state of the body a force or torque acts on, by dimension (CONTRACT §1)
 STATE_3D = frozenset({"t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"})
@@ -44,10 +46,12 @@ def _kind_of(value: Any) -> str:
         return "nothing"
     if isinstance(value, bool):
         return f"a boolean ({value})"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"a whole number of {_digits(value)} digits"
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"the text '{value}'"
+        return f"the text '{_cut(value)}'"
     if isinstance(value, list):
         return f"a list of {len(value)}"
     if isinstance(value, dict):
@@ -68,7 +72,7 @@ class Reader(ABC):
 
 @dataclass
 class Number(Reader):
-    """A number, or an expression of the parameters evaluated once at load."""
+    """A number, or an expression of the parameters evaluated once at load; never inf or nan."""
 
     minimum: float | None = None
     positive: bool = False
@@ -87,10 +91,15 @@ class Number(Reader):
                 names = ", ".join(sorted(expr.variables))
                 raise ctx.error(path, f"expected a constant expression, got '{value}' which uses {names}")
             number = float(expr())
+            if not math.isfinite(number):
+                raise ctx.error(path, f"expected a finite number, got {number} (the value of '{_cut(expr.text)}')")
         else:
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
         if not math.isfinite(number):
-            raise ctx.error(path, f"expected a finite number, got {number}")
+            raise ctx.error(path, f"expected a finite number, got {_kind_of(value)}")
         if self.integer and number != int(number):
             raise ctx.error(path, f"expected a whole number, got {number}")
         if self.positive and number <= 0:
@@ -129,7 +138,7 @@ class Vector(Reader):
         if not isinstance(value, list) or len(value) != n:
             raise ctx.error(path, f"expected a list of {n} numbers, got {_kind_of(value)}")
         out = np.array([Number().read(ctx, (*path, i), v) for i, v in enumerate(value)])
-        if self.nonzero and np.linalg.norm(out) < 1e-12:
+        if self.nonzero and np.max(np.abs(out)) < 1e-12 and np.linalg.norm(out) < 1e-12:  # no overflow: max first
             raise ctx.error(path, "expected a non-zero vector, got a zero vector")
         return out
 
@@ -140,9 +149,13 @@ class Vector(Reader):
 
 @dataclass
 class Text(Reader):
+    """A non-empty text of at most ``MAX_TEXT`` characters (names, methods, file names)."""
+
     def read(self, ctx: Context, path: KeyPath, value: Any) -> str:
         if not isinstance(value, str) or not value:
             raise ctx.error(path, f"expected a non-empty text, got {_kind_of(value)}")
+        if len(value) > MAX_TEXT:
+            raise ctx.error(path, f"expected a text of at most {MAX_TEXT} characters, got {_kind_of(value)}")
         return value
 
     def describe(self) -> str:
@@ -187,9 +200,12 @@ class Expr(Reader):
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ctx.error(path, f"expected a number or an expression, got {_kind_of(value)}")
         try:
-            return compile_expression(value, ctx.parameters, self.variables)
+            expr = compile_expression(value, ctx.parameters, self.variables)
         except ExpressionError as exc:
             raise ctx.error(path, str(exc)) from None
+        if expr.is_constant and not math.isfinite(float(expr())):
+            raise ctx.error(path, f"expected a finite value, got {float(expr())} (the value of '{_cut(expr.text)}')")
+        return expr
 
     def describe(self) -> str:
         return "a number or an expression of " + ", ".join(sorted(self.variables))
@@ -284,7 +300,7 @@ def read_mapping(ctx: Context, path: KeyPath, value: Any, table: Mapping[str, Fi
         if key not in table:
             raise ctx.error(
                 (*path, key),
-                f"unknown key '{key}'; expected one of {', '.join(table)}",
+                f"unknown key '{_cut(key)}'; expected one of {', '.join(table)}",
                 did_you_mean(key, table),
             )
     out: dict[str, Any] = {}

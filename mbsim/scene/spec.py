@@ -7,6 +7,7 @@ that type's own field table when the model is compiled (``mbsim.model.compile``)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +27,14 @@ from mbsim.scene.fields import (
     Sub,
     Text,
     Vector,
+    _cut,
     _kind_of,
     read_mapping,
 )
 from mbsim.scene.load import KeyPath, RawScene, load_raw_scene
 
 FORMAT_VERSION = 1
+MAX_STEPS = 1_000_000_000  # default of solver.max_steps
 
 
 # ----------------------------------------------------------------------------- readers
@@ -54,7 +57,8 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     sub = (*path, kind)
     if kind == "quaternion":
         quat = Vector(4, nonzero=True).read(ctx, sub, spec)
-        norm = np.linalg.norm(quat)
+        with np.errstate(over="ignore"):  # [1e300, ...]: norm inf, refused below
+            norm = np.linalg.norm(quat)
         if abs(norm - 1.0) > 1e-6:
             raise ctx.error(sub, f"expected a unit quaternion (w, x, y, z), got norm {norm:.6g}")
         return quat / norm
@@ -68,8 +72,9 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
                 "angle": Field(Number(), "rotation angle, rad"),
             },
         )
-        axis = got["axis"] / np.linalg.norm(got["axis"])
-        rot = Rotation.from_rotvec(axis * got["angle"])
+        axis = got["axis"] / np.max(np.abs(got["axis"]))  # scaled first: the norm of [1e200, ...] overflows
+        axis = axis / np.linalg.norm(axis)
+        rot = _rotation(ctx, sub, Rotation.from_rotvec, axis * got["angle"])
     else:
         got = read_mapping(
             ctx,
@@ -81,14 +86,30 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
             },
         )
         seq = got["sequence"]
+        shown = _kind_of(seq)
         if len(seq) != 3 or not (set(seq) <= set("XYZ") or set(seq) <= set("xyz")):
             raise ctx.error(
                 (*sub, "sequence"),
-                f"expected three axis letters all upper case (intrinsic) or all lower case (extrinsic), got '{seq}'",
+                f"expected three axis letters all upper case (intrinsic) or all lower case (extrinsic), got {shown}",
             )
-        rot = Rotation.from_euler(seq, got["angles"])
+        if seq[0] == seq[1] or seq[1] == seq[2]:
+            raise ctx.error(
+                (*sub, "sequence"),
+                f"expected three axis letters with no axis twice in a row (e.g. ZXZ or XYZ), got {shown}",
+            )
+        rot = _rotation(ctx, sub, Rotation.from_euler, seq, got["angles"])
     x, y, z, w = rot.as_quat()
+    if not np.all(np.isfinite([w, x, y, z])):
+        raise ctx.error(sub, "not a valid orientation: the rotation is not finite")
     return np.array([w, x, y, z])
+
+
+def _rotation(ctx: Context, path: KeyPath, make: Any, *args: Any) -> Rotation:
+    """``make(*args)``, scipy's refusals (the checks above should catch them all) as a SceneError."""
+    try:
+        return make(*args)
+    except ValueError as exc:
+        raise ctx.error(path, f"not a valid orientation: {exc}") from None
 
 
 def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
@@ -103,22 +124,24 @@ def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
         if not np.allclose(inertia, inertia.T, rtol=1e-9, atol=1e-12):
             raise ctx.error(path, "expected a symmetric 3x3 inertia matrix")
     else:
-        got = f"a list of {len(value)}" if isinstance(value, list) else repr(value)
-        raise ctx.error(path, f"expected 3 principal values or a 3x3 matrix, got {got}")
+        raise ctx.error(path, f"expected 3 principal values or a 3x3 matrix, got {_kind_of(value)}")
     check_inertia(ctx, path, inertia)
     return inertia
 
 
 def check_inertia(ctx: Context, path: KeyPath, inertia: np.ndarray) -> None:
     """Positive definite, and the triangle inequality of principal moments."""
-    eig = np.linalg.eigvalsh(inertia)
+    with np.errstate(all="ignore"):  # entries near 1e308 overflow: refused below, without warnings
+        eig = np.linalg.eigvalsh(inertia)
+        if not np.all(np.isfinite(eig)) or not np.isfinite(eig[0] + eig[1]):
+            raise ctx.error(path, "inertia too large: its principal values overflow")
     if eig[0] <= 0:
-        raise ctx.error(path, f"inertia is not positive definite (principal values {np.round(eig, 9).tolist()})")
+        raise ctx.error(path, f"inertia is not positive definite (principal values {[float(f'{x:.9g}') for x in eig]})")
     tol = 1e-9 * eig[-1]
     if eig[0] + eig[1] < eig[2] - tol:
         raise ctx.error(
             path,
-            f"principal inertias {np.round(eig, 9).tolist()} break the triangle inequality "
+            f"principal inertias {[float(f'{x:.9g}') for x in eig]} break the triangle inequality "
             "I1 + I2 >= I3 that every rigid body satisfies",
         )
 
@@ -142,18 +165,26 @@ def _read_body_set(ctx: Context, path: KeyPath, value: Any) -> str | list[str]:
     return value
 
 
+def _read_description(ctx: Context, path: KeyPath, value: Any) -> str:
+    """Free text of any length the loader accepts (not a list, mapping, number or date)."""
+    if not isinstance(value, str):
+        raise ctx.error(path, f"expected a text, got {_kind_of(value)}")
+    return value
+
+
 def _read_list(ctx: Context, path: KeyPath, value: Any) -> list:
     if not isinstance(value, list):
-        raise ctx.error(path, f"expected a list, got {type(value).__name__}")
+        raise ctx.error(path, f"expected a list, got {_kind_of(value)}")
     return value
 
 
 def _read_thresholds(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value:
-        raise ctx.error(path, f"expected a list of penetrations in m, got {value!r}")
+        raise ctx.error(path, f"expected a list of penetrations in m, got {_kind_of(value)}")
     got = np.array([Number(positive=True).read(ctx, (*path, k), v) for k, v in enumerate(value)])
     if np.any(np.diff(got) <= 0):
-        raise ctx.error(path, f"expected ascending penetrations, got {value}")
+        more = f" ... ({len(got)} values)" if len(got) > 10 else ""
+        raise ctx.error(path, f"expected ascending penetrations, got {got[:10].tolist()}{more}")
     return got
 
 
@@ -183,6 +214,13 @@ SOLVER_FIELDS = {
         "a run whose energy error or kinetic energy passes this many times the energy its initial state "
         "and inputs can supply has diverged and fails (exit 3)",
         1e6,
+    ),
+    "max_steps": Field(
+        Number(minimum=1),
+        "most steps a run may take: a scene whose time.end / time.step (or time.end / time.contact_step) "
+        "passes this, or whose output.every does, is refused before it runs (exit 2) instead of running "
+        "for days; raise it for a long run",
+        MAX_STEPS,
     ),
 }
 
@@ -277,7 +315,7 @@ CONTACT_FIELDS = {
 SCENE_FIELDS = {
     "mbsim": Field(Number(integer=True, minimum=1, maximum=FORMAT_VERSION), "format version (1)"),
     "name": Field(Text(), "scene name"),
-    "description": Field(Raw("text"), "free text", ""),
+    "description": Field(Custom(_read_description, "text"), "free text", ""),
     "dimension": Field(Choice((2, 3)), "3 (default) or 2 (planar: x, y, angle)", 3),
     "parameters": Field(Raw("mapping of names to numbers"), "named numbers usable in every expression", None),
     "gravity": Field(Vector("dim"), "gravitational acceleration, m/s^2", None),
@@ -328,6 +366,7 @@ class SolverSpec:
     atol: float
     max_violation: float
     divergence: float
+    max_steps: float
     options: dict[str, Any]  # method-specific keys, checked by the solver's Options
     path: KeyPath = ("solver",)
 
@@ -361,7 +400,7 @@ def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ctx.error(("parameters",), "expected a mapping of names to numbers")
+        raise ctx.error(("parameters",), f"expected a mapping of names to numbers, got {_kind_of(value)}")
     reserved = {"t", "pi", "e", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz", "w", "angle"}
     out: dict[str, float] = {}
     for key, val in value.items():
@@ -369,12 +408,15 @@ def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
         if not key.isidentifier() or key in reserved:
             raise ctx.error(path, f"'{key}' cannot be a parameter name (reserved or not a name)")
         if isinstance(val, bool) or not isinstance(val, (int, float, str)):
-            raise ctx.error(path, f"expected a number or an expression of earlier parameters, got {val!r}")
+            raise ctx.error(path, f"expected a number or an expression of earlier parameters, got {_kind_of(val)}")
         try:
             expr = compile_expression(val, out)
         except ExpressionError as exc:
             raise ctx.error(path, str(exc)) from None
-        out[key] = float(expr())
+        number = float(expr())
+        if not math.isfinite(number):
+            raise ctx.error(path, f"expected a finite number, got {number} (the value of '{_cut(expr.text)}')")
+        out[key] = number
     return out
 
 
@@ -395,12 +437,35 @@ def _read_items(
         name = values.get("name") or item.get("name") or f"{key}[{i}]"
         if need_name or "name" in item:
             if not isinstance(name, str):
-                raise ctx.error((*path, "name"), f"expected a text, got {name!r}")
+                raise ctx.error((*path, "name"), f"expected a text, got {_kind_of(name)}")
             if name in seen:
                 raise ctx.error((*path, "name"), f"duplicate name '{name}' (also {key}[{seen[name]}])")
             seen[name] = i
         out.append(ItemSpec(name=name, type=str(item["type"]), path=path, values=values, raw=item))
     return out
+
+
+def _check_step_count(ctx: Context, time: dict[str, Any], every: int, max_steps: float) -> None:
+    """Refuse a run that would take more than solver.max_steps steps (time.step: 1e-300 would
+    run until killed), and an output.every past it (nothing but the first and last step)."""
+    end = time["end"]
+    for key in ("step", "contact_step"):
+        step = time[key]
+        if step is None:
+            continue
+        steps = end / step  # inf when it overflows: refused too
+        if steps > max_steps:
+            raise ctx.error(
+                ("time", key),
+                f"the run would take {steps:.3g} steps (time.end {end:g} s / time.{key} {step:g} s), more than "
+                f"solver.max_steps = {max_steps:.3g}",
+                "a larger step, an earlier end, or a larger solver.max_steps",
+            )
+    if every > max_steps:
+        raise ctx.error(
+            ("output", "every"),
+            f"expected a whole number <= solver.max_steps = {max_steps:.3g}, got {every:.3g}",
+        )
 
 
 def build_spec(raw: RawScene) -> SceneSpec:
@@ -415,7 +480,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
 
     solver_raw = top["solver"] or {}
     if not isinstance(solver_raw, dict):
-        raise ctx.error(("solver",), "expected a mapping")
+        raise ctx.error(("solver",), f"expected a mapping, got {_kind_of(solver_raw)}")
     generic = {k: v for k, v in solver_raw.items() if k in SOLVER_FIELDS}
     solver_values = read_mapping(ctx, ("solver",), generic, SOLVER_FIELDS)
     options = {k: v for k, v in solver_raw.items() if k not in SOLVER_FIELDS}
@@ -468,6 +533,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
 
     gravity = top["gravity"] if top["gravity"] is not None else np.zeros(dim)
     output = top["output"] or {"file": None, "every": 1}
+    _check_step_count(ctx, top["time"], output["every"], solver.max_steps)
     ground = top["ground"] or {"shapes": []}
     return SceneSpec(
         raw=raw,
