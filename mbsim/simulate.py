@@ -152,7 +152,7 @@ def run(
         return solver.body_coordinates(s) if own else (s.q, s.v)
 
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
-    divergence = spec.solver.divergence
+    divergence, max_steps = spec.solver.divergence, spec.solver.max_steps
     status, message, steps = "failed", "", 0
     start = time.perf_counter()
     last_progress = start
@@ -192,6 +192,12 @@ def run(
                         "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
                     )
                 steps += 1  # completed steps only
+                if steps > max_steps:  # an adaptive integrator that crawls: load checked end / step only
+                    raise SimulationError(
+                        f"more than solver.max_steps = {max_steps:g} steps (the step size fell to {h_try:.3g} s)",
+                        step=steps,
+                        t=new.t,
+                    )
                 state = new
                 if model.springs:
                     update_spring_references(model, body(state)[0], state.t)

@@ -88,3 +88,20 @@ def test_which_exceptions_are_numerical_failures(error: Exception, numerical: bo
 
     found = numerical_failure(error)
     assert isinstance(found, SimulationError) if numerical else found is None
+
+
+def test_an_adaptive_run_that_passes_max_steps_fails_with_exit_3(tmp_path: Path) -> None:
+    """solver.max_steps is checked at load as time.end / time.step; an adaptive integrator whose
+    steps shrink is stopped at run time (exit 3, its file kept)."""
+    from conftest import PENDULUM
+
+    out = tmp_path / "ms.h5"
+    code, stdout, stderr = run_mbsim(
+        "run", PENDULUM, "-o", out, "--json", "--set", "solver.integrator=scipy:RK45", "--set", "time.step=1",
+        "--set", "solver.max_steps=50",
+    )  # fmt: skip
+    assert code == 3, stderr
+    summary = json.loads(stdout)
+    assert "more than solver.max_steps = 50" in summary["message"] and summary["steps"] == 51
+    with h5py.File(out, "r") as f:
+        assert f.attrs["status"] == "failed" and len(f["time"]) == 51  # the start and 50 steps
