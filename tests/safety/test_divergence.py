@@ -12,21 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import ROOT, root_attrs, run_mbsim
-
-BLOCKS = ROOT / "scenes" / "blocks_elastic.yaml"
-STIFF_SPRING = """\
-mbsim: 1
-name: stiff free spring
-time: {end: 10, step: 0.01}
-solver: {method: lagrange, integrator: rk4}
-bodies:
-  - {name: a, mass: 1, inertia: [0.01, 0.01, 0.01], position: [0, 0, 0]}
-  - {name: b, mass: 1, inertia: [0.01, 0.01, 0.01], position: [1.1, 0, 0]}
-forces:
-  - {type: spring_damper, body1: a, body2: b, point1: [0, 0, 0], point2: [1.1, 0, 0],
-     stiffness: 9.0e4, damping: 0, rest_length: 1.0}
-"""
+from cli_process import BLOCKS, ROOT, STIFF_SPRING, root_attrs, run_mbsim
 
 
 def test_a_contact_blow_up_fails_with_exit_3_and_keeps_its_file(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import h5py
 import pytest
-from conftest import PENDULUM, root_attrs, run_mbsim
+from cli_process import PENDULUM, root_attrs, run_mbsim
 
 
 @pytest.fixture

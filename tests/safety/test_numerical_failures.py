@@ -11,7 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import run_mbsim
+from cli_process import PENDULUM, STIFF_SPRING, run_mbsim
 
 NAN_FORCE = """\
 mbsim: 1
@@ -49,20 +49,7 @@ def test_a_nan_force_fails_with_exit_3_under_every_method(tmp_path: Path, method
 @pytest.mark.slow
 def test_a_stiff_spring_under_bdf_fails_with_exit_3(tmp_path: Path) -> None:
     scene = tmp_path / "spring.yaml"
-    scene.write_text(
-        """\
-mbsim: 1
-name: stiff free spring
-time: {end: 10, step: 0.01}
-solver: {method: lagrange, integrator: "scipy:BDF"}
-bodies:
-  - {name: a, mass: 1, inertia: [0.01, 0.01, 0.01], position: [0, 0, 0]}
-  - {name: b, mass: 1, inertia: [0.01, 0.01, 0.01], position: [1.1, 0, 0]}
-forces:
-  - {type: spring_damper, body1: a, body2: b, point1: [0, 0, 0], point2: [1.1, 0, 0],
-     stiffness: 9.0e4, damping: 0, rest_length: 1.0}
-"""
-    )
+    scene.write_text(STIFF_SPRING.replace("integrator: rk4", 'integrator: "scipy:BDF"'))
     code, stdout, stderr = run_mbsim("run", scene, "-o", tmp_path / "s.h5", "--json", timeout=300)
     # scipy's BDF meets a NaN in its Newton iteration near t = 8.4 s (scipy 1.17) and raises
     # ValueError: that is a failed simulation
@@ -93,8 +80,6 @@ def test_which_exceptions_are_numerical_failures(error: Exception, numerical: bo
 def test_an_adaptive_run_that_passes_max_steps_fails_with_exit_3(tmp_path: Path) -> None:
     """solver.max_steps is checked at load as time.end / time.step; an adaptive integrator whose
     steps shrink is stopped at run time (exit 3, its file kept)."""
-    from conftest import PENDULUM
-
     out = tmp_path / "ms.h5"
     code, stdout, stderr = run_mbsim(
         "run", PENDULUM, "-o", out, "--json", "--set", "solver.integrator=scipy:RK45", "--set", "time.step=1",

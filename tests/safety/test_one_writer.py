@@ -10,7 +10,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from conftest import CHAIN, PENDULUM, root_attrs, run_mbsim
+from cli_process import CHAIN, PENDULUM, root_attrs, run_mbsim
 
 
 def test_a_second_run_is_refused_and_the_first_file_survives(tmp_path: Path, background) -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import CHAIN, run_mbsim
+from cli_process import CHAIN, run_mbsim
 
 READER = """
 import json, sys, h5py

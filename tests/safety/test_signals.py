@@ -14,7 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import CHAIN, PENDULUM, root_attrs, run_mbsim
+from cli_process import CHAIN, PENDULUM, root_attrs, run_mbsim
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 
