@@ -56,6 +56,7 @@ def test_chain_scene_geometry(bench, tmp_path):
         bench.chain_scene(0)
 
 
+@pytest.mark.slow
 def test_quick_run_writes_a_report(bench, tmp_path, capsys):
     out = tmp_path / "BENCHMARKS.md"
     assert bench.main(["--quick", "--sizes", "3", "--output", str(out)]) == 0

@@ -963,6 +963,7 @@ def subprocess_outcomes(
         return dict(pool.map(one, selected))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", IN_SUBPROCESS, ids=[c.id for c in IN_SUBPROCESS])
 def test_hostile_input_in_subprocess(case: Case, subprocess_outcomes) -> None:
     call, out, before, after = subprocess_outcomes[case.id]

@@ -16,6 +16,8 @@ MASSES = {"active_craft": 7.9e3, "active_ring": 47.5, "passive_craft": 8.6e3, "l
 REST_RADIUS = 0.38  # latch centres at rest
 PUSHED_IN = 0.355  # a latch centre this far in has been pushed aside by its catch
 
+pytestmark = pytest.mark.slow  # the full 8 s docking: 80 s of simulation (CI runs it)
+
 
 @pytest.fixture(scope="module")
 def docking(simulate, tmp_path_factory):

@@ -44,6 +44,7 @@ def test_sliding_block_stops_where_coulomb_says(run_scene):
     assert np.max(np.abs(res["bodies/block/angular_velocity"])) < 1e-6  # no tipping
 
 
+@pytest.mark.slow
 def test_box_stack_rests_without_jitter_or_sinking(run_scene):
     """Ten boxes at rest for 5 s: penetration < 1e-4 m, the top box moves < 1e-4 m
     (measured: 6e-7 m and 9e-6 m)."""

@@ -62,6 +62,7 @@ def chain_100s(simulate, tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_four_box_chain_constraints_at_round_off_for_100_s(chain_100s):
     summary, res = chain_100s
     assert summary.steps == 50000
@@ -71,6 +72,7 @@ def test_four_box_chain_constraints_at_round_off_for_100_s(chain_100s):
     assert np.max(res["diagnostics/constraints/velocity_violation"]) < 1e-10
 
 
+@pytest.mark.slow
 def test_four_box_chain_energy_is_bounded_and_does_not_grow(chain_100s):
     summary, res = chain_100s
     t = res.time
@@ -84,6 +86,7 @@ def test_four_box_chain_energy_is_bounded_and_does_not_grow(chain_100s):
     assert summary.energy_drift < 1e-3
 
 
+@pytest.mark.slow
 def test_four_box_chain_first_box_stays_in_its_plane_then_leaves(chain_100s):
     """The paper's observation (its fig. 4): box 1's centre stays in the vertical plane of the
     start -- spanned by (-1, 1, 0)/sqrt 2 and z -- for the first seconds, then the out-of-plane
@@ -96,6 +99,7 @@ def test_four_box_chain_first_box_stays_in_its_plane_then_leaves(chain_100s):
     assert off.max() > 1e-2
 
 
+@pytest.mark.slow
 def test_dzhanibekov_flips_with_momentum_conserved(run_scene):
     """Torque-free body, inertia (1, 2, 3), spinning at 2 rad/s about the middle axis with a 1e-3
     perturbation: it flips over and over; the world angular momentum is conserved to the Newton
@@ -170,6 +174,7 @@ def test_every_3d_joint_holds_at_the_nodes(run_scene, joint):
     assert summary.energy_drift < 1e-3
 
 
+@pytest.mark.slow
 def test_drive_spring_and_damper_with_work_bookkeeping(run_scene):
     """A driven revolute joint, a joint spring and a spring-damper: the drive is followed at the
     nodes to round-off, and total - work is conserved to O(h^2) (the drive's and the damper's
