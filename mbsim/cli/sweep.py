@@ -8,9 +8,12 @@ from pathlib import Path
 
 import click
 
+from mbsim import interrupts
 from mbsim.assertions import parse_assertions
 from mbsim.cli.options import assert_option, debug_option, handle_errors, quiet_option, set_option, strict_option
 from mbsim.sweep import FORMATS, SweepRow, parse_params, plan_sweep, render, run_sweep
+from mbsim.sweep.execute import check_options, probe_scheduler
+from mbsim.sweep.table import render_chunks
 
 
 class CaseProgress:
@@ -75,7 +78,7 @@ class CaseProgress:
     "--workers",
     type=int,
     default=None,
-    help="Worker processes of the embedded local Dask cluster (default: the number of cores).",
+    help="Worker processes of the embedded local Dask cluster (default: the number of cores; at most 4 per core).",
 )
 @click.option(
     "--scheduler",
@@ -88,7 +91,7 @@ class CaseProgress:
     type=int,
     default=1,
     show_default=True,
-    help="Times a case that failed or whose worker died is run again before it counts as failed.",
+    help="Times (0 to 100) a case that failed or whose worker died is run again before it counts as failed.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Format of the table."
@@ -118,11 +121,18 @@ def sweep(
 
     Each case is `mbsim run` with the values as --set overrides. Rerunning the same sweep skips
     the cases whose result file is completed for the same scene and parameters. Exit code: 0
-    every case completed and every --assert held; 3 a case failed; 4 an assertion failed (and
-    no case failed); 130 interrupted.
+    every case completed and every --assert held; 2 the scene, an option or OUTDIR is wrong;
+    3 a case failed; 4 an assertion failed (and no case failed); 128 + N a signal N ended it
+    (130 SIGINT, 143 SIGTERM, 129 SIGHUP: the cases in flight are recorded interrupted, the
+    finished ones and the tables are kept).
     """
+    # the quick checks first: a bad option is refused before the scene is even read
+    address = check_options(workers, scheduler, retries)
     checks = parse_assertions(assertions)
-    plan = plan_sweep(scene, parse_params(params), zipped, overrides, strict)
+    parsed = parse_params(params)
+    if address:
+        probe_scheduler(address)
+    plan = plan_sweep(scene, parsed, zipped, overrides, strict)
     out = Path(outdir) if outdir else Path("outputs") / f"sweep-{Path(scene).stem}"
 
     def note(text: str) -> None:
@@ -145,12 +155,19 @@ def sweep(
         )
     finally:
         progress.close()
-    click.echo(render(result, fmt).rstrip("\n"))
+    if fmt == "json":  # piece by piece: 100,000 rows are tens of MB of text
+        for piece in render_chunks(result, fmt):
+            click.echo(piece, nl=False)
+        click.echo()
+    else:
+        click.echo(render(result, fmt).rstrip("\n"))
     for row in result.rows:
         for a in row.assertions:
             if not a["passed"]:
                 values = ", ".join(f"{n} = {'nan' if v is None else format(v, '.6g')}" for n, v in a["values"].items())
                 click.echo(f"mbsim: assertion failed: case {row.case}: {a['expression']} ({values})", err=True)
     note(f"results in {result.outdir}")
+    if result.interrupted and result.signum:
+        click.echo(f"mbsim: {interrupts.message(result.signum)}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)

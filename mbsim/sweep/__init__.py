@@ -7,10 +7,14 @@ file into OUTDIR, named from its parameter values. ``sweep.json``, ``sweep.csv``
 ``sweep.md`` hold one row per case. A rerun of the same sweep keeps every result file that is
 ``completed`` for the same scene and parameters (a hash in the file) and runs the rest.
 
-- :mod:`mbsim.sweep.params`: ``--param`` parsing, the cases, file names;
-- :mod:`mbsim.sweep.cases`: checking every case on the client, the case hash, what to ship;
+- :mod:`mbsim.sweep.params`: ``--param`` parsing, the cases (counted and indexed, never all
+  built), file names;
+- :mod:`mbsim.sweep.cases`: the checks on the client before anything runs, each case derived
+  when it is about to run, the case hash, what to ship;
 - :mod:`mbsim.sweep.worker`: one case on a worker (no Dask import);
-- :mod:`mbsim.sweep.execute`: the cluster, throttled submission, retries, SIGINT, resume;
+- :mod:`mbsim.sweep.execute`: the options, OUTDIR and its files (CONTRACT §4), the cluster,
+  throttled submission, retries, signals, resume;
+- :mod:`mbsim.sweep.preload`: the local workers leave SIGINT and SIGHUP to the client;
 - :mod:`mbsim.sweep.table`: the rows and their json/csv/markdown/text forms.
 
 Dask is imported only when a sweep runs, so ``mbsim run`` starts as fast as before. The

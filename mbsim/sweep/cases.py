@@ -1,13 +1,24 @@
-"""The cases of a sweep, checked on the client before anything runs.
+"""The cases of a sweep: checked on the client before anything runs, then derived one at a time.
 
 Each case is the scene with the sweep's ``--set`` overrides and then the case's parameter
-values applied as ``--set`` overrides (parameters win). Every case is loaded and its generic
-keys checked (cheap), every mesh file it names must exist, and the first case of each distinct
-solver section is also compiled and assembled as ``mbsim validate`` does, which catches an
-unknown method, a bad solver option and the problems every case shares before a cluster is
-started. A problem is exit 2 naming the ``--param`` or ``--set`` it came
-from. Problems only the compile step of one case finds (say a negative stiffness in its
-values) come back from the worker as that case's failure.
+values applied as ``--set`` overrides (parameters win). A sweep may have 100,000 cases, so
+:func:`plan_sweep` does not build them all: it checks
+
+- the scene with the ``--set`` overrides;
+- that no two ``--param`` set the same scene value (``bodies.bob.mass`` and ``bodies[0].mass``,
+  or a mapping and a key inside it);
+- every value of every parameter inside a real case of the sweep (the case that has that value
+  and the first value of every other parameter; with ``--zip`` the case of that position):
+  each value of a list (the first :data:`LIST_CHECKS` distinct ones of a longer list) and the
+  first and last value of a range (the values between are numbers of the same kind). Each such
+  case is loaded and its generic keys checked, every mesh file it names must exist, and the
+  first :data:`PREPARE_CHECKS` of them with a distinct solver section are also compiled and
+  assembled as ``mbsim validate`` does (an unknown method, a bad solver option);
+
+and computes every case's file name. A problem is exit 2 naming the ``--param`` or ``--set``
+it came from. The remaining cases are derived when they are about to run
+(:meth:`SweepPlan.case`, about half a millisecond each); a problem only such a case (or the
+compile step on its worker) has comes back as that case's failure, not retried.
 
 The case hash is the sha256 of the scene as loaded (the YAML text after every override, as
 ``/scene`` of the result file holds it), the sha256 of every mesh file the case names, and
@@ -18,21 +29,34 @@ case's result: the case is not run again.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, overload
 
-from mbsim.errors import SceneError
+from mbsim import interrupts
+from mbsim.errors import SceneError, UsageError
 from mbsim.scene.load import RawScene, apply_override, format_path, load_raw_scene
-from mbsim.scene.spec import build_spec
+from mbsim.scene.spec import SceneSpec, build_spec
 from mbsim.simulate import prepare
-from mbsim.sweep.params import Assignment, SweepParam, case_stems, expand
+from mbsim.sweep.params import (
+    Assignment,
+    SweepParam,
+    case_at,
+    case_index,
+    case_stems,
+    count_cases,
+    iter_cases,
+)
 from mbsim.sweep.worker import CasePayload
 
 HASH_VERSION = "mbsim-sweep-case/1"
+LIST_CHECKS = 256  # distinct values of one list parameter checked before anything runs
+PREPARE_CHECKS = 8  # distinct solver sections compiled and assembled before anything runs
 
 
 @dataclass
@@ -68,9 +92,42 @@ class Case:
         return " ".join(f"{key}={text}" for key, text, _ in self.assignments)
 
 
+class CaseList(Sequence):
+    """The cases of a plan as a sequence; each is derived when it is asked for (not kept)."""
+
+    def __init__(self, plan: SweepPlan) -> None:
+        self._plan = plan
+
+    def __len__(self) -> int:
+        return len(self._plan.stems)
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Case]: ...
+    def __getitem__(self, index: int | slice) -> Case | list[Case]:
+        if isinstance(index, slice):
+            return [self._plan.case(k) for k in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._plan.case(index)
+
+    def __iter__(self) -> Iterator[Case]:
+        return (self._plan.case(k) for k in range(len(self)))
+
+
 @dataclass
 class SweepPlan:
-    """The checked sweep: the scene, its cases and the files they need."""
+    """The checked sweep: the scene, its parameters, every case's file name; cases on demand.
+
+    Attributes:
+        base: the scene with the sweep's ``--set`` overrides (never changed: cases copy it).
+        stems: the file-name stem of every case, in sweep order.
+        owners: the scene key path each parameter sets (as formatted), for messages.
+        checked: how many cases were checked before anything ran.
+    """
 
     scene_file: str
     scene_name: str
@@ -79,11 +136,73 @@ class SweepPlan:
     params: list[SweepParam]
     zipped: bool
     strict: bool
-    cases: list[Case] = field(default_factory=list)
+    base: RawScene
+    stems: list[str] = field(default_factory=list)
     assembly_report: list[dict] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)
+    checked: int = 0
+    _digests: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def payload(self, case: Case, attempt: int, topic: str = "", cache: dict | None = None) -> CasePayload:
-        """The task of one attempt of ``case``; ``cache`` keeps mesh bytes read once per sweep."""
+    def __len__(self) -> int:
+        return len(self.stems)
+
+    @property
+    def cases(self) -> CaseList:
+        """Every case, derived one by one as it is read (``plan.cases[k]``, iteration)."""
+        return CaseList(self)
+
+    def assignments(self, index: int) -> tuple[Assignment, ...]:
+        return case_at(self.params, self.zipped, index)
+
+    def parameters(self, index: int) -> dict[str, Any]:
+        """key -> value of case ``index`` (without deriving the case)."""
+        return {key: value for key, _, value in self.assignments(index)}
+
+    def case(self, index: int) -> Case:
+        """Case ``index`` (0-based), derived now.
+
+        Raises:
+            SceneError: the case's scene is wrong, naming the ``--param`` it comes from.
+        """
+        return self._derive(index)[0]
+
+    def _derive(self, index: int) -> tuple[Case, RawScene, SceneSpec]:
+        assignments = self.assignments(index)
+        raw = _fork(self.base)
+        case_overrides = tuple(f"{key}={text}" for key, text, _ in assignments)
+        owners = []  # the key path each parameter set, to name it in errors
+        seen = raw.overridden
+        for param, assignment, (_, text, _) in zip(self.params, case_overrides, assignments, strict=True):
+            raw.overridden = set()  # only the path this parameter sets
+            try:
+                apply_override(raw, assignment)
+            except SceneError as exc:
+                raise SceneError(exc.reason, file=param.where, key_path=exc.key_path, hint=exc.hint) from None
+            owners += [(format_path(path), param, text) for path in raw.overridden]
+            seen |= raw.overridden
+        raw.overridden = seen
+        try:
+            spec = build_spec(raw)
+            scene_dir, meshes, rewrites = _layout(raw)
+        except SceneError as exc:
+            raise _relocate(exc, owners) from None
+        case = Case(
+            index=index,
+            assignments=assignments,
+            stem=self.stems[index],
+            overrides=tuple(self.overrides) + case_overrides,
+            case_hash=case_hash(raw, meshes, self.strict, self._digests),
+            meshes=meshes,
+            scene_dir=scene_dir,
+            rewrites=rewrites,
+        )
+        return case, raw, spec
+
+    def payload(
+        self, case: Case, attempt: int, topic: str = "", cache: dict | None = None, scratch: str = ""
+    ) -> CasePayload:
+        """The task of one attempt of ``case``; ``cache`` keeps mesh bytes read once per sweep;
+        ``scratch``: where the worker makes its temporary directory ('' for the system's)."""
         cache = {} if cache is None else cache
         files = []
         for rel, absolute in case.meshes:
@@ -103,7 +222,29 @@ class SweepPlan:
             parameters=tuple((key, value) for key, _, value in case.assignments),
             display_file=self.scene_file,
             topic=topic,
+            scratch=scratch,
         )
+
+
+def _copy_data(value: Any) -> Any:
+    """A copy of plain scene data (dicts, lists, immutable scalars): 15 times deepcopy's speed."""
+    if isinstance(value, dict):
+        return {k: _copy_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_data(v) for v in value]
+    return value
+
+
+def _fork(base: RawScene) -> RawScene:
+    """A copy of ``base`` that overrides may change: the data and the sets copied, the marks
+    (read only) shared."""
+    raw = copy.copy(base)
+    raw.data = _copy_data(base.data)
+    for f in dataclasses.fields(raw):
+        value = getattr(raw, f.name)
+        if isinstance(value, set):
+            setattr(raw, f.name, set(value))
+    return raw
 
 
 def _mesh_files(raw: RawScene) -> list[tuple[tuple, str]]:
@@ -194,6 +335,57 @@ def _relocate(exc: SceneError, owners: list[tuple[str, SweepParam, str]]) -> Sce
     return exc  # the user's own --set: it names itself
 
 
+def _key_paths(base: RawScene, params: list[SweepParam]) -> list[str]:
+    """The scene path each parameter sets (``bodies.bob.mass`` -> ``bodies[0].mass``), found by
+    applying its first value to the scene ('' when that fails: the check of the cases says why).
+
+    Raises:
+        UsageError: two parameters set the same value, or one sets a mapping another sets a key of.
+    """
+    paths: list[tuple] = []
+    for param in params:
+        raw = _fork(base)
+        raw.overridden = set()
+        try:
+            apply_override(raw, f"{param.key}={param.texts[0]}")
+        except SceneError:
+            paths.append(())
+            continue
+        paths.append(next(iter(raw.overridden), ()))
+    for i, (a, pa) in enumerate(zip(paths, params, strict=True)):
+        for b, pb in zip(paths[:i], params[:i], strict=True):
+            if a and b and (a[: len(b)] == b or b[: len(a)] == a):
+                if a == b:
+                    what = f"the same scene value ({format_path(a)})"
+                else:
+                    what = f"{format_path(b)} and {format_path(a)}, one inside the other"
+                raise UsageError(f"this and {pb.where} set {what}", file=pa.where)
+    return [format_path(p) for p in paths]
+
+
+def _checked_cases(params: list[SweepParam], zipped: bool, total: int) -> list[int]:
+    """The cases checked before anything runs (see the module docstring), in sweep order."""
+    indices = {0}
+    for position, param in enumerate(params):
+        if param.is_range:
+            ks = {0, len(param.texts) - 1}
+        else:
+            first: dict[str, int] = {}
+            for k, text in enumerate(param.texts):
+                if len(first) >= LIST_CHECKS:
+                    break
+                first.setdefault(text, k)
+            ks = set(first.values())
+        for k in ks:
+            if zipped:
+                indices.add(k)
+            else:
+                digits = [0] * len(params)
+                digits[position] = k
+                indices.add(case_index(params, zipped, tuple(digits)))
+    return sorted(i for i in indices if i < total)
+
+
 def plan_sweep(
     scene_file: str,
     params: list[SweepParam],
@@ -201,15 +393,19 @@ def plan_sweep(
     overrides: tuple[str, ...] | list[str] = (),
     strict: bool = False,
 ) -> SweepPlan:
-    """Check the scene and every case; nothing runs and nothing is written.
+    """Check the scene, the parameters and a case per value (module docstring); nothing runs and
+    nothing is written. Polls the signal flag (mbsim.interrupts) as it goes.
 
     Raises:
         SceneError: the scene, an override or a parameter value is wrong (exit 2).
+        UsageError: the parameters make no sense together (exit 2).
+        Interrupted: SIGINT, SIGTERM or SIGHUP came.
     """
+    interrupts.check()
     base = load_raw_scene(scene_file, tuple(overrides))
-    build_spec(copy.deepcopy(base))  # the scene itself (with --set), before any parameter
-    assignments = expand(params, zipped)
-    stems = case_stems(assignments)
+    build_spec(_fork(base))  # the scene itself (with --set), before any parameter
+    total = count_cases(params, zipped)
+    interrupts.check()
     plan = SweepPlan(
         scene_file=str(scene_file),
         scene_name="",
@@ -218,45 +414,29 @@ def plan_sweep(
         params=params,
         zipped=zipped,
         strict=strict,
+        base=base,
     )
-    digests: dict[str, str] = {}
+    plan.owners = _key_paths(base, params)
+    plan.stems = case_stems(iter_cases(params, zipped))
     prepared: set[str] = set()
-    for index, (case_assignments, stem) in enumerate(zip(assignments, stems, strict=True)):
-        raw = copy.deepcopy(base)
-        case_overrides = tuple(f"{key}={text}" for key, text, _ in case_assignments)
-        owners = []  # the key path each parameter set, to name it in errors
-        for param, assignment, (_, text, _) in zip(params, case_overrides, case_assignments, strict=True):
-            before = set(raw.overridden)
-            try:
-                apply_override(raw, assignment)
-            except SceneError as exc:
-                raise SceneError(exc.reason, file=param.where, key_path=exc.key_path, hint=exc.hint) from None
-            owners += [(format_path(path), param, text) for path in raw.overridden - before]
+    checked = _checked_cases(params, zipped, total)
+    for index in checked:
+        interrupts.check()
+        case, raw, spec = plan._derive(index)
+        solver_key = json.dumps(raw.data.get("solver"), sort_keys=True, default=str)
+        if solver_key in prepared or len(prepared) >= PREPARE_CHECKS:
+            continue
+        prepared.add(solver_key)  # one full check per solver section (a misspelt method)
+        owners = [(path, p, t) for path, p, (_, t, _) in zip(plan.owners, params, case.assignments, strict=True)]
         try:
-            spec = build_spec(raw)
-            scene_dir, meshes, rewrites = _layout(raw)
-            solver_key = json.dumps(raw.data.get("solver"), sort_keys=True, default=str)
-            if solver_key not in prepared:  # one full check per solver section (a misspelt method)
-                prepared.add(solver_key)
-                model, _ = prepare(spec, strict=strict)
-                if index == 0:
-                    plan.scene_name = spec.name
-                    plan.assembly_report = list(model.assembly_report)
+            model, _ = prepare(spec, strict=strict)
         except SceneError as exc:
             raise _relocate(exc, owners) from None
-        plan.cases.append(
-            Case(
-                index=index,
-                assignments=case_assignments,
-                stem=stem,
-                overrides=tuple(overrides) + case_overrides,
-                case_hash=case_hash(raw, meshes, strict, digests),
-                meshes=meshes,
-                scene_dir=scene_dir,
-                rewrites=rewrites,
-            )
-        )
+        if index == 0:
+            plan.scene_name = spec.name
+            plan.assembly_report = list(model.assembly_report)
+    plan.checked = len(checked)
     return plan
 
 
-__all__ = ["Case", "SweepPlan", "case_hash", "plan_sweep"]
+__all__ = ["Case", "CaseList", "SweepPlan", "case_hash", "plan_sweep"]

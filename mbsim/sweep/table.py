@@ -14,11 +14,14 @@ import json
 import math
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import mbsim
+from mbsim import interrupts
 from mbsim.errors import EXIT_CODES
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 
@@ -37,7 +40,7 @@ SUMMARY_KEYS = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class SweepRow:
     """One case of the sweep.
 
@@ -55,7 +58,8 @@ class SweepRow:
         message: why the case failed ('' when it completed).
         assertions: the outcome of each ``--assert`` (expression, passed, values).
         worker: ``host:pid`` of the worker of the last attempt.
-        case_hash: see mbsim.sweep.cases.
+        case_hash: see mbsim.sweep.cases ('' for a case whose turn never came: the cases are
+            derived one at a time, and an interrupted sweep leaves the rest underived).
         steps ... energy_drift: the run summary's numbers (None when the case did not run).
     """
 
@@ -79,6 +83,11 @@ class SweepRow:
     max_velocity_violation: float | None = None
     max_quaternion_norm_error: float | None = None
     energy_drift: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a dict in field order (``dataclasses.asdict`` without its deep copies,
+        which cost seconds for 100,000 rows; the values are only read)."""
+        return {name: getattr(self, name) for name in _ROW_FIELDS}
 
     def set_summary(self, summary: dict[str, Any]) -> None:
         for key in SUMMARY_KEYS:
@@ -105,14 +114,16 @@ class SweepResult:
     rows: list[SweepRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False
+    signum: int | None = None  # the signal that interrupted the sweep
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     wall_time_s: float = 0.0
 
     @property
     def exit_code(self) -> int:
-        """130 interrupted, else 3 when a case failed, else 4 when an assertion failed, else 0."""
+        """128 + N when signal N interrupted it (130 for SIGINT), else 3 when a case failed, else 4
+        when an assertion failed, else 0."""
         if self.interrupted:
-            return EXIT_CODES["interrupted"]
+            return interrupts.exit_code(self.signum) if self.signum else EXIT_CODES["interrupted"]
         if any(r.status != "completed" for r in self.rows):
             return EXIT_CODES["simulation"]
         if any(not r.asserts_held for r in self.rows):
@@ -132,7 +143,9 @@ class SweepResult:
             "assertions_failed": sum(not r.asserts_held for r in rows),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, rows: bool = True) -> dict[str, Any]:
+        """The sweep as JSON values (``sweep.json``); ``rows=False`` leaves the rows out (an
+        empty list), for writing them one at a time (:func:`render_chunks`)."""
         return finite(
             {
                 "format": SWEEP_FORMAT,
@@ -155,9 +168,10 @@ class SweepResult:
                 },
                 "wall_time_s": self.wall_time_s,
                 "interrupted": self.interrupted,
+                "interrupted_by": interrupts.name(self.signum) if self.interrupted and self.signum else None,
                 "exit_code": self.exit_code,
                 "counts": self.counts(),
-                "rows": [asdict(r) for r in self.rows],
+                "rows": [r.to_dict() for r in self.rows] if rows else [],
                 "notes": self.notes,
             }
         )
@@ -215,14 +229,15 @@ def _notes(result: SweepResult) -> list[str]:
     if counts["resumed"]:
         lines.append(f"{counts['resumed']} of {counts['cases']} cases resumed from completed result files")
     if result.interrupted:
-        lines.append(f"interrupted: {counts['interrupted']} cases not finished; run the same sweep again to finish")
+        by = f" by {interrupts.name(result.signum)}" if result.signum else ""
+        lines.append(f"interrupted{by}: {counts['interrupted']} cases not finished; run the same sweep again to finish")
     return lines + result.notes
 
 
 def render(result: SweepResult, fmt: str) -> str:
     """The table as text: ``table`` (aligned), ``json`` (= sweep.json), ``csv`` or ``markdown``."""
     if fmt == "json":
-        return json.dumps(result.to_dict(), indent=2)
+        return "".join(_json_chunks(result))
     keys = [p["key"] for p in result.params]
     if fmt == "csv":
         buf = io.StringIO()
@@ -231,7 +246,7 @@ def render(result: SweepResult, fmt: str) -> str:
         header += [f"assert: {a}" for a in result.assertions] + ["message", "history"]
         writer.writerow(header)
         for row in result.rows:
-            d = asdict(row)
+            d = row.to_dict()
             cells: list[Any] = [row.case, row.file, *(_csv_value(row.parameters.get(k)) for k in keys)]
             cells += [_csv_value(d[c[0]]) for c in _COLUMNS] + [_csv_value(d[c[0]]) for c in _CSV_EXTRA]
             cells += [_assert_cell(row, k) for k in range(len(result.assertions))]
@@ -241,7 +256,7 @@ def render(result: SweepResult, fmt: str) -> str:
     numeric = [True] + [False] * len(keys) + [bool(c[3]) for c in _COLUMNS] + ([False] if result.assertions else [])
     body = []
     for row in result.rows:
-        d = asdict(row)
+        d = row.to_dict()
         cells = [str(row.case), *(_param_cell(row.parameters.get(k)) for k in keys)]
         cells += [_cell(d[c[0]], c[3]) for c in _COLUMNS]
         if result.assertions:
@@ -270,6 +285,31 @@ def render(result: SweepResult, fmt: str) -> str:
     return "\n".join(lines)
 
 
+def _json_chunks(result: SweepResult) -> Iterator[str]:
+    """``sweep.json`` in pieces: indented, but each row and each parameter on one line (the C
+    encoder writes them: quick for 100,000 rows), the rows made one at a time (a list of 100,000
+    dicts and the whole text at once would take hundreds of MB)."""
+    data = result.to_dict(rows=False)
+    marks = {key: f"@@{key}-{uuid.uuid4().hex}@@" for key in ("params", "rows")}
+    params = data["params"]
+    for key, mark in marks.items():
+        data[key] = mark
+    text = json.dumps(data, indent=2)
+    head, _, rest = text.partition(json.dumps(marks["params"]))
+    middle, _, tail = rest.partition(json.dumps(marks["rows"]))
+    yield head
+    yield "[\n" + ",\n".join("    " + json.dumps(p) for p in params) + "\n  ]" if params else "[]"
+    yield middle
+    if not result.rows:
+        yield "[]"
+    else:
+        yield "[\n"
+        last = len(result.rows) - 1
+        for k, row in enumerate(result.rows):
+            yield "    " + json.dumps(finite(row.to_dict())) + (",\n" if k < last else "\n  ]")
+    yield tail
+
+
 def _csv_value(value: Any) -> Any:
     if value is None:
         return ""
@@ -280,14 +320,19 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``path`` through a temporary name in the same directory and a rename, so that no
-    reader ever sees half a file (and a crash leaves only a ``.*.tmp`` behind)."""
+def write_atomic(path: str | Path, data: bytes | Iterable[str]) -> None:
+    """Write ``path`` (bytes, or pieces of UTF-8 text) through a temporary name in the same
+    directory and a rename, so that no reader ever sees half a file (and a crash leaves only a
+    ``.*.tmp`` behind)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                for piece in data:
+                    f.write(piece.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -296,12 +341,22 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             tmp.unlink()
 
 
+def render_chunks(result: SweepResult, fmt: str) -> Iterator[str]:
+    """:func:`render` in pieces (``json`` made piece by piece; the others in one)."""
+    if fmt == "json":
+        yield from _json_chunks(result)
+    else:
+        yield render(result, fmt)
+
+
 def write_tables(result: SweepResult) -> None:
     """sweep.json, sweep.csv and sweep.md into OUTDIR."""
     out = Path(result.outdir)
-    write_atomic(out / "sweep.json", (render(result, "json") + "\n").encode("utf-8"))
+    write_atomic(out / "sweep.json", (*_json_chunks(result), "\n"))
     write_atomic(out / "sweep.csv", (render(result, "csv") + "\n").encode("utf-8"))
     write_atomic(out / "sweep.md", render(result, "markdown").encode("utf-8"))
 
 
-__all__ = ["FORMATS", "SweepResult", "SweepRow", "render", "write_atomic", "write_tables"]
+_ROW_FIELDS = tuple(f.name for f in fields(SweepRow))
+
+__all__ = ["FORMATS", "SweepResult", "SweepRow", "render", "render_chunks", "write_atomic", "write_tables"]

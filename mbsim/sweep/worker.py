@@ -55,6 +55,9 @@ class CasePayload:
         parameters: (key, value) of the case, stamped on the file as JSON.
         display_file: the scene file as the user named it, put in messages instead of the temporary path.
         topic: Dask event topic on which the worker logs that the attempt started ('' for none).
+        scratch: directory for the case's temporary directory ('' for the system's): the client
+            of a local cluster gives one it removes after the cluster, so that a worker killed
+            mid-case (an interrupted sweep) leaves nothing behind.
     """
 
     index: int
@@ -69,6 +72,7 @@ class CasePayload:
     parameters: tuple[tuple[str, Any], ...]
     display_file: str
     topic: str = ""
+    scratch: str = ""
 
 
 @dataclass
@@ -144,7 +148,8 @@ def run_case(payload: CasePayload) -> CaseOutcome:
     _log_start(payload)
     outcome = CaseOutcome(payload.index, payload.attempt, "failed", "internal")
     outcome.worker = f"{socket.gethostname()}:{os.getpid()}"
-    with tempfile.TemporaryDirectory(prefix="mbsim-case-") as tmp:
+    scratch = payload.scratch if payload.scratch and os.path.isdir(payload.scratch) else None
+    with tempfile.TemporaryDirectory(prefix="mbsim-case-", dir=scratch) as tmp:
         root = Path(tmp)
         out = root / "result.h5"
         scene = root / "scene"  # placeholder until laid out: messages replace the real path

@@ -33,8 +33,9 @@ PENDULUM = SCENES / "pendulum_2d.yaml"
 # six cases: two steps x three start angles, 0.3 s each
 SIX = ["--set", "time.end=0.3", "--param", "time.step=0.01,0.02", "--param", "parameters.theta0=linspace(0.5,1.5,3)"]
 STEMS = [f"step-{h}_theta0-{a}.h5" for h in ("0.01", "0.02") for a in ("0.5", "1", "1.5")]
-# cases of about a second each (3,000 steps), for killing and interrupting mid-sweep
-SLOW = ["--set", "time.end=3", "--set", "time.step=0.001"]
+# cases of about a second each (6,000 steps), for killing and interrupting mid-sweep: long
+# enough that a worker killed 0.6 s after a case finished is certainly inside its next case
+SLOW = ["--set", "time.end=6", "--set", "time.step=0.001"]
 
 
 def sweep(*args: object):
@@ -117,21 +118,34 @@ def test_rerun_skips_completed_cases_and_runs_the_rest(local_sweep, tmp_path: Pa
     assert [comparable(r) | {"source": "run", "attempts": 1} for r in data["rows"]] == [
         comparable(r) for r in table(outdir)["rows"]
     ]
-    # a missing, a truncated and a failed file run again; the other three are kept
+    # a missing and a failed file run again; the other four are kept
     (copy / STEMS[0]).unlink()
-    (copy / STEMS[1]).write_bytes((copy / STEMS[1]).read_bytes()[:1000])
+    truncated = (copy / STEMS[1]).read_bytes()[:1000]
+    (copy / STEMS[1]).write_bytes(truncated)
     with h5py.File(copy / STEMS[2], "a") as f:
         f.attrs["status"] = "failed"
     kept = {k: v for k, v in before.items() if k in STEMS[3:]}
     third = sweep(PENDULUM, *SIX, "-o", copy, "--workers", 2, "--format", "json")
-    assert third.exit_code == 0, third.output
+    # a truncated file cannot be shown to be an mbsim result (CONTRACT §4, no clobbering): its
+    # case fails naming it, and the file is left as it is
+    assert third.exit_code == 3, third.output
     rows = json.loads(third.stdout)["rows"]
-    assert [r["source"] for r in rows] == ["run"] * 3 + ["resumed"] * 3
-    assert all(r["status"] == "completed" for r in rows)
+    assert [r["source"] for r in rows] == ["run", "none", "run"] + ["resumed"] * 3
+    assert [r["status"] for r in rows] == ["completed", "failed"] + ["completed"] * 4
+    assert rows[1]["message"].endswith(
+        "exists and is not an mbsim result file; mbsim overwrites only its own "
+        "result files (choose another output, or move the file away)"
+    )
+    assert (copy / STEMS[1]).read_bytes() == truncated
     assert {k: v for k, v in file_ids(copy).items() if k in STEMS[3:]} == kept
-    for name in STEMS[:3]:
+    for name in (STEMS[0], STEMS[2]):
         with h5py.File(copy / name, "r") as f:
             assert f.attrs["status"] == "completed"
+    # moved away, it runs
+    (copy / STEMS[1]).unlink()
+    fourth = sweep(PENDULUM, *SIX, "-o", copy, "--workers", 1, "--format", "json")
+    assert fourth.exit_code == 0, fourth.output
+    assert [r["source"] for r in json.loads(fourth.stdout)["rows"]] == ["resumed", "run"] + ["resumed"] * 4
 
 
 def test_a_failing_assertion_exits_4_naming_it_and_the_value(local_sweep, tmp_path: Path) -> None:
@@ -320,7 +334,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     for path in files:
         with h5py.File(path, "r") as f:
             assert f.attrs["status"] == "completed"
-            assert f.attrs["steps"] == 3000
+            assert f.attrs["steps"] == 6000
             cases.append(int(f.attrs["sweep_case"]))
     assert sorted(cases) == [1, 2, 3, 4, 5, 6]
     csv_rows = (outdir / "sweep.csv").read_text().splitlines()

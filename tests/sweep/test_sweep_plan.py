@@ -194,7 +194,8 @@ def _mesh_scene(tmp_path: Path, absolute: bool = False) -> tuple[Path, Path]:
 def test_scene_and_meshes_travel_as_bytes(tmp_path: Path, absolute: bool) -> None:
     scene, meshes = _mesh_scene(tmp_path, absolute)
     plan = plan_sweep(str(scene), parse_params(["bodies.cube.density=1000,2000"]))
-    payload = plan.payload(plan.cases[1], attempt=1)
+    case = plan.cases[1]  # cases are derived when asked for: before the files go
+    payload = plan.payload(case, attempt=1)
     assert [data[:5] for _, data in payload.files] == [meshes.joinpath("cube.stl").read_bytes()[:5]]
     shutil.rmtree(tmp_path / "project")  # the worker has no shared disk: only the bytes
     outcome = run_case(payload)
@@ -204,7 +205,7 @@ def test_scene_and_meshes_travel_as_bytes(tmp_path: Path, absolute: bool) -> Non
     out.write_bytes(outcome.data)
     with h5py.File(out, "r") as f:
         assert f.attrs["status"] == "completed"
-        assert f.attrs[HASH_ATTR] == plan.cases[1].case_hash
+        assert f.attrs[HASH_ATTR] == case.case_hash
         assert json.loads(f.attrs[PARAMETERS_ATTR]) == {"bodies.cube.density": 2000}
         scene_text = f["scene"][()].decode()
     assert "density: 2000" in scene_text
