@@ -515,3 +515,61 @@ def test_sigint_leaves_a_readable_failed_file(tmp_path: Path) -> None:
         assert 0 < t[-1] < 1000
         assert len(f["q"]) == len(t)
         assert attr(f, "steps") >= 5 * (len(t) - 1)  # output.every = 5
+
+
+# ----------------------------------------------------------------------------- issue 12's small items
+
+
+def test_quiet_hides_the_notes_not_the_summary(mbsim, tmp_path: Path) -> None:
+    """--quiet: no progress bar and no notes on stderr (its help); the summary stays on stdout."""
+    result = mbsim("run", PENDULUM, "-o", tmp_path / "p.h5", "--set", "time.end=0.05", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "status     completed" in result.stdout and "energy drift" in result.stdout
+    assert result.stderr == ""
+
+
+def test_the_progress_bar_ends_at_100_percent(capsys) -> None:
+    from mbsim.cli.run import ProgressBar
+
+    bar = ProgressBar()
+    bar.start -= 2.0  # shown once a run has taken a second
+    bar(3.7, 10.0)
+    bar.close((10.0, 10.0))
+    err = capsys.readouterr().err
+    assert " 37.0%" in err and err.rstrip().split("\r")[-1].count("100.0%") == 1
+    assert err.endswith("\n")
+
+
+def test_the_lazy_command_list_shows_each_commands_own_help() -> None:
+    """mbsim --help lists the commands without importing them: the short help written in
+    mbsim.cli.main must be the one of the command itself."""
+    import importlib
+
+    from mbsim.cli.main import COMMANDS
+
+    for name, (module, attribute, short) in COMMANDS.items():
+        command = getattr(importlib.import_module(module), attribute)
+        assert command.name == name
+        assert command.get_short_help_str(limit=len(short)) == short
+
+
+def test_validate_reports_derived_mass_properties_and_the_file_stores_them(mbsim, write_scene, tmp_path) -> None:
+    scene = write_scene(
+        "mbsim: 1\nname: dense\ntime: {end: 0.01, step: 0.001}\n"
+        "bodies:\n  - {name: box, density: 1000, position: [0, 0, 0], shapes: [{type: box, size: [0.1, 0.2, 0.3]}]}\n"
+    )
+    result = mbsim("validate", scene)
+    assert result.exit_code == 0, result.output
+    # 1 body, 1000 kg/m^3 * 6e-3 m^3 = 6 kg; Ixx = m (b^2 + c^2) / 12 = 0.065 kg m^2
+    assert "1 body, 0 joints (0 equations), 6 degrees of freedom" in result.stdout
+    assert "box: mass 6 kg and inertia [0.065, 0.05, 0.025] kg m^2" in result.stdout
+    report = json.loads(mbsim("validate", scene, "--json").stdout)
+    (item,) = report["mass_properties"]
+    assert item["from_density"] is True and item["mass"] == pytest.approx(6.0)
+    out = tmp_path / "dense.h5"
+    assert mbsim("run", scene, "-o", out, "--quiet").exit_code == 0
+    with h5py.File(out, "r") as f:
+        assert f["bodies/box"].attrs["mass"] == pytest.approx(6.0)
+        np.testing.assert_allclose(f["bodies/box"].attrs["inertia"], np.diag([0.065, 0.05, 0.025]), rtol=1e-12)
+    result = mbsim("validate", PENDULUM)
+    assert "1 body, 1 joint (2 equations), 1 degree of freedom" in result.stdout
