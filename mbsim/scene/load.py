@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from mbsim.errors import SceneError
+from mbsim.errors import SceneError, plural
 from mbsim.errors import shorten as _short
 
 KeyPath = tuple[str | int, ...]
@@ -490,7 +490,9 @@ def apply_override(scene: RawScene, assignment: str) -> None:
                 part = names.index(part)
             if not -len(node) <= part < len(node):
                 raise SceneError(
-                    f"index {part} out of range (the list has {len(node)} items)", file="--set", key_path=shown
+                    f"index {part} out of range (the list has {plural(len(node), 'item')})",
+                    file="--set",
+                    key_path=shown,
                 )
             part = part % len(node)
         elif isinstance(node, dict):
