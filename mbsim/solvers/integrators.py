@@ -15,11 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.integrate import BDF, DOP853, RK45, Radau
 
 from mbsim.errors import SimulationError
 
-SCIPY_METHODS = {"scipy:RK45": RK45, "scipy:DOP853": DOP853, "scipy:Radau": Radau, "scipy:BDF": BDF}
+# scipy.integrate (and scipy.optimize below it) is imported when a run uses one: validate stays quick
+SCIPY_METHODS = ("scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF")
+
+
+def scipy_solver_class(name: str) -> type:
+    """``scipy:RK45`` -> scipy.integrate.RK45."""
+    import scipy.integrate
+
+    return getattr(scipy.integrate, name.split(":", 1)[1])
+
+
 FIXED = ("euler", "semi_implicit_euler", "rk4")
 INTEGRATORS = (*FIXED, *SCIPY_METHODS)
 
@@ -61,6 +70,8 @@ def _continue_from(solver: Any, y: np.ndarray, fun: Any) -> bool:
     case the caller restarts it. (These are scipy's internal attributes, exercised by the tests
     of every adaptive integrator.)
     """
+    from scipy.integrate import BDF, DOP853, RK45, Radau
+
     if isinstance(solver, BDF) and hasattr(solver, "D"):
         solver.D[0] += y - solver.y
         solver.y = y.copy()
@@ -94,7 +105,7 @@ class AdaptiveStepper:
         if not fresh and not np.array_equal(self._y_last, y):
             fresh = not _continue_from(solver, y, system.derivative)
         if fresh:
-            solver = SCIPY_METHODS[self.method](
+            solver = scipy_solver_class(self.method)(
                 system.derivative,
                 t,
                 y,

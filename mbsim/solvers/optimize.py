@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
 
 def kkt_least_squares(
@@ -53,6 +52,8 @@ def slsqp(
     Returns:
         (y, iterations, success, message).
     """
+    from scipy.optimize import minimize  # here: importing scipy.optimize costs 60 ms a command
+
     feasible = np.linalg.lstsq(J_hat, gamma, rcond=None)[0]
     scale = max(1.0, 0.5 * float((feasible - y_free) @ (feasible - y_free)))
     result = minimize(

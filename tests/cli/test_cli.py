@@ -573,3 +573,29 @@ def test_validate_reports_derived_mass_properties_and_the_file_stores_them(mbsim
         np.testing.assert_allclose(f["bodies/box"].attrs["inertia"], np.diag([0.065, 0.05, 0.025]), rtol=1e-12)
     result = mbsim("validate", PENDULUM)
     assert "1 body, 1 joint (2 equations), 1 degree of freedom" in result.stdout
+
+
+def test_help_and_validate_import_only_what_they_use() -> None:
+    """mbsim --help imports no command; validate of a scene without meshes loads no trimesh,
+    scipy.optimize, scipy.integrate, Dask or matplotlib (issue 13: fast start-up)."""
+    code = """
+import sys
+from mbsim.cli.main import cli
+try:
+    cli(sys.argv[1:], prog_name="mbsim")
+except SystemExit:
+    pass
+heavy = ("numpy", "trimesh", "scipy.optimize", "scipy.integrate", "dask", "distributed", "matplotlib")
+print("LOADED:" + ",".join(m for m in heavy if m in sys.modules))
+"""
+
+    def loaded(*args: str) -> tuple[str, str]:
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+        last = proc.stdout.strip().splitlines()[-1]
+        assert last.startswith("LOADED:"), proc.stderr
+        return proc.stdout, last.removeprefix("LOADED:")
+
+    out, modules = loaded("--help")
+    assert "Commands:" in out and modules == ""
+    out, modules = loaded("validate", str(PENDULUM))
+    assert "ok:" in out and modules == "numpy"

@@ -45,10 +45,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import trimesh
 from numba import njit, prange
+
+if TYPE_CHECKING:  # imported where a mesh is checked: a scene without meshes never loads trimesh
+    import trimesh
 
 _JIT = {"cache": True, "nogil": True}
 _CACHE_VERSION = 1  # bump when the build changes what is stored
@@ -343,6 +346,8 @@ def _grid_for(bounds: np.ndarray, cell: float, padding: float) -> tuple[np.ndarr
 
 
 def _check_mesh(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
+    import trimesh
+
     if not isinstance(mesh, trimesh.Trimesh):
         raise ValueError(f"signed distance field: expected a trimesh.Trimesh, got {type(mesh).__name__}")
     if len(mesh.faces) == 0:
