@@ -54,7 +54,7 @@ def test_a_signal_at_any_moment_of_start_up(tmp_path: Path, background, sig: int
     cache: the kernels compile for seconds) and the first steps."""
     env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cold")}
     out = tmp_path / "run.h5"
-    run = background("run", CHAIN, "-o", out, "--quiet", env=env)
+    run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=60", env=env)  # ~15 s of stepping
     time.sleep(delay)
     run.signal(sig)
     exit_code, _, stderr = run.finish(timeout=120)
