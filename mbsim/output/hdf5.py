@@ -42,23 +42,28 @@ def open_for_writing(claim: ResultClaim) -> h5py.File:
         raise OutputError(f"cannot write the result file: {exc}", file=str(claim.path)) from None
 
 
+def _start_file(f: h5py.File, scene_text: str, attrs: dict[str, Any], status: str, message: str) -> None:
+    """The root attributes of CONTRACT §3 (no steps yet), the writer's stamp, ``attrs`` and /scene."""
+    root = f.attrs
+    root["format"] = FORMAT
+    root["format_version"] = FORMAT_VERSION
+    root["mbsim_version"] = mbsim.__version__
+    root["status"] = status
+    root["message"] = message
+    root["steps"] = 0
+    root["wall_time_s"] = 0.0
+    root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    for key, value in {**writer_stamp(), **attrs}.items():
+        root[key] = value
+    f.create_dataset("scene", data=scene_text, dtype=h5py.string_dtype())
+
+
 def write_stub(claim: ResultClaim, scene_text: str, attrs: dict[str, Any], status: str, message: str) -> None:
     """A result file for a run that ended before its model existed (a signal during start-up):
     the root attributes, /scene and empty /time, /q, /v; the claim is released."""
     try:
         with open_for_writing(claim) as f:
-            root = f.attrs
-            root["format"] = FORMAT
-            root["format_version"] = FORMAT_VERSION
-            root["mbsim_version"] = mbsim.__version__
-            for key, value in {**writer_stamp(), **attrs}.items():
-                root[key] = value
-            root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-            root["steps"] = 0
-            root["wall_time_s"] = 0.0
-            root["status"] = status
-            root["message"] = message
-            f.create_dataset("scene", data=scene_text, dtype=h5py.string_dtype())
+            _start_file(f, scene_text, attrs, status, message)
             f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
             for name in ("q", "v"):
                 f.create_dataset(name, shape=(0, 0), maxshape=(None, None), dtype="f8")
@@ -91,19 +96,7 @@ class ResultWriter:
         self.path = self.claim.path
         self.model = model
         self.file = open_for_writing(self.claim)
-        root = self.file.attrs
-        root["format"] = FORMAT
-        root["format_version"] = FORMAT_VERSION
-        root["mbsim_version"] = mbsim.__version__
-        root["dimension"] = model.dimension
-        root["status"] = "running"
-        root["message"] = ""
-        root["steps"] = 0
-        root["wall_time_s"] = 0.0
-        root["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        for key, value in {**writer_stamp(), **attrs}.items():
-            root[key] = value
-        self.file.create_dataset("scene", data=model.scene_text, dtype=h5py.string_dtype())
+        _start_file(self.file, model.scene_text, {"dimension": model.dimension, **attrs}, "running", "")
         for b, name in enumerate(model.body_names):  # mass properties as the run used them (derived ones too)
             group = self.file.require_group(f"bodies/{name}")
             group.attrs["mass"] = float(model.body_mass[b])

@@ -70,13 +70,12 @@ def _continue_from(solver: Any, y: np.ndarray, fun: Any) -> bool:
     case the caller restarts it. (These are scipy's internal attributes, exercised by the tests
     of every adaptive integrator.)
     """
-    from scipy.integrate import BDF, DOP853, RK45, Radau
-
-    if isinstance(solver, BDF) and hasattr(solver, "D"):
+    kind = type(solver).__name__  # by name: this runs every corrected step, scipy is imported already
+    if kind == "BDF" and hasattr(solver, "D"):
         solver.D[0] += y - solver.y
         solver.y = y.copy()
         return True
-    if isinstance(solver, (RK45, DOP853, Radau)) and hasattr(solver, "f"):
+    if kind in ("RK45", "DOP853", "Radau") and hasattr(solver, "f"):
         solver.y = y.copy()
         solver.f = fun(solver.t, solver.y)
         return True

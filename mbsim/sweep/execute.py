@@ -57,7 +57,6 @@ import re
 import shutil
 import signal
 import socket
-import stat
 import tempfile
 import threading
 import time
@@ -70,7 +69,7 @@ from urllib.parse import urlsplit
 from mbsim import interrupts
 from mbsim.assertions import Assertion, evaluate_all
 from mbsim.errors import Interrupted, OutputError, SceneError, UsageError
-from mbsim.output.safety import check_target, claim_result, describe_writer, has_hdf5_signature, is_locked
+from mbsim.output.safety import check_target, claim_result
 from mbsim.sweep.cases import Case, SweepPlan
 from mbsim.sweep.preload import LOG_LEVEL_KEY
 from mbsim.sweep.table import SweepResult, SweepRow, write_tables
@@ -300,32 +299,8 @@ def prepare_outdir(outdir: str | Path, stems: list[str]) -> tuple[Path, set[str]
     for k, name in enumerate(sorted(existing)):
         if k % 256 == 0:
             interrupts.check()
-        _check_existing(out / name)
+        check_target(out / name, read=False)
     return out, existing
-
-
-def _check_existing(path: Path) -> None:
-    """The quick part of :func:`mbsim.output.safety.check_target` for a case file found in
-    OUTDIR (no HDF5 library call: 100,000 of them take seconds, not minutes)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise OutputError(f"cannot use this path for the case's result file: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(st.st_mode):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise OutputError(f"is {what}; a case of the sweep writes its result file here", file=str(path))
-    if is_locked(path):
-        raise OutputError(
-            f"is being written by {describe_writer(path)}; wait for it or choose another OUTDIR", file=str(path)
-        )
-    if not has_hdf5_signature(path):
-        raise OutputError(
-            "exists and is not an mbsim result file; the sweep overwrites only mbsim result files "
-            "(move the file away, or choose another OUTDIR)",
-            file=str(path),
-        )
 
 
 def write_result(path: Path, data: bytes) -> None:
