@@ -173,6 +173,10 @@ def _refuse(path: Path, reason: str) -> OutputError:
     return OutputError(reason, file=str(path))
 
 
+def _busy(path: Path) -> OutputError:
+    return _refuse(path, f"is being written by {describe_writer(path)}; wait for it or choose another output")
+
+
 def check_target(path: str | Path, read: bool = True) -> None:
     """Refuse ``path`` as a result file (exit 2) unless it is absent or an mbsim result that no
     live process writes; touches nothing. ``read=False`` looks only for HDF5's signature instead
@@ -190,7 +194,7 @@ def check_target(path: str | Path, read: bool = True) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(p, "is not a regular file; mbsim writes results only to regular files")
     if is_locked(p):
-        raise _refuse(p, f"is being written by {describe_writer(p)}; wait for it or choose another output")
+        raise _busy(p)
     if not (is_result_file(p) if read else has_hdf5_signature(p)):
         raise _refuse(
             p,
@@ -227,7 +231,7 @@ def claim_result(path: str | Path) -> ResultClaim:
                 raise _refuse(p, f"cannot create the result file: {exc.strerror or exc}") from None
             if not _try_lock(fd):  # another run created it an instant ago
                 os.close(fd)
-                raise _refuse(p, f"is being written by {describe_writer(p)}; wait for it or choose another output")
+                raise _busy(p)
             return ResultClaim(p, fd, created=True)
         check_target(p)  # refuses directories, devices, live files, files that are not results
         try:
@@ -238,7 +242,7 @@ def claim_result(path: str | Path) -> ResultClaim:
             raise _refuse(p, f"cannot write the result file: {exc.strerror or exc}") from None
         if not _try_lock(fd):
             os.close(fd)
-            raise _refuse(p, f"is being written by {describe_writer(p)}; wait for it or choose another output")
+            raise _busy(p)
         # locked: look once more, now that nobody can start writing it
         if not stat.S_ISREG(os.fstat(fd).st_mode) or not is_result_file(p):
             os.close(fd)
