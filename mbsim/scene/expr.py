@@ -4,7 +4,8 @@ An expression is parsed once with :mod:`ast`, every node is checked against a wh
 and the tree is turned into a small intermediate form (tuples) that is both compiled to a
 closure over numpy functions and differentiated symbolically (drives need the first and
 second time derivative of a prescribed coordinate, exactly). Python's ``eval`` is never
-used on scene text.
+used on scene text. :func:`compile_programs` flattens checked expressions into register
+"bytecode" for the one compiled interpreter of mbsim.model.expr_kernel.
 
 Grammar: numbers, names (parameters, ``t``, ``pi``, ``e``, and in forces the state
 variables of the body), ``+ - * / **``, unary minus, comparisons, ``and`` / ``or`` / ``not``
@@ -17,7 +18,8 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-from collections.abc import Callable, Mapping
+import struct
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -567,3 +569,134 @@ def _substitute(n: Node, values: Mapping[str, float]) -> Node:
             return ("num", float(value))
         return ("call", n[1], args)
     raise AssertionError(kind)
+
+
+# ------------------------------------------------------------------------------ bytecode
+
+# opcode numbers of the bytecode; mbsim.model.expr_kernel repeats them as literals (numba freezes
+# globals into its on-disk cache, which sees only that file) and checks them against this table
+OPCODES: dict[str, int] = {
+    name: code
+    for code, name in enumerate(
+        ["CONST", "NEG", "ADD", "SUB", "MUL", "DIV", "POW", "LT", "LE", "GT", "GE", "EQ", "NE"]
+        + [f.upper() for f in FUNCTIONS]
+    )
+}
+_BIN_OPCODES = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "**": "POW"}
+_CMP_OPCODES = {"<": "LT", "<=": "LE", ">": "GT", ">=": "GE", "==": "EQ", "!=": "NE"}
+
+
+@dataclass(frozen=True, eq=False)
+class Programs:
+    """Expressions as register bytecode, one instruction range per expression.
+
+    Instruction ``i`` computes ``regs[dst[i]] = OP(regs[args[i, 0]], regs[args[i, 1]], regs[args[i, 2]])``
+    (unused arguments are -1; ``CONST`` writes ``imm[i]``). Expression ``k`` is instructions
+    ``start[k]:stop[k]``, its value ends in ``regs[result[k]]``; it reads the variables, held in
+    order in registers ``0 .. len(variables) - 1``, and its own results only, so expressions run
+    alone and in any order. Comparisons give 1.0 or 0.0, ``WHERE`` takes its second argument when
+    the first is nonzero (NaN included). The arrays are read-only.
+
+    Attributes:
+        op: (ninstr,) int64 opcodes (:data:`OPCODES`).
+        dst: (ninstr,) int64 destination registers.
+        args: (ninstr, 3) int64 argument registers.
+        imm: (ninstr,) float64 values of ``CONST``, else 0.
+        start, stop: (nexpr,) int64 instruction range of each expression.
+        result: (nexpr,) int64 register of each expression's value.
+        nreg: registers a buffer needs for every expression.
+        variables: the names held in registers ``0 .. len(variables) - 1``.
+    """
+
+    op: np.ndarray
+    dst: np.ndarray
+    args: np.ndarray
+    imm: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    result: np.ndarray
+    nreg: int
+    variables: tuple[str, ...]
+
+
+def _instruction(n: Node) -> tuple[str, tuple[Node, ...]]:
+    """Opcode name and operand nodes of one non-variable node."""
+    kind = n[0]
+    if kind == "num":
+        return "CONST", ()
+    if kind == "neg":
+        return "NEG", (n[1],)
+    if kind == "bin":
+        return _BIN_OPCODES[n[1]], (n[2], n[3])
+    if kind == "cmp":
+        return _CMP_OPCODES[n[1]], (n[2], n[3])
+    if kind == "call" and n[1] in FUNCTIONS:
+        arity = FUNCTIONS[n[1]][1]
+        if len(n[2]) != (2 if arity == -1 else arity):  # min and max are binary in the tree
+            raise ValueError(f"{n[1]}() with {len(n[2])} arguments in an expression tree")
+        return n[1].upper(), n[2]
+    raise ValueError(f"unknown node {_short(repr(n))} in an expression tree")
+
+
+def compile_programs(expressions: Sequence[Expression], variables: Sequence[str]) -> Programs:
+    """Flatten expressions into :class:`Programs`, so that one compiled interpreter evaluates any scene.
+
+    Each distinct node (by identity: derivatives share subtrees) becomes at most one instruction,
+    and equal instructions (same opcode, argument registers and constant) within an expression are
+    merged; the walk is iterative, however deep the tree. Registers past the variables are one per
+    instruction of the longest expression.
+
+    Raises:
+        ValueError: an expression uses a variable not in ``variables``, or a name is repeated.
+    """
+    names = tuple(variables)
+    slot = {name: i for i, name in enumerate(names)}
+    if len(slot) != len(names):
+        raise ValueError(f"repeated variable names in {', '.join(names)}")
+    rows: list[tuple[int, int, int, int, int, float]] = []
+    start, stop, result = [], [], []
+    nreg = len(names)
+    for expression in expressions:
+        first = len(rows)
+        reg: dict[int, int] = {}  # id(node) -> register
+        merged: dict[tuple, int] = {}  # (opcode, argument registers, constant bits) -> register
+        for n in _postorder(expression.tree):
+            if n[0] == "var":
+                if n[1] not in slot:
+                    raise ValueError(
+                        f"in '{_short(expression.text, 80)}': variable '{n[1]}' is not one of "
+                        f"the program's variables ({', '.join(names) or 'none'})"
+                    )
+                reg[id(n)] = slot[n[1]]
+                continue
+            name, operands = _instruction(n)
+            code = OPCODES[name]
+            operand_regs = tuple(reg[id(c)] for c in operands)
+            imm = float(n[1]) if name == "CONST" else 0.0
+            key = (code, operand_regs, struct.pack("<d", imm))  # bits: -0.0 and 0.0 stay apart
+            if key not in merged:
+                merged[key] = len(names) + len(rows) - first
+                rows.append((code, merged[key], *operand_regs, *(-1,) * (3 - len(operand_regs)), imm))
+            reg[id(n)] = merged[key]
+        start.append(first)
+        stop.append(len(rows))
+        result.append(reg[id(expression.tree)])
+        nreg = max(nreg, len(names) + len(rows) - first)
+
+    def frozen(values: list, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.array(values, dtype=dtype).reshape(shape)
+        out.flags.writeable = False
+        return out
+
+    n = len(rows)
+    return Programs(
+        op=frozen([r[0] for r in rows], np.int64, (n,)),
+        dst=frozen([r[1] for r in rows], np.int64, (n,)),
+        args=frozen([r[2:5] for r in rows], np.int64, (n, 3)),
+        imm=frozen([r[5] for r in rows], np.float64, (n,)),
+        start=frozen(start, np.int64, (len(start),)),
+        stop=frozen(stop, np.int64, (len(stop),)),
+        result=frozen(result, np.int64, (len(result),)),
+        nreg=nreg,
+        variables=names,
+    )
