@@ -30,6 +30,9 @@ from mbsim.solvers import get_solver
 from mbsim.solvers.base import StepInfo
 from mbsim.solvers.projection import assemble
 
+# most steps a compiled block takes before Python looks at signals and progress again
+BLOCK_STEPS = 200
+
 
 @dataclass
 class RunSummary:
@@ -175,43 +178,62 @@ def run(
             # the paper's step control: the small step while compliant bounding boxes overlap
             fine = model.contact_step if model.compliant is not None else None
             adaptive = bool(getattr(solver, "adaptive", False))
+            # fixed steps of a compiled method go in blocks up to the next recorded row
+            blocks = bool(getattr(solver, "block_stepping", False)) and fine is None
+            python_next = False  # a step the compiled block could not take goes through step()
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 interrupts.check()
-                h_try = min(h, t_end - state.t)
-                if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
-                    h_try = t_end - state.t
-                if fine is not None and fine < h_try:
-                    f = model.frames(*body(state))
-                    if model.compliant.near(f, h_try):
-                        h_try = fine
-                new, info, h_next = solver.step(state, h_try)
-                # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
-                h = h_next if (fine is None or adaptive or h_next != h_try) else model.step
-                if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
-                    raise SimulationError(
-                        "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
-                    )
-                steps += 1  # completed steps only
-                if steps > max_steps:  # an adaptive integrator that crawls: load checked end / step only
-                    raise SimulationError(
-                        f"more than solver.max_steps = {max_steps:g} steps (the step size fell to {h_try:.3g} s)",
-                        step=steps,
-                        t=new.t,
-                    )
-                state = new
-                if model.springs:
-                    update_spring_references(model, body(state)[0], state.t)
-                last = t_end - state.t <= 1e-12 * max(1.0, t_end)
-                recorded = steps % every == 0 or last
-                if recorded:
-                    record(state, info)
-                    violation = stats.max_position_violation
+                if blocks and not python_next:
+                    n = min(every - steps % every, BLOCK_STEPS, max_steps + 1 - steps)
+                    block = solver.advance(state, h, n, t_end, max_violation)
+                    python_next = block.status == "python"
+                    if block.steps == 0:
+                        continue
+                    state, info, steps = block.state, block.info, steps + block.steps
+                    stats.max_position_violation = max(stats.max_position_violation, block.worst_violation)
+                    if steps > max_steps:
+                        raise SimulationError(
+                            f"more than solver.max_steps = {max_steps:g} steps (the step size is {h:.3g} s)",
+                            step=steps,
+                            t=state.t,
+                        )
+                    violation = block.worst_violation
                 else:
+                    python_next = False
+                    h_try = min(h, t_end - state.t)
+                    if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+                        h_try = t_end - state.t
+                    if fine is not None and fine < h_try:
+                        f = model.frames(*body(state))
+                        if model.compliant.near(f, h_try):
+                            h_try = fine
+                    new, info, h_next = solver.step(state, h_try)
+                    # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
+                    h = h_next if (fine is None or adaptive or h_next != h_try) else model.step
+                    if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
+                        raise SimulationError(
+                            "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
+                        )
+                    steps += 1  # completed steps only
+                    if steps > max_steps:  # an adaptive integrator that crawls: load checked end / step only
+                        raise SimulationError(
+                            f"more than solver.max_steps = {max_steps:g} steps (the step size fell to {h_try:.3g} s)",
+                            step=steps,
+                            t=new.t,
+                        )
+                    state = new
+                    if model.springs:
+                        update_spring_references(model, body(state)[0], state.t)
                     violation = info.position_violation
                     if violation is None:
                         phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)
                         violation = float(np.max(np.abs(phi)))
                     stats.max_position_violation = max(stats.max_position_violation, violation)
+                last = t_end - state.t <= 1e-12 * max(1.0, t_end)
+                recorded = steps % every == 0 or last
+                if recorded:
+                    record(state, info)
+                    violation = stats.max_position_violation
                 if recorded and stats.last_ratio > divergence:
                     raise SimulationError(
                         f"the solution diverged: its energy error or kinetic energy is {stats.last_ratio:.3g} times "

@@ -23,6 +23,7 @@ import numpy as np
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number, Sub
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import factorize, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
@@ -52,9 +53,16 @@ OPTION_FIELDS = {
 class Solver(OdeSolver):
     """Lagrange-multiplier dynamics (see the module docstring); fails cleanly on rank loss."""
 
+    COMPILED = "lagrange"
+
     def __init__(self, model: Model, alpha: float, beta: float, **common) -> None:
-        super().__init__(model, **common)
         self.alpha, self.beta = alpha, beta
+        super().__init__(model, **common)
+
+    def compiled_parameters(self) -> np.ndarray:
+        P = super().compiled_parameters()
+        P[ode_kernels.ALPHA], P[ode_kernels.BETA] = self.alpha, self.beta
+        return P
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues

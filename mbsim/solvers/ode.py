@@ -17,8 +17,10 @@ import numpy as np
 
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
+from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
@@ -52,6 +54,26 @@ def common_arguments(solver_spec, got: dict) -> dict:
 
 
 @dataclass
+class Block:
+    """What a block of compiled steps (:meth:`OdeSolver.advance`) did.
+
+    Attributes:
+        state: the state after the last step taken.
+        steps: steps taken (0 when the first one must go through the Python path).
+        info: the StepInfo of the last step taken.
+        worst_violation: the largest position violation over the steps taken.
+        status: "ok"; "violation" (the last step passed the limit); "python" (the next step
+            failed in compiled code and must be taken again by ``step``, which raises its error).
+    """
+
+    state: State
+    steps: int
+    info: StepInfo
+    worst_violation: float
+    status: str
+
+
+@dataclass
 class Accelerations:
     """The result of one acceleration solve.
 
@@ -79,6 +101,7 @@ class OdeSolver:
 
     robust: bool = False
     EXTRA_DIAGNOSTICS: dict[str, str] = {}
+    COMPILED: str | None = None  # the method's key in ode_kernels.METHODS, if it has a compiled step
 
     def __init__(
         self,
@@ -100,6 +123,58 @@ class OdeSolver:
         self._cached: tuple[float, np.ndarray, np.ndarray, int, dict] | None = None
         self._iterations = 0
         self._extra: dict[str, float] = {}
+        self._flat: FlatModel | None = None
+        self.compiled_reason = "the method has no compiled step"
+        if self.COMPILED is not None and integrator in ode_kernels.INTEGRATORS:
+            flat = flatten(model)
+            if isinstance(flat, FlatModel):
+                self._flat, self._data = flat, make_data(flat)
+                self._params = self.compiled_parameters()
+                self._block_out = np.zeros(7)
+                self.compiled_reason = ""
+            else:
+                self.compiled_reason = flat
+        elif self.COMPILED is not None:
+            self.compiled_reason = f"integrator {integrator} has no compiled step"
+
+    def compiled_parameters(self) -> np.ndarray:
+        """The parameter vector P of the compiled step (ode_kernels: METHOD ... PROJ_TOL)."""
+        P = np.zeros(ode_kernels.NPARAMS)
+        P[ode_kernels.METHOD] = ode_kernels.METHODS[self.COMPILED]
+        P[ode_kernels.INTEGRATOR] = ode_kernels.INTEGRATORS[self.integrator]
+        P[ode_kernels.RANK_TOL] = self.rank_tol
+        p = self.projection
+        P[ode_kernels.PROJ_POSITION] = float(p.position)
+        P[ode_kernels.PROJ_VELOCITY] = float(p.velocity)
+        P[ode_kernels.PROJ_ITERATIONS] = p.iterations
+        P[ode_kernels.PROJ_TOL] = p.tol
+        return P
+
+    @property
+    def block_stepping(self) -> bool:
+        """Whether :meth:`advance` runs blocks of steps in compiled code."""
+        return self._flat is not None
+
+    def advance(self, state: State, h: float, nsteps: int, t_end: float, max_violation: float) -> Block:
+        """Up to ``nsteps`` fixed steps of size h in compiled code (the last one landing on
+        t_end), stopping after a step whose position violation passes ``max_violation``."""
+        m, D = self.model, self._data
+        springs = m.springs[0] if m.springs else None
+        if springs is not None:  # the references may have moved in Python steps
+            D.spr_ref[:] = springs.reference
+        q, v = state.q.copy(), state.v.copy()
+        out = self._block_out
+        code = ode_kernels.advance(
+            self._flat, D, self._params, state.t, q, v, state.work, h, t_end, nsteps, max_violation, out
+        )
+        if springs is not None:
+            springs.reference = D.spr_ref.copy()
+        steps = int(out[2])
+        new = State(float(out[0]), q, v, float(out[1])) if steps else state
+        violation = float(out[4])
+        info = StepInfo(int(out[3]), float(out[0]) - float(out[6]), violation if violation >= 0 else None)
+        status = {ode_kernels.OK: "ok", ode_kernels.VIOLATION: "violation"}.get(code, "python")
+        return Block(new, steps, info, float(out[5]), status)
 
     @property
     def adaptive(self) -> bool:

@@ -219,14 +219,20 @@ def test_reference_equal_to_a_solver_reuses_its_run(tmp_path: Path) -> None:
 
 
 def test_an_exception_inside_a_solver_fails_only_its_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    step = lagrange.Solver.step
+    step, advance = lagrange.Solver.step, lagrange.Solver.advance
 
     def broken(self, state, h):
         if self.integrator == "euler":
             raise RuntimeError("solver bug")
         return step(self, state, h)
 
+    def broken_block(self, state, h, *args):  # fixed steps run in compiled blocks
+        if self.integrator == "euler":
+            raise RuntimeError("solver bug")
+        return advance(self, state, h, *args)
+
     monkeypatch.setattr(lagrange.Solver, "step", broken)
+    monkeypatch.setattr(lagrange.Solver, "advance", broken_block)
     result = invoke(PENDULUM, "--set", "time.end=0.05", "--solvers", f"lagrange,{EULER}", "--format", "json")
     assert result.exit_code == 0, result.output
     rows = rows_by_solver(json.loads(result.stdout))

@@ -33,7 +33,7 @@ def _env(f: Frames, body: int, t: float, dimension: int) -> dict[str, float]:
     return {"t": t, "x": p[0], "y": p[1], "angle": f.angle[body], "vx": v[0], "vy": v[1], "w": f.omega[body]}
 
 
-class _Loads:
+class Loads:
     """Applied point forces or torques: one Python evaluation per element (expressions)."""
 
     def __init__(self, bodies, points, values, frames_, torque, nbody, dimension):
@@ -98,7 +98,7 @@ class PointForce(ForceType):
     @classmethod
     def build(cls, items, setup: BuildSetup):
         b, p, v, fr = _read_common(items, setup, with_point=True)
-        return _Loads(b, p, v, fr, False, setup.nbody, setup.dimension)
+        return Loads(b, p, v, fr, False, setup.nbody, setup.dimension)
 
 
 @register_force
@@ -116,4 +116,4 @@ class Torque(ForceType):
     @classmethod
     def build(cls, items, setup: BuildSetup):
         b, p, v, fr = _read_common(items, setup, with_point=False)
-        return _Loads(b, p, v, fr, True, setup.nbody, setup.dimension)
+        return Loads(b, p, v, fr, True, setup.nbody, setup.dimension)

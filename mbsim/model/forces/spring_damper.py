@@ -42,7 +42,7 @@ class SpringDamper(ForceType):
             c.append(v["damping"])
             length = float(np.linalg.norm(v["point2"] - v["point1"]))
             rest.append(length if v["rest_length"] is None else v["rest_length"])
-        return _SpringDamperGroup(
+        return SpringDamperGroup(
             np.array(b1),
             np.array(b2),
             np.array(s1),
@@ -55,7 +55,7 @@ class SpringDamper(ForceType):
         )
 
 
-class _SpringDamperGroup:
+class SpringDamperGroup:
     def __init__(self, b1, b2, s1, s2, k, c, rest, nbody, dimension):
         self.b1, self.b2, self.s1, self.s2 = b1, b2, s1, s2
         self.k, self.c, self.rest = k, c, rest

@@ -1,0 +1,338 @@
+"""The Model as flat arrays for the compiled step, and the per-run buffers it writes into.
+
+``flatten(model)`` turns what a right-hand side needs -- bodies, constraint primitives, joint
+springs, force elements, drive and load expressions -- into one ``FlatModel`` of numpy
+arrays (MuJoCo's mjModel: sizes ``n<object>``, arrays ``<object>_<attribute>``), read by
+mbsim.model.step_kernels and mbsim.solvers.ode_kernels. ``make_data`` allocates a
+``FlatData``: every buffer a step writes (MuJoCo's mjData), so that a step allocates nothing
+and one FlatModel can serve two runs at once.
+
+2D and 3D share one layout (rotations are stored 3x3, positions with 3 columns, the 2D
+kernels read the upper-left part) so that one compiled specialisation serves both.
+
+What is not flat yet (compliant mesh contact, sparse linear algebra) makes ``flatten``
+return the reason instead, and the method steps through the Python path.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from mbsim.model.constraints import PrimitiveGroup
+from mbsim.model.forces.applied import Loads
+from mbsim.model.forces.spring_damper import SpringDamperGroup
+from mbsim.model.model import Model
+from mbsim.scene.expr import Expression, compile_programs
+
+# primitive kinds of the flat table (mbsim.model.constraints; the kernels of mbsim.model.kernels)
+POINT3, DOT1_3, DOT2_3, ANGLE3, POINT2, ANGLE2, DOT2_2 = range(7)
+_KIND = {
+    (3, "point"): (POINT3, ("s_i", "s_j")),
+    (3, "dot1"): (DOT1_3, ("a_i", "b_j")),
+    (3, "dot2"): (DOT2_3, ("a_i", "s_i", "s_j")),
+    (3, "angle"): (ANGLE3, ("b_i", "e_i", "c_j")),
+    (2, "point"): (POINT2, ("s_i", "s_j")),
+    (2, "angle"): (ANGLE2, ()),
+    (2, "dot2"): (DOT2_2, ("a_i", "s_i", "s_j")),
+}
+# the variables of load expressions, in register order (drives use t only)
+VARIABLES = {
+    3: ("t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"),
+    2: ("t", "x", "y", "angle", "vx", "vy", "w"),
+}
+
+
+class FlatModel(NamedTuple):
+    """Everything a compiled right-hand side reads; shapes with n* the item counts.
+
+    Attributes:
+        dim, nbody, nq, nv, nc: dimension and sizes (mbsim.model.model.Model).
+        body_inv_mass: (nbody, w, w) inverse mass-matrix blocks; body_inertia: (nbody, 3, 3)
+            (2D: the 1x1 inertia in [0, 0]); body_weight: (nbody, 3) m g (2D: 2 columns used).
+        prim_*: constraint primitives, one row each: kind (POINT3 ...), bodies i and j
+            (extended: nbody = ground), vec (n, 3, 3) up to three local vectors of the kind,
+            row (first constraint row), nrow, offset (n, 3) value kept per row, drive (index of
+            the drive's c in the expression programs, c' and c'' follow; -1 none), wrap (angle
+            rows wrapped to (-pi, pi]).
+        spr_*: joint springs: the same table over spring coordinates (row = coordinate index),
+            stiffness, damping and rest (ncoord,).
+        sd_*: spring-dampers: bodies b1, b2, local points s1, s2 (n, 3), k, c, rest (n,).
+        ld_*: applied forces and torques: body, local point (n, 3), body_frame (components
+            in body axes), torque, expr (n, 3) program index per component (-1 none).
+        prog_*: the expression programs (mbsim.scene.expr.Programs): op, dst, args, imm,
+            start, stop, result; nreg registers, the variables first (VARIABLES).
+    """
+
+    dim: int
+    nbody: int
+    nq: int
+    nv: int
+    nc: int
+    body_inv_mass: np.ndarray
+    body_inertia: np.ndarray
+    body_weight: np.ndarray
+    prim_kind: np.ndarray
+    prim_bi: np.ndarray
+    prim_bj: np.ndarray
+    prim_vec: np.ndarray
+    prim_row: np.ndarray
+    prim_nrow: np.ndarray
+    prim_offset: np.ndarray
+    prim_drive: np.ndarray
+    prim_wrap: np.ndarray
+    nspr: int
+    spr_kind: np.ndarray
+    spr_bi: np.ndarray
+    spr_bj: np.ndarray
+    spr_vec: np.ndarray
+    spr_row: np.ndarray
+    spr_nrow: np.ndarray
+    spr_offset: np.ndarray
+    spr_drive: np.ndarray
+    spr_wrap: np.ndarray
+    spr_stiffness: np.ndarray
+    spr_damping: np.ndarray
+    spr_rest: np.ndarray
+    sd_b1: np.ndarray
+    sd_b2: np.ndarray
+    sd_s1: np.ndarray
+    sd_s2: np.ndarray
+    sd_k: np.ndarray
+    sd_c: np.ndarray
+    sd_rest: np.ndarray
+    ld_body: np.ndarray
+    ld_point: np.ndarray
+    ld_body_frame: np.ndarray
+    ld_torque: np.ndarray
+    ld_expr: np.ndarray
+    prog_op: np.ndarray
+    prog_dst: np.ndarray
+    prog_args: np.ndarray
+    prog_imm: np.ndarray
+    prog_start: np.ndarray
+    prog_stop: np.ndarray
+    prog_result: np.ndarray
+    nreg: int
+
+
+class FlatData(NamedTuple):
+    """The buffers of one run (written by the compiled step; see FlatModel for the shapes' n).
+
+    Attributes:
+        pos, rot, vel, omega_body, omega: body frames, ground last ((nbody+1, 3), rot 3x3;
+            omega in world axes); omega2, angle: the 2D angular velocity and angle (nbody+1,).
+        Q, Qn: (nv,) all generalized forces and their non-conservative part.
+        phi, phi_t, gamma: (nc,); J: (nc, nv) dense constraint Jacobian.
+        minv_jt: (nv, nc) M^-1 J^T; S: (nc, nc) its Schur complement, factored in place;
+            lam, rhs: (nc,); minv_q: (nv,).
+        spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, nv); spr_ref: (ncoord,) the
+            unwrapped deflection of the last accepted step (state carried between steps);
+            spr_rate, spr_bias: scratch of the coordinates' (unused) rate and bias.
+        row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.
+        regs: (nreg,) expression registers; vec3: (3,) a load's components.
+        y, ynew, ytmp, k1..k4: (nq + nv + 1,) integrator state, result and stages; q_scratch, dx: (nq,), (nv,).
+    """
+
+    pos: np.ndarray
+    rot: np.ndarray
+    vel: np.ndarray
+    omega_body: np.ndarray
+    omega: np.ndarray
+    omega2: np.ndarray
+    angle: np.ndarray
+    Q: np.ndarray
+    Qn: np.ndarray
+    phi: np.ndarray
+    phi_t: np.ndarray
+    gamma: np.ndarray
+    J: np.ndarray
+    minv_jt: np.ndarray
+    S: np.ndarray
+    lam: np.ndarray
+    rhs: np.ndarray
+    minv_q: np.ndarray
+    spr_value: np.ndarray
+    spr_jac: np.ndarray
+    spr_ref: np.ndarray
+    spr_rate: np.ndarray
+    spr_bias: np.ndarray
+    row_val: np.ndarray
+    row_jac_i: np.ndarray
+    row_jac_j: np.ndarray
+    row_bias: np.ndarray
+    regs: np.ndarray
+    vec3: np.ndarray
+    y: np.ndarray
+    ynew: np.ndarray
+    ytmp: np.ndarray
+    k1: np.ndarray
+    k2: np.ndarray
+    k3: np.ndarray
+    k4: np.ndarray
+    q_scratch: np.ndarray
+    dx: np.ndarray
+
+
+def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
+    """The flat table of batched primitive groups; drives append (c, c', c'') to ``expressions``."""
+    items = []
+    for g in groups:
+        kind, keys = _KIND[(dim, g.kind)]
+        drives = {idx: (c, c1, c2) for idx, c, c1, c2 in g.drives}
+        for k in range(len(g.body_i)):
+            vec = np.zeros((3, 3))
+            for m, key in enumerate(keys):
+                vec[m, :dim] = g.params[key][k]
+            offset = np.zeros(3)
+            offset[: g.rows.shape[1]] = g.offset[k]
+            drive = -1
+            if k in drives:
+                drive = len(expressions)
+                expressions.extend(drives[k])
+            items.append((kind, g.body_i[k], g.body_j[k], vec, g.rows[k, 0], g.rows.shape[1], offset, drive, g.wrap))
+    n = len(items)
+    return {
+        "kind": np.array([it[0] for it in items], dtype=np.int64).reshape(n),
+        "bi": np.array([it[1] for it in items], dtype=np.int64).reshape(n),
+        "bj": np.array([it[2] for it in items], dtype=np.int64).reshape(n),
+        "vec": np.array([it[3] for it in items], dtype=float).reshape(n, 3, 3),
+        "row": np.array([it[4] for it in items], dtype=np.int64).reshape(n),
+        "nrow": np.array([it[5] for it in items], dtype=np.int64).reshape(n),
+        "offset": np.array([it[6] for it in items], dtype=float).reshape(n, 3),
+        "drive": np.array([it[7] for it in items], dtype=np.int64).reshape(n),
+        "wrap": np.array([it[8] for it in items], dtype=np.int64).reshape(n),
+    }
+
+
+def _padded(rows: list, n: int, width: int = 3) -> np.ndarray:
+    out = np.zeros((n, width))
+    for k, r in enumerate(rows):
+        out[k, : len(r)] = r
+    return out
+
+
+def flatten(model: Model) -> FlatModel | str:
+    """The FlatModel of ``model``, or the reason it has none (then the Python path steps)."""
+    if model.sparse:
+        return f"{model.nv} velocity coordinates use sparse linear algebra (compiled: dense only)"
+    d, nb = model.dimension, model.nbody
+    expressions: list[Expression] = []
+    prims = _primitive_table(model.groups, d, expressions)
+    if model.springs:
+        springs = model.springs[0]
+        spr = _primitive_table(springs.groups, d, expressions)
+        stiffness, damping, rest = springs.stiffness, springs.damping, springs.rest
+    else:
+        spr = _primitive_table([], d, expressions)
+        stiffness = damping = rest = np.zeros(0)
+    sd = {"b1": [], "b2": [], "s1": [], "s2": [], "k": [], "c": [], "rest": []}
+    ld = {"body": [], "point": [], "body_frame": [], "torque": [], "expr": []}
+    for group in model.forces:
+        if isinstance(group, SpringDamperGroup):
+            for key in sd:
+                sd[key].extend(list(getattr(group, key)))
+        elif isinstance(group, Loads):
+            parts = zip(group.bodies, group.points, group.values, group.body_frame, strict=True)
+            for b, point, exprs, body_frame in parts:
+                ld["body"].append(b)
+                ld["point"].append(point)
+                ld["body_frame"].append(bool(body_frame))
+                ld["torque"].append(group.torque)
+                ld["expr"].append(list(range(len(expressions), len(expressions) + len(exprs))))
+                expressions.extend(exprs)
+        else:
+            return f"force group {type(group).__name__} has no compiled form"
+    nsd, nld = len(sd["k"]), len(ld["body"])
+    programs = compile_programs(expressions, VARIABLES[d])
+    inertia = np.zeros((nb, 3, 3))
+    inertia[:, : model.body_inertia.shape[1], : model.body_inertia.shape[2]] = model.body_inertia
+    weight = np.zeros((nb, 3))
+    weight[:, :d] = model.weight
+    expr_index = np.full((nld, 3), -1, dtype=np.int64)
+    for k, idx in enumerate(ld["expr"]):
+        expr_index[k, : len(idx)] = idx
+    return FlatModel(
+        dim=d,
+        nbody=nb,
+        nq=model.nq,
+        nv=model.nv,
+        nc=model.nc,
+        body_inv_mass=np.ascontiguousarray(model.inv_mass_blocks, dtype=float),
+        body_inertia=inertia,
+        body_weight=weight,
+        **{f"prim_{k}": v for k, v in prims.items()},
+        nspr=len(stiffness),
+        **{f"spr_{k}": v for k, v in spr.items()},
+        spr_stiffness=np.asarray(stiffness, dtype=float),
+        spr_damping=np.asarray(damping, dtype=float),
+        spr_rest=np.asarray(rest, dtype=float),
+        sd_b1=np.array(sd["b1"], dtype=np.int64).reshape(nsd),
+        sd_b2=np.array(sd["b2"], dtype=np.int64).reshape(nsd),
+        sd_s1=_padded(sd["s1"], nsd),
+        sd_s2=_padded(sd["s2"], nsd),
+        sd_k=np.array(sd["k"], dtype=float).reshape(nsd),
+        sd_c=np.array(sd["c"], dtype=float).reshape(nsd),
+        sd_rest=np.array(sd["rest"], dtype=float).reshape(nsd),
+        ld_body=np.array(ld["body"], dtype=np.int64).reshape(nld),
+        ld_point=_padded(ld["point"], nld),
+        ld_body_frame=np.array(ld["body_frame"], dtype=np.int64).reshape(nld),
+        ld_torque=np.array(ld["torque"], dtype=np.int64).reshape(nld),
+        ld_expr=expr_index,
+        prog_op=programs.op,
+        prog_dst=programs.dst,
+        prog_args=programs.args,
+        prog_imm=programs.imm,
+        prog_start=programs.start,
+        prog_stop=programs.stop,
+        prog_result=programs.result,
+        nreg=max(programs.nreg, len(VARIABLES[d])),
+    )
+
+
+def make_data(flat: FlatModel) -> FlatData:
+    """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest)."""
+    nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
+    ny = nq + nv + 1
+    ncoord = flat.nspr
+    return FlatData(
+        pos=np.zeros((nb + 1, 3)),
+        rot=np.zeros((nb + 1, 3, 3)),
+        vel=np.zeros((nb + 1, 3)),
+        omega_body=np.zeros((nb + 1, 3)),
+        omega=np.zeros((nb + 1, 3)),
+        omega2=np.zeros(nb + 1),
+        angle=np.zeros(nb + 1),
+        Q=np.zeros(nv),
+        Qn=np.zeros(nv),
+        phi=np.zeros(nc),
+        phi_t=np.zeros(nc),
+        gamma=np.zeros(nc),
+        J=np.zeros((nc, nv)),
+        minv_jt=np.zeros((nv, nc)),
+        S=np.zeros((nc, nc)),
+        lam=np.zeros(nc),
+        rhs=np.zeros(nc),
+        minv_q=np.zeros(nv),
+        spr_value=np.zeros(ncoord),
+        spr_jac=np.zeros((ncoord, nv)),
+        spr_ref=-flat.spr_rest.copy(),
+        spr_rate=np.zeros(ncoord),
+        spr_bias=np.zeros(ncoord),
+        row_val=np.zeros((1, 3)),
+        row_jac_i=np.zeros((1, 3, 6)),
+        row_jac_j=np.zeros((1, 3, 6)),
+        row_bias=np.zeros((1, 3)),
+        regs=np.zeros(max(flat.nreg, 1)),
+        vec3=np.zeros(3),
+        y=np.zeros(ny),
+        ynew=np.zeros(ny),
+        ytmp=np.zeros(ny),
+        k1=np.zeros(ny),
+        k2=np.zeros(ny),
+        k3=np.zeros(ny),
+        k4=np.zeros(ny),
+        q_scratch=np.zeros(nq),
+        dx=np.zeros(nv),
+    )

@@ -1,0 +1,411 @@
+"""Compiled steps of the ODE-based methods: right-hand side, fixed-step integrators,
+quaternion normalisation and both projections, and a block of steps between two records.
+
+What mbsim.solvers.ode.OdeSolver.step does in Python, over a FlatModel and into a FlatData
+(mbsim.model.flat), so that Python is entered once per block of steps: the same operations
+in the same order where that is cheap to keep; sums of products (J M^-1 J^T, J v) are
+plain loops, so results agree with the Python path to round-off.
+
+A step that the compiled code cannot finish cleanly -- a rank-deficient Schur complement,
+a non-finite state -- is *not* taken: ``advance`` returns its status with the state before
+that step, and the caller takes the step again through the Python path, which raises the
+error with its full message (the equations involved, the time).
+
+Symbols (mbsim.solvers.lagrange): M block-diagonal mass matrix, Q generalized forces, J the
+constraint Jacobian, gamma the acceleration right side, S = J M^-1 J^T, lambda multipliers.
+Parameters ``P`` (float64 array, see PARAMS): method, integrator, alpha, beta, rank_tol,
+projection position/velocity/iterations/tol.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
+from mbsim.model.kernels import retract3_into
+from mbsim.model.step_kernels import constraints_into, forces_into, frames_into, spring_deflections_into
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+# the parameter vector P
+METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL, PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = range(9)
+NPARAMS = 9
+METHODS = {"lagrange": 0}
+INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
+
+# status of a step or block
+OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION = 0, 1, 2, 3
+
+
+@njit(**_JIT)
+def inverse_mass_times(F, x, out):
+    """out = M^-1 x (nv,), block by block."""
+    w = 6 if F.dim == 3 else 3
+    for b in range(F.nbody):
+        for a in range(w):
+            s = 0.0
+            for m in range(w):
+                s += F.body_inv_mass[b, a, m] * x[w * b + m]
+            out[w * b + a] = s
+
+
+@njit(**_JIT)
+def schur_factor(F, D, rank_tol):
+    """M^-1 J^T into D.minv_jt and the lower Cholesky factor of S = J M^-1 J^T into D.S.
+    Returns False on a rank loss: a pivot <= 0, or smallest / largest pivot^2 <= rank_tol
+    (mbsim.solvers.linalg.Schur)."""
+    nc, nv = F.nc, F.nv
+    w = 6 if F.dim == 3 else 3
+    J, MJ, S = D.J, D.minv_jt, D.S
+    for b in range(F.nbody):
+        for a in range(w):
+            for r in range(nc):
+                s = 0.0
+                for m in range(w):
+                    s += F.body_inv_mass[b, a, m] * J[r, w * b + m]
+                MJ[w * b + a, r] = s
+    for r in range(nc):
+        for c in range(r + 1):
+            s = 0.0
+            for k in range(nv):
+                s += J[r, k] * MJ[k, c]
+            S[r, c] = s
+    # Cholesky S = L L^T in place (lower triangle)
+    for c in range(nc):
+        d = S[c, c]
+        for k in range(c):
+            d -= S[c, k] * S[c, k]
+        if not d > 0.0:
+            return False
+        d = np.sqrt(d)
+        S[c, c] = d
+        for r in range(c + 1, nc):
+            s = S[r, c]
+            for k in range(c):
+                s -= S[r, k] * S[c, k]
+            S[r, c] = s / d
+    if nc:
+        lo, hi = np.inf, 0.0
+        for c in range(nc):
+            p = S[c, c] * S[c, c]
+            lo = min(lo, p)
+            hi = max(hi, p)
+        if not (hi > 0.0 and lo / hi > rank_tol):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def schur_solve(D, nc, x):
+    """x <- S^-1 x with the factor in D.S (forward, then back substitution)."""
+    S = D.S
+    for r in range(nc):
+        s = x[r]
+        for k in range(r):
+            s -= S[r, k] * x[k]
+        x[r] = s / S[r, r]
+    for r in range(nc - 1, -1, -1):
+        s = x[r]
+        for k in range(r + 1, nc):
+            s -= S[k, r] * x[k]
+        x[r] = s / S[r, r]
+
+
+@njit(**_JIT)
+def correction(F, D, rank_tol, r, dx):
+    """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. False on rank loss."""
+    if not schur_factor(F, D, rank_tol):
+        return False
+    schur_solve(D, F.nc, r)
+    for k in range(F.nv):
+        s = 0.0
+        for c in range(F.nc):
+            s += D.minv_jt[k, c] * r[c]
+        dx[k] = s
+    return True
+
+
+@njit(**_JIT)
+def lagrange_accelerations(F, D, P, v, vdot):
+    """v_dot and lambda (D.lam) of [M J^T; J 0] [v_dot; lambda] = [Q; gamma*] through the Schur
+    complement (mbsim.solvers.lagrange); False on rank loss."""
+    nc, nv = F.nc, F.nv
+    alpha, beta = P[ALPHA], P[BETA]
+    if not schur_factor(F, D, P[RANK_TOL]):
+        return False
+    inverse_mass_times(F, D.Q, D.minv_q)
+    rhs = D.lam
+    for r in range(nc):
+        g = D.gamma[r]
+        if alpha != 0.0 or beta != 0.0:  # Baumgarte: gamma - 2 alpha (J v + Phi_t) - beta^2 Phi
+            jv = 0.0
+            for k in range(nv):
+                jv += D.J[r, k] * v[k]
+            g = g - 2.0 * alpha * (jv + D.phi_t[r]) - beta**2 * D.phi[r]
+        s = 0.0
+        for k in range(nv):
+            s += D.J[r, k] * D.minv_q[k]
+        rhs[r] = s - g
+    schur_solve(D, nc, rhs)
+    for k in range(nv):
+        s = 0.0
+        for c in range(nc):
+            s += D.minv_jt[k, c] * rhs[c]
+        vdot[k] = D.minv_q[k] - s
+    return True
+
+
+@njit(**_JIT)
+def q_rate_into(F, q, v, out):
+    """dq/dt (quaternion rate 1/2 q ⊗ (0, omega_body) in 3D)."""
+    if F.dim == 2:
+        for k in range(F.nq):
+            out[k] = v[k]
+        return
+    for b in range(F.nbody):
+        o, ov = 7 * b, 6 * b
+        for a in range(3):
+            out[o + a] = v[ov + a]
+        w, x, y, z = q[o + 3], q[o + 4], q[o + 5], q[o + 6]
+        wx, wy, wz = v[ov + 3], v[ov + 4], v[ov + 5]
+        out[o + 3] = 0.5 * (-x * wx - y * wy - z * wz)
+        out[o + 4] = 0.5 * (w * wx + y * wz - z * wy)
+        out[o + 5] = 0.5 * (w * wy - x * wz + z * wx)
+        out[o + 6] = 0.5 * (w * wz + x * wy - y * wx)
+
+
+@njit(**_JIT)
+def accelerations(F, D, P, t, q, v, vdot):
+    """v_dot at (t, q, v) into vdot; returns (ok, power of non-conservative forces and drives)."""
+    frames_into(F, D, q, v)
+    power = forces_into(F, D, t, v)
+    if F.nc == 0:
+        inverse_mass_times(F, D.Q, vdot)
+        return True, power
+    constraints_into(F, D, t)
+    if not lagrange_accelerations(F, D, P, v, vdot):
+        return False, power
+    for r in range(F.nc):  # drives do work: lambda^T Phi_t
+        power += D.lam[r] * D.phi_t[r]
+    return True, power
+
+
+@njit(**_JIT)
+def derivative(F, D, P, t, y, out):
+    """out = (q_dot, v_dot, power) at y = (q, v, work); False on rank loss."""
+    nq, nv = F.nq, F.nv
+    q, v = y[:nq], y[nq : nq + nv]
+    ok, power = accelerations(F, D, P, t, q, v, out[nq : nq + nv])
+    q_rate_into(F, q, v, out[:nq])
+    out[nq + nv] = power
+    return ok
+
+
+@njit(**_JIT)
+def integrate(F, D, P, t, h, y, out):
+    """One fixed step of the integrator P[INTEGRATOR] from y into out (mbsim.solvers.integrators)."""
+    nq, nv = F.nq, F.nv
+    ny = y.shape[0]
+    method = int(P[INTEGRATOR])
+    k1, k2, k3, k4, yt = D.k1, D.k2, D.k3, D.k4, D.ytmp
+    if method == 1:  # semi-implicit Euler: v first, then q with the new v
+        q, v = y[:nq], y[nq : nq + nv]
+        if not derivative(F, D, P, t, y, k1):  # its q rate is not used
+            return False
+        for k in range(nv):
+            out[nq + k] = v[k] + h * k1[nq + k]
+        q_rate_into(F, q, out[nq : nq + nv], k2[:nq])
+        for k in range(nq):
+            out[k] = q[k] + h * k2[k]
+        out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
+        return True
+    if not derivative(F, D, P, t, y, k1):
+        return False
+    if method == 0:
+        for k in range(ny):
+            out[k] = y[k] + h * k1[k]
+        return True
+    half = 0.5 * h
+    for k in range(ny):
+        yt[k] = y[k] + half * k1[k]
+    if not derivative(F, D, P, t + 0.5 * h, yt, k2):
+        return False
+    for k in range(ny):
+        yt[k] = y[k] + half * k2[k]
+    if not derivative(F, D, P, t + 0.5 * h, yt, k3):
+        return False
+    for k in range(ny):
+        yt[k] = y[k] + h * k3[k]
+    if not derivative(F, D, P, t + h, yt, k4):
+        return False
+    sixth = h / 6.0
+    for k in range(ny):
+        out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
+    return True
+
+
+@njit(**_JIT)
+def normalize(F, q):
+    """Quaternions rescaled to unit norm (3D)."""
+    if F.dim == 3:
+        for b in range(F.nbody):
+            o = 7 * b + 3
+            n = np.sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
+            for a in range(4):
+                q[o + a] = q[o + a] / n
+
+
+@njit(**_JIT)
+def _constraints_at_rest(F, D, t, q):
+    """Constraint values at (q, t) with zero velocities (the projections' Jacobian)."""
+    D.dx[:] = 0.0
+    frames_into(F, D, q, D.dx)
+    constraints_into(F, D, t)
+
+
+@njit(**_JIT)
+def _max_abs(x):
+    m = 0.0
+    for k in range(x.shape[0]):
+        a = abs(x[k])
+        if a > m or a != a:
+            m = a
+    return m
+
+
+@njit(**_JIT)
+def project(F, D, P, t, q, v):
+    """Mass-weighted projection of q (Newton steps), then of v, in place
+    (mbsim.solvers.projection). Returns (ok, Newton steps, max |Phi| at the returned q)."""
+    nv, nc = F.nv, F.nc
+    rank_tol = P[RANK_TOL]
+    used, violation = 0, -1.0
+    have_values = False
+    if P[PROJ_POSITION] != 0.0:
+        iterations, tol = int(P[PROJ_ITERATIONS]), P[PROJ_TOL]
+        while True:
+            _constraints_at_rest(F, D, t, q)
+            violation = _max_abs(D.phi)
+            if violation <= tol or used >= iterations:
+                break
+            r = D.rhs
+            r[:] = D.phi
+            dx = D.dx
+            if not correction(F, D, rank_tol, r, dx):
+                return False, used, violation
+            for k in range(nv):
+                dx[k] = -dx[k]
+            if F.dim == 3:
+                retract3_into(q, dx, F.nbody, q)
+            else:
+                for k in range(nv):
+                    q[k] = q[k] + dx[k]
+            used += 1
+        have_values = True
+    if P[PROJ_VELOCITY] != 0.0:
+        if not have_values:
+            frames_into(F, D, q, v)
+            constraints_into(F, D, t)
+        r = D.rhs
+        for c in range(nc):
+            s = 0.0
+            for k in range(nv):
+                s += D.J[c, k] * v[k]
+            r[c] = s + D.phi_t[c]
+        if not correction(F, D, rank_tol, r, D.dx):
+            return False, used, violation
+        for k in range(nv):
+            v[k] = v[k] - D.dx[k]
+    return True, used, violation
+
+
+@njit(**_JIT)
+def _all_finite(x):
+    ok = True
+    for k in range(x.shape[0]):
+        ok = ok and np.isfinite(x[k])
+    return ok
+
+
+@njit(**_JIT)
+def update_spring_references(F, D, t, q):
+    """The unwrapped deflections of an accepted step become the next references (when any
+    spring coordinate wraps: mbsim.model.dynamics.SpringGroups.update)."""
+    wrapped = False
+    for p in range(F.spr_wrap.shape[0]):
+        wrapped = wrapped or F.spr_wrap[p] != 0
+    if wrapped:
+        _constraints_at_rest_springs(F, D, t, q)
+        for r in range(F.nspr):
+            D.spr_ref[r] = D.spr_value[r]
+
+
+@njit(**_JIT)
+def _constraints_at_rest_springs(F, D, t, q):
+    D.dx[:] = 0.0
+    frames_into(F, D, q, D.dx)
+    spring_deflections_into(F, D, t)
+
+
+@njit(**_JIT)
+def advance(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
+    """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
+    mbsim.simulate.run does), q and v updated in place.
+
+    Stops early, before taking it, at a step that fails (rank loss: RANK_DEFICIENT) or would
+    leave a non-finite state (NOT_FINITE), and after a step whose position violation passes
+    ``max_violation`` (VIOLATION). ``out`` (float64, 7) receives: t, work, steps taken,
+    Newton steps of the last step, its position violation (-1: not projected), the largest
+    violation over the steps, and the time before the last step. Returns the status (OK when
+    nmax steps or t_end were reached).
+    """
+    nq, nv = F.nq, F.nv
+    ny = nq + nv + 1
+    y, ynew = D.y, D.ynew
+    steps, status = 0, OK
+    newton, violation, worst, t_before = 0, -1.0, 0.0, t
+    scale = max(1.0, t_end)
+    while steps < nmax and t_end - t > 1e-12 * scale:
+        h_try = min(h, t_end - t)
+        if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+            h_try = t_end - t
+        y[:nq] = q
+        y[nq : nq + nv] = v
+        y[ny - 1] = work
+        if not integrate(F, D, P, t, h_try, y, ynew):
+            status = RANK_DEFICIENT
+            break
+        qn, vn = ynew[:nq], ynew[nq : nq + nv]
+        normalize(F, qn)
+        t_new = t + h_try
+        ok = True
+        if F.nc:
+            ok, newton, violation = project(F, D, P, t_new, qn, vn)
+        if not ok:
+            status = RANK_DEFICIENT
+            break
+        if not (_all_finite(ynew)):
+            status = NOT_FINITE
+            break
+        q[:] = qn
+        v[:] = vn
+        work = ynew[ny - 1]
+        t_before = t
+        t = t_new
+        steps += 1
+        update_spring_references(F, D, t, q)
+        if violation < 0.0:
+            if F.nc:
+                _constraints_at_rest(F, D, t, q)
+                step_violation = _max_abs(D.phi)
+            else:
+                step_violation = 0.0
+        else:
+            step_violation = violation
+        worst = max(worst, step_violation)
+        if step_violation > max_violation:
+            status = VIOLATION
+            break
+    out[0], out[1], out[2], out[3], out[4], out[5], out[6] = t, work, steps, newton, violation, worst, t_before
+    return status

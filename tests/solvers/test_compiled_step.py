@@ -1,0 +1,173 @@
+"""The compiled step (mbsim.solvers.ode_kernels over mbsim.model.flat) against the Python path
+it replaces: the same right-hand side at arbitrary states and the same steps, to round-off, on
+mechanisms that use every primitive kind, drives, joint springs (a torsion spring wound past half
+a turn), spring-dampers and applied loads given by expressions of time and state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from mbsim.model.flat import FlatModel, flatten
+from mbsim.model.model import State
+from mbsim.scene.spec import load_scene
+from mbsim.simulate import prepare
+from mbsim.solvers import ode_kernels
+
+
+def write_yaml_scene(scene: dict, path: Path) -> Path:
+    path.write_text(yaml.safe_dump(scene, sort_keys=False))
+    return path
+
+
+BOX = {"mass": 2.0, "inertia": [0.3, 0.4, 0.5]}
+
+
+def scene_3d() -> dict:
+    return {
+        "mbsim": 1,
+        "name": "every 3D primitive",
+        "dimension": 3,
+        "gravity": [0, 0, -9.81],
+        "time": {"end": 0.2, "step": 0.002},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [
+            {"name": "a", **BOX, "position": [0.5, 0, 0], "velocity": [0, 0.3, 0], "angular_velocity": [0, 0, 0.4]},
+            {"name": "b", **BOX, "position": [1.5, 0, 0], "angular_velocity": [0.2, 0, 0.1]},
+            {"name": "c", **BOX, "position": [1.5, 0, -1]},
+            {"name": "d", **BOX, "position": [2.5, 0, -1], "velocity": [0.1, 0, 0]},
+        ],
+        "joints": [
+            {"name": "hinge", "type": "revolute", "body1": "ground", "body2": "a", "point": [0, 0, 0],
+             "axis": [0, 0, 1], "drive": {"position": "0.3*sin(2*t) + where(t < 0.1, t**2, 0.2*t - 0.01)"}},
+            {"name": "twist", "type": "revolute", "body1": "a", "body2": "b", "point": [1, 0, 0], "axis": [1, 0, 0],
+             "spring": {"stiffness": 40.0, "damping": 0.5, "rest": 3.0}},
+            {"name": "slide", "type": "prismatic", "body1": "b", "body2": "c", "point": [1.5, 0, -0.5],
+             "axis": [0, 0, 1], "spring": {"stiffness": 100.0, "damping": 2.0, "rest": 0.1}},
+            {"name": "cyl", "type": "cylindrical", "body1": "c", "body2": "d", "point": [2, 0, -1], "axis": [1, 0, 0]},
+        ],
+        "forces": [
+            {"type": "spring_damper", "body1": "ground", "body2": "d", "point1": [3, 0, 0], "point2": [2.5, 0, -1],
+             "stiffness": 30.0, "damping": 1.5},
+            {"type": "force", "body": "c", "point": [1.6, 0.1, -1], "value": ["-2*vx", "sin(3*t)", "-z"],
+             "frame": "body"},
+            {"type": "torque", "body": "d", "value": ["0.1*wx", "0", "cos(t)*y"], "frame": "world"},
+        ],
+    }  # fmt: skip
+
+
+def scene_2d() -> dict:
+    return {
+        "mbsim": 1,
+        "name": "every 2D primitive",
+        "dimension": 2,
+        "gravity": [0, -9.81],
+        "time": {"end": 0.2, "step": 0.002},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [
+            {"name": "crank", "mass": 1.0, "inertia": 0.1, "position": [0.5, 0], "angular_velocity": 2.0},
+            {"name": "rod", "mass": 1.0, "inertia": 0.2, "position": [1.5, 0]},
+            {"name": "slider", "mass": 0.5, "inertia": 0.01, "position": [2.5, 0]},
+            {"name": "free", "mass": 0.5, "inertia": 0.01, "position": [0, 1], "velocity": [0.2, 0]},
+        ],
+        "joints": [
+            {"name": "O", "type": "revolute", "body1": "ground", "body2": "crank", "point": [0, 0],
+             "drive": {"position": "2*t + 0.1*sin(5*t)"}},
+            {"name": "A", "type": "revolute", "body1": "crank", "body2": "rod", "point": [1, 0],
+             "spring": {"stiffness": 5.0, "damping": 0.2, "rest": 0.3}},
+            {"name": "B", "type": "revolute", "body1": "rod", "body2": "slider", "point": [2, 0]},
+            {"name": "slide", "type": "prismatic", "body1": "ground", "body2": "slider", "point": [2, 0],
+             "axis": [1, 0], "spring": {"stiffness": 10.0, "damping": 0.5}},
+        ],
+        "forces": [
+            {"type": "spring_damper", "body1": "free", "body2": "rod", "point1": [0, 1], "point2": [1.5, 0.1],
+             "stiffness": 20.0, "damping": 0.7, "rest_length": 1.0},
+            {"type": "force", "body": "free", "value": ["-vy*angle", "where(x > 0.01, -1, 1)"], "frame": "body"},
+            {"type": "torque", "body": "rod", "value": "0.5*sin(t) - 0.1*w"},
+        ],
+    }  # fmt: skip
+
+
+@pytest.fixture(params=["3d", "2d"])
+def prepared(request, tmp_path):
+    scene = scene_3d() if request.param == "3d" else scene_2d()
+    spec = load_scene(str(write_yaml_scene(scene, tmp_path / "scene.yaml")))
+    model, solver = prepare(spec)
+    assert solver.block_stepping, solver.compiled_reason
+    return model, solver
+
+
+def random_state(model, rng) -> tuple[float, np.ndarray]:
+    """A state near the start, off the constraint manifold (the right-hand side does not care)."""
+    q = model.q0 + 0.05 * rng.standard_normal(model.nq)
+    v = model.v0 + 0.5 * rng.standard_normal(model.nv)
+    return float(rng.uniform(0, 1)), np.concatenate((model.normalize(q), v, [0.0]))
+
+
+def test_compiled_right_hand_side_matches_python(prepared):
+    model, solver = prepared
+    rng = np.random.default_rng(7)
+    F, D, P = solver._flat, solver._data, solver._params
+    for _ in range(5):
+        t, y = random_state(model, rng)
+        expected = solver.derivative(t, y)
+        got = np.zeros_like(y)
+        assert ode_kernels.derivative(F, D, P, t, y, got)
+        scale = np.max(np.abs(expected))
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 * scale)
+        assert np.max(np.abs(got - expected)) <= 1e-13 * scale
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler", "rk4"])
+def test_compiled_block_matches_python_steps(tmp_path, integrator):
+    for scene in (scene_3d(), scene_2d()):
+        scene["solver"]["integrator"] = integrator
+        path = write_yaml_scene(scene, tmp_path / f"{scene['dimension']}.yaml")
+        model, solver = prepare(load_scene(str(path)))
+        start = State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
+        springs = model.springs[0]
+        block = solver.advance(start, 0.002, 60, 0.2, np.inf)
+        compiled_reference = springs.reference.copy()
+        assert block.status == "ok" and block.steps == 60
+        springs.reset()
+        state = start
+        for _ in range(60):
+            state, info, _ = solver.step(state, 0.002)
+            springs.update(model.frames(state.q, np.zeros(model.nv)), state.t, model.nbody, model.body_width)
+        assert block.state.t == state.t
+        np.testing.assert_allclose(block.state.q, state.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(block.state.v, state.v, rtol=0, atol=1e-11)
+        assert abs(block.state.work - state.work) <= 1e-11 * max(1.0, abs(state.work))
+        assert block.info.iterations == info.iterations
+        assert block.info.h == info.h
+        assert abs(block.info.position_violation - info.position_violation) < 1e-14
+        np.testing.assert_allclose(compiled_reference, springs.reference, rtol=0, atol=1e-12)
+
+
+def test_torsion_spring_wound_past_half_a_turn_does_not_snap_back(tmp_path):
+    """A 3D revolute spring at rest 3 rad starts 3 rad from rest: the compiled deflection follows
+    the unwrapped angle (the reference of SpringGroups), so the spring keeps winding it back."""
+    path = write_yaml_scene(scene_3d(), tmp_path / "s.yaml")
+    model, solver = prepare(load_scene(str(path)))
+    block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 100, 0.2, np.inf)
+    assert block.steps == 100
+    deflection = solver._data.spr_value[: model.springs[0].ncoord]
+    assert np.all(np.abs(deflection) < 4.0)  # never re-wrapped to the other side of +-pi
+
+
+def test_models_without_a_compiled_form_step_in_python(tmp_path):
+    scene = scene_2d()
+    scene["solver"]["integrator"] = "scipy:RK45"
+    model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "a.yaml"))))
+    assert not solver.block_stepping and "scipy:RK45" in solver.compiled_reason
+    scene = scene_2d()
+    scene["solver"]["method"] = "null_space"
+    model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "b.yaml"))))
+    assert not solver.block_stepping
+    model.sparse = True
+    assert isinstance(flatten(model), str)
+    model.sparse = False
+    assert isinstance(flatten(model), FlatModel)
