@@ -34,6 +34,8 @@ Benchmarks:
    field's build time and query rate.
 7. Method ``recursive`` against ``lagrange`` on the N-link chain (benchmarks/recursive.py).
 8. ``mbsim sweep`` on Dask: 16 four-box cases against one after another (benchmarks/sweep.py).
+9. The peers (benchmarks/peers.py, the ``bench`` extra): MuJoCo, Pinocchio and Exudyn on the cases of
+   issue 13, interleaved with mbsim in one run: µs per step and the ratio to the best peer.
 
 Times are ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go
 to a temporary directory. This module is importable without side effects (the tests import
@@ -2195,7 +2197,7 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
 
 
 # sections 6-8: modules of their own, each with section(quick) -> markdown lines
-EXTRA_MODULES = ("mesh_contact", "recursive", "sweep")
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers")
 
 
 def _module(name: str):

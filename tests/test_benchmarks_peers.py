@@ -1,0 +1,56 @@
+"""benchmarks/peers.py (mbsim against MuJoCo, Pinocchio, Exudyn): the four-box chain built in
+MuJoCo from mbsim's model follows mbsim's motion, and a one-case run renders. Nothing here looks
+at a time. Skipped without mujoco (the optional `bench` extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbsim.scene.spec import load_scene
+
+CHECK_STEPS = 100  # 0.2 s at the scene's step of 0.002
+
+
+def test_mujoco_four_box_follows_mbsim(benchmark_module, tmp_path):
+    pytest.importorskip("mujoco")
+    peers = benchmark_module("peers")
+    spec = load_scene(str(peers.FOUR_BOX_SCENE))
+    system = peers.system_of(spec)
+    assert [b.mass for b in system.bodies] == [12.0] * 4
+    assert np.allclose(system.bodies[0].inertia, np.diag([9.25, 10.0, 1.25]))
+
+    sim = peers.MujocoSim(peers.mjcf_tree(system), system)
+    assert "RK4" in sim.xml and 'type="ball"' in sim.xml and 'contype="0"' in sim.xml
+    assert sim.model.opt.timestep == pytest.approx(0.002)
+    wall, steps = sim.run(10)
+    assert steps == 10 and wall >= 0.0
+    mujoco_box4 = sim.com(sim.simulate(CHECK_STEPS), "box4")
+
+    run = peers.MbsimRun(peers.FOUR_BOX_SCENE, (), tmp_path, "four_box")
+    t, mbsim_box4 = peers._h5_position(run.simulate(CHECK_STEPS), "box4")
+    assert t == pytest.approx(0.2)
+    # the chain has moved, and both codes agree on where box4's centre of mass went
+    assert np.linalg.norm(mbsim_box4 - system.bodies[3].pos) > 0.05
+    assert np.linalg.norm(mujoco_box4 - mbsim_box4) < 1e-3
+
+
+def test_peer_rows_and_markdown(benchmark_module):
+    pytest.importorskip("mujoco")
+    peers = benchmark_module("peers")
+    plan = dict(peers.QUICK, repeats=1, four_box_steps=20)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        case = peers.case_four_box(plan, Path(tmp))
+        case.contenders = [c for c in case.contenders if c.column in ("mbsim", "mujoco")][-2:]  # recursive, MuJoCo
+        peers.time_case(case, log=lambda _: None)
+        rows = peers.rows_of(case)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["mujoco_us"] is not None and row["mbsim_us"] is not None
+    assert row["best_peer"] == "mujoco" and row["ratio"] == pytest.approx(row["mbsim_us"] / row["mujoco_us"])
+    text = peers.markdown(rows)
+    assert text.startswith("## Peers: µs per step, same session")
+    assert "| four-box chain" in text and "MuJoCo" in text and "Versions:" in text
