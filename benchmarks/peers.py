@@ -102,6 +102,17 @@ CHAIN_STEP = 1e-3  # s
 # ----------------------------------------------------------------------------- helpers
 
 
+def _exudyn_settings(exu, steps: int, step: float):
+    """Exudyn simulation settings of a timed run: ``steps`` steps of ``step``, quiet, no solution file."""
+    s = exu.SimulationSettings()
+    s.timeIntegration.numberOfSteps = int(steps)
+    s.timeIntegration.endTime = steps * step
+    s.timeIntegration.verboseMode = 0
+    s.solution.file.write = False
+    s.show.statistics = False
+    return s
+
+
 def _run_module():
     """benchmarks/run.py (``pile_scene``, ``_slider_reference``), imported by path as benchmarks/recursive.py does."""
     name = "mbsim_benchmarks_run"
@@ -651,12 +662,7 @@ class ExudynSim:
                 )
             )
         mbs.Assemble()
-        s = exu.SimulationSettings()
-        s.timeIntegration.numberOfSteps = int(steps)
-        s.timeIntegration.endTime = steps * system.step
-        s.timeIntegration.verboseMode = 0
-        s.solution.file.write = False
-        s.show.statistics = False
+        s = _exudyn_settings(exu, steps, system.step)
         if self.sparse:
             s.linearSolver.solverType = exu.LinearSolverType.EigenSparse
         return sc, mbs, s, items, sensor_id
@@ -754,12 +760,7 @@ class ExudynTreeSim:
                 )
             )
         mbs.Assemble()
-        s = exu.SimulationSettings()
-        s.timeIntegration.numberOfSteps = int(steps)
-        s.timeIntegration.endTime = steps * system.step
-        s.timeIntegration.verboseMode = 0
-        s.solution.file.write = False
-        s.show.statistics = False
+        s = _exudyn_settings(exu, steps, system.step)
         return sc, mbs, s, sensor_id
 
     def _solve(self, mbs, settings) -> int:

@@ -179,7 +179,7 @@ def run(
             fine = model.contact_step if model.compliant is not None else None
             adaptive = bool(getattr(solver, "adaptive", False))
             # fixed steps of a compiled method go in blocks up to the next recorded row
-            blocks = bool(getattr(solver, "block_stepping", False)) and fine is None
+            blocks = solver.block_stepping and fine is None
             python_next = False  # a step the compiled block could not take goes through step()
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 interrupts.check()

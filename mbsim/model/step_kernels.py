@@ -256,13 +256,9 @@ def forces_into(F, D, t, v):
         else:
             regs[1], regs[2], regs[3] = D.pos[b, 0], D.pos[b, 1], D.angle[b]
             regs[4], regs[5], regs[6] = D.vel[b, 0], D.vel[b, 1], D.omega2[b]
-        n_comp = 3 if (d == 3 or not F.ld_torque[e]) else 1
-        if d == 2 and not F.ld_torque[e]:
-            n_comp = 2
         vals = D.vec3
-        vals[0] = vals[1] = vals[2] = 0.0
-        for a in range(n_comp):
-            vals[a] = expression(F, D, F.ld_expr[e, a])
+        for a in range(3):  # components past the load's own (-1) are zero
+            vals[a] = expression(F, D, F.ld_expr[e, a]) if F.ld_expr[e, a] >= 0 else 0.0
         R = D.rot
         if F.ld_body_frame[e] and d == 3:
             wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1] + R[b, 0, 2] * vals[2]

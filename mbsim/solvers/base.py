@@ -19,6 +19,7 @@ from mbsim.scene.spec import SOLVER_FIELDS
 
 class Solver(Protocol):
     model: Model
+    block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code (OdeSolver)
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """Advance by (at most, for adaptive integrators) h; returns the new state, info, next h."""

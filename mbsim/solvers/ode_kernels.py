@@ -257,10 +257,16 @@ def normalize(F, q):
 
 
 @njit(**_JIT)
-def _constraints_at_rest(F, D, t, q):
-    """Constraint values at (q, t) with zero velocities (the projections' Jacobian)."""
+def _frames_at_rest(F, D, q):
+    """Body frames of q with zero velocities (what positions alone determine)."""
     D.dx[:] = 0.0
     frames_into(F, D, q, D.dx)
+
+
+@njit(**_JIT)
+def _constraints_at_rest(F, D, t, q):
+    """Constraint values at (q, t) with zero velocities (the projections' Jacobian)."""
+    _frames_at_rest(F, D, q)
     constraints_into(F, D, t)
 
 
@@ -336,16 +342,10 @@ def update_spring_references(F, D, t, q):
     for p in range(F.spr_wrap.shape[0]):
         wrapped = wrapped or F.spr_wrap[p] != 0
     if wrapped:
-        _constraints_at_rest_springs(F, D, t, q)
+        _frames_at_rest(F, D, q)
+        spring_deflections_into(F, D, t)
         for r in range(F.nspr):
             D.spr_ref[r] = D.spr_value[r]
-
-
-@njit(**_JIT)
-def _constraints_at_rest_springs(F, D, t, q):
-    D.dx[:] = 0.0
-    frames_into(F, D, q, D.dx)
-    spring_deflections_into(F, D, t)
 
 
 @njit(**_JIT)

@@ -328,6 +328,8 @@ class Dynamics:
 class Solver:
     """Joint-coordinate recursive dynamics of a tree (see the module docstring)."""
 
+    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
+
     EXTRA_DIAGNOSTICS: dict[str, str] = {}
 
     def __init__(

@@ -90,6 +90,8 @@ OPTION_FIELDS = {
 class Solver:
     """Velocity-impulse time-stepping (see the module docstring)."""
 
+    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
+
     EXTRA_DIAGNOSTICS = {"contacts/normal_impulse": "last"}
     integrator_label = "Moreau-Jean midpoint"  # solver.integrator is not used
 

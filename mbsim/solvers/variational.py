@@ -87,6 +87,8 @@ def b_matrix(c: np.ndarray) -> np.ndarray:
 class Solver:
     """Discrete-action integrator (see the module docstring)."""
 
+    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
+
     EXTRA_DIAGNOSTICS = {"newton_residual": "last"}
     integrator_label = "discrete action (midpoint)"  # solver.integrator is not used
 
