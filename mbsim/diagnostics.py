@@ -54,15 +54,43 @@ class RunStats:
         scale = self.drift_scale
         return self.max_energy_error / scale if scale > 0 else self.max_energy_error
 
-    def divergence_ratio(self, t: float, kinetic: float, error: float) -> float:
-        """How many times the energy the scene can supply by ``t`` its energy error or kinetic
-        energy is (the run diverged when this passes ``solver.divergence``)."""
+    def add(
+        self,
+        t: np.ndarray,
+        kinetic: np.ndarray,
+        potential: np.ndarray,
+        work: np.ndarray,
+        position_violation: np.ndarray,
+        velocity_violation: np.ndarray,
+        quaternion_norm_error: np.ndarray,
+        divergence: float = np.inf,
+    ) -> int:
+        """Take in recorded rows (arrays over the rows, in time order; ``energy0`` set) up to and
+        including the first whose divergence ratio passes ``divergence``; returns how many.
+
+        The divergence ratio of a row is how many times the energy the scene can supply by its
+        time its energy error or kinetic energy is: the supply is the largest of the energy
+        scale, the largest |work| so far and what gravity can give a free fall by then."""
+        max_work = np.fmax.accumulate(np.fmax(np.abs(work), self.max_work))
+        error = np.abs(kinetic + potential - work - self.energy0)
         a, b = self.fall
-        supply = max(self.scale, self.max_work, a * t + b * t * t)
-        worst = max(kinetic, error)
-        if supply > 0:
-            return worst / supply
-        return 0.0 if worst == 0 else float("inf")
+        supply = np.fmax(np.fmax(self.scale, max_work), a * t + b * t * t)
+        worst = np.fmax(kinetic, error)
+        with np.errstate(all="ignore"):
+            ratio = np.where(supply > 0, worst / np.where(supply > 0, supply, 1.0), np.where(worst == 0, 0.0, np.inf))
+        over = np.flatnonzero(ratio > divergence)
+        n = int(over[0]) + 1 if len(over) else len(t)
+        self.max_work = float(max_work[n - 1])
+        self.max_position_violation = max(self.max_position_violation, float(np.fmax.reduce(position_violation[:n])))
+        self.max_velocity_violation = max(self.max_velocity_violation, float(np.fmax.reduce(velocity_violation[:n])))
+        self.max_quaternion_norm_error = max(
+            self.max_quaternion_norm_error, float(np.fmax.reduce(quaternion_norm_error[:n]))
+        )
+        self.max_kinetic = max(self.max_kinetic, float(np.fmax.reduce(kinetic[:n])))
+        self.max_energy_error = max(self.max_energy_error, float(np.fmax.reduce(error[:n])))
+        self.last_ratio = float(ratio[n - 1])
+        self.max_ratio = max(self.max_ratio, float(np.fmax.reduce(ratio[:n])))
+        return n
 
 
 def energy_scale(model: Model, frames: Frames, kinetic: float, potential: float) -> float:
@@ -165,15 +193,10 @@ def record_row(
         stats.total0 = total
         stats.scale = energy_scale(model, frames, ev.kinetic, ev.potential)
         stats.fall = free_fall_supply(model, frames)
-    stats.max_work = max(stats.max_work, abs(state.work))
-    stats.max_position_violation = max(stats.max_position_violation, pos_violation)
-    stats.max_velocity_violation = max(stats.max_velocity_violation, vel_violation)
-    stats.max_quaternion_norm_error = max(stats.max_quaternion_norm_error, quat_error)
-    stats.max_kinetic = max(stats.max_kinetic, ev.kinetic)
-    error = abs(total - state.work - stats.energy0)
-    stats.max_energy_error = max(stats.max_energy_error, error)
-    stats.last_ratio = stats.divergence_ratio(state.t, ev.kinetic, error)
-    stats.max_ratio = max(stats.max_ratio, stats.last_ratio)
+    stats.add(
+        *(np.array([x], dtype=float) for x in (state.t, ev.kinetic, ev.potential, state.work)),
+        *(np.array([x], dtype=float) for x in (pos_violation, vel_violation, quat_error)),
+    )
     reaction, drive = reactions(model, frames, ev)
     row: dict[str, np.ndarray | float] = {
         "time": state.t,
@@ -208,3 +231,58 @@ def record_row(
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
     return row
+
+
+# the scalar columns of a row, in order (after the body columns; mbsim.model.record_kernels)
+SCALAR_COLUMNS = (
+    "diagnostics/energy/kinetic",
+    "diagnostics/energy/potential",
+    "diagnostics/energy/total",
+    "diagnostics/energy/work",
+    "diagnostics/constraints/position_violation",
+    "diagnostics/constraints/velocity_violation",
+    "diagnostics/contacts/count",
+    "diagnostics/contacts/max_penetration",
+    "diagnostics/solver/iterations",
+    "diagnostics/solver/step_size",
+)
+
+
+def row_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
+    """The datasets of a row of :func:`record_row` (no contacts, no method datasets) in the order
+    of a compiled row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row)."""
+    nb, d, nj = model.nbody, model.dimension, len(model.joints)
+    columns = [
+        ("time", ()),
+        ("q", (model.nq,)),
+        ("v", (model.nv,)),
+        ("bodies/{body}/position", (nb, d)),
+        ("bodies/{body}/velocity", (nb, d)),
+    ]
+    if d == 3:
+        columns += [("bodies/{body}/orientation", (nb, 4)), ("bodies/{body}/angular_velocity", (nb, 3))]
+    else:
+        columns += [("bodies/{body}/angle", (nb,)), ("bodies/{body}/angular_velocity", (nb,))]
+    columns += [(key, ()) for key in SCALAR_COLUMNS]
+    if d == 3:
+        columns.append(("diagnostics/constraints/quaternion_norm_error", ()))
+    if nj:
+        columns.append(("joints/{joint}/reaction", (nj, 6 if d == 3 else 3)))
+        if len(model.driven_rows):
+            columns.append(("joints/{driven}/drive_force", (len(model.driven_rows),)))
+    return columns
+
+
+def row_width(model: Model) -> int:
+    """The number of flat columns of a compiled row."""
+    return sum(int(np.prod(shape)) for _, shape in row_columns(model))
+
+
+def split_rows(model: Model, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Compiled rows (n, row_width or more) as the writer's blocks: key -> (n, *shape) views."""
+    out, start = {}, 0
+    for key, shape in row_columns(model):
+        width = int(np.prod(shape))
+        out[key] = rows[:, start : start + width].reshape(len(rows), *shape)
+        start += width
+    return out

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim import interrupts
-from mbsim.diagnostics import RunStats, record_row
+from mbsim.diagnostics import RunStats, record_row, split_rows
 from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
@@ -29,9 +29,6 @@ from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
 from mbsim.solvers.base import StepInfo
 from mbsim.solvers.projection import assemble
-
-# most steps a compiled block takes before Python looks at signals and progress again
-BLOCK_STEPS = 200
 
 
 @dataclass
@@ -141,18 +138,15 @@ def run(
     claim = output if isinstance(output, ResultClaim) else claim_result(output_path(spec, output))
     model, solver = prepared or prepare_claimed(spec, claim, strict)
     path = claim.path
-    integrator = getattr(solver, "integrator_label", spec.solver.integrator)  # methods with their own scheme
+    integrator = solver.integrator_label  # methods with a scheme of their own name it
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
     # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
     # and /v, gives its start state and converts its states to the model's body coordinates
-    own = hasattr(solver, "body_coordinates")
-    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names() if own else None)
+    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names())
     reset_spring_references(model)
     stats = RunStats()
-    state = solver.initial_state() if own else State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
-
-    def body(s: State) -> tuple[np.ndarray, np.ndarray]:
-        return solver.body_coordinates(s) if own else (s.q, s.v)
+    state = solver.initial_state()
+    body = solver.body_coordinates
 
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
     divergence, max_steps = spec.solver.divergence, spec.solver.max_steps
@@ -160,7 +154,7 @@ def run(
     start = time.perf_counter()
     last_progress = start
 
-    extra_names = getattr(solver, "extra_diagnostics", ())
+    extra_names = solver.extra_diagnostics
 
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)
@@ -170,6 +164,31 @@ def run(
             row[path] = info.extra.get(name, np.nan)
         writer.append(row)
 
+    def record_rows(rows: np.ndarray) -> int:
+        """Compiled rows into the statistics and the file, up to the first that diverged; how many."""
+        if not len(rows):
+            return 0
+        blocks = split_rows(model, rows)
+        quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
+        kept = stats.add(
+            blocks["time"],
+            *(blocks[f"diagnostics/energy/{key}"] for key in ("kinetic", "potential", "work")),
+            *(blocks[f"diagnostics/constraints/{key}_violation"] for key in ("position", "velocity")),
+            quaternion,
+            divergence,
+        )
+        writer.append_rows({key: value[:kept] for key, value in blocks.items()})
+        return kept
+
+    def diverged(step: int, t: float) -> SimulationError:
+        return SimulationError(
+            f"the solution diverged: its energy error or kinetic energy is {stats.last_ratio:.3g} times "
+            f"the energy its initial state and inputs can supply ({stats.drift_scale:.3g} J at the "
+            f"start; solver.divergence = {divergence:g})",
+            step=step,
+            t=t,
+        )
+
     try:
         with interrupts.handling(), np.errstate(all="ignore"):
             record(state, StepInfo())
@@ -177,27 +196,46 @@ def run(
             h = model.step
             # the paper's step control: the small step while compliant bounding boxes overlap
             fine = model.contact_step if model.compliant is not None else None
-            adaptive = bool(getattr(solver, "adaptive", False))
+            adaptive = solver.adaptive
             # fixed steps of a compiled method go in blocks up to the next recorded row
             blocks = solver.block_stepping and fine is None
             python_next = False  # a step the compiled block could not take goes through step()
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 interrupts.check()
                 if blocks and not python_next:
-                    n = min(every - steps % every, BLOCK_STEPS, max_steps + 1 - steps)
-                    block = solver.advance(state, h, n, t_end, max_violation)
+                    block = solver.advance(state, h, steps, every, max_steps, t_end, max_violation)
                     python_next = block.status == "python"
-                    if block.steps == 0:
-                        continue
-                    state, info, steps = block.state, block.info, steps + block.steps
-                    stats.max_position_violation = max(stats.max_position_violation, block.worst_violation)
+                    if block.steps:
+                        state, info = block.state, block.info
+                        stats.max_position_violation = max(stats.max_position_violation, block.worst_violation)
+                    rows = block.rows
+                    kept = record_rows(rows)
+                    if kept < len(rows):  # diverged at that row: the run ends there
+                        state.t = float(rows[kept - 1, 0])
+                        steps = int(rows[kept - 1, -1])
+                    else:
+                        steps += block.steps
                     if steps > max_steps:
                         raise SimulationError(
                             f"more than solver.max_steps = {max_steps:g} steps (the step size is {h:.3g} s)",
                             step=steps,
                             t=state.t,
                         )
-                    violation = block.worst_violation
+                    if block.status == "record":
+                        record(state, info)
+                    if stats.last_ratio > divergence:
+                        raise diverged(steps, state.t)
+                    if block.status == "violation":
+                        raise SimulationError(
+                            f"position violation {block.worst_violation:.3g} passed solver.max_violation = "
+                            f"{max_violation:g}",
+                            step=steps,
+                            t=state.t,
+                        )
+                    if progress is not None and time.perf_counter() - last_progress > 0.1:
+                        progress(state.t, t_end)
+                        last_progress = time.perf_counter()
+                    continue
                 else:
                     python_next = False
                     h_try = min(h, t_end - state.t)
@@ -235,13 +273,7 @@ def run(
                     record(state, info)
                     violation = stats.max_position_violation
                 if recorded and stats.last_ratio > divergence:
-                    raise SimulationError(
-                        f"the solution diverged: its energy error or kinetic energy is {stats.last_ratio:.3g} times "
-                        f"the energy its initial state and inputs can supply ({stats.drift_scale:.3g} J at the "
-                        f"start; solver.divergence = {divergence:g})",
-                        step=steps,
-                        t=state.t,
-                    )
+                    raise diverged(steps, state.t)
                 if violation > max_violation:
                     if not recorded:  # keep the offending state in the file
                         record(state, info)

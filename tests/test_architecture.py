@@ -79,3 +79,45 @@ def test_only_cli_imports_click_and_exits(path):
         return
     assert not any(n == "click" or n.startswith("click.") for n in _imports(path)), f"{path} imports click"
     assert "sys.exit" not in path.read_text(encoding="utf-8"), f"{path} calls sys.exit"
+
+
+# the run loop and the methods ask each other only what the Solver protocol declares
+PROTOCOL_USERS = [
+    "simulate.py",
+    "compare.py",
+    *(f"solvers/{p.name}" for p in sorted((PACKAGE / "solvers").glob("*.py"))),
+]
+# hasattr/getattr on objects that are not mbsim's: (module, the probed name): scipy's integrator
+# objects (their internals), scipy.integrate itself (an integrator by name) and a YAML parser's exception
+FOREIGN_ATTRIBUTE_CHECKS = {
+    ("solvers/integrators.py", "solver"),
+    ("solvers/integrators.py", "scipy.integrate"),
+    ("compare.py", "exc"),
+}
+
+
+@pytest.mark.parametrize("rel", PROTOCOL_USERS)
+def test_no_method_is_probed_with_hasattr(rel):
+    tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+    probes = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("hasattr", "getattr")
+        and (rel, ast.unparse(node.args[0])) not in FOREIGN_ATTRIBUTE_CHECKS
+    ]
+    assert probes == [], f"{rel} finds attributes by probing instead of the Solver protocol: {probes}"
+
+
+def test_every_method_implements_the_whole_solver_protocol():
+    from mbsim.solvers import SOLVERS
+    from mbsim.solvers.base import Solver, SolverBase
+
+    declared = [n for n in Solver.__annotations__ if n != "model"]
+    declared += [n for n, v in vars(Solver).items() if callable(v) and not n.startswith("_")]
+    assert {"integrator_label", "block_stepping", "adaptive", "extra_diagnostics", "body_coordinates"} <= set(declared)
+    for name, module in SOLVERS.items():
+        assert issubclass(module.Solver, SolverBase), f"{name}.Solver does not derive from SolverBase"
+        for attribute in declared:
+            assert hasattr(module.Solver, attribute), f"{name}.Solver lacks {attribute}"

@@ -63,6 +63,13 @@ class FlatModel(NamedTuple):
             in body axes), torque, expr (n, 3) program index per component (-1 none).
         prog_*: the expression programs (mbsim.scene.expr.Programs): op, dst, args, imm,
             start, stop, result; nreg registers, the variables first (VARIABLES).
+        row_bi, row_bj: (nc,) the two bodies of each constraint row (nbody: the ground), so that
+            sums over J's rows skip the blocks that are zero.
+        body_mass_block: (nbody, w, w) mass-matrix blocks (the kinetic energy).
+        rx_joint, rx_body: (nc,) per constraint row its joint and the body its reaction is
+            reported on (nbody: none); joint_body, joint_point: (njoint,), (njoint, 3) that
+            body and the joint point in its axes; driven_rows: (ndriven,) the drive rows
+            (mbsim.diagnostics.reactions).
     """
 
     dim: int
@@ -115,6 +122,14 @@ class FlatModel(NamedTuple):
     prog_stop: np.ndarray
     prog_result: np.ndarray
     nreg: int
+    row_bi: np.ndarray
+    row_bj: np.ndarray
+    body_mass_block: np.ndarray
+    rx_joint: np.ndarray
+    rx_body: np.ndarray
+    joint_body: np.ndarray
+    joint_point: np.ndarray
+    driven_rows: np.ndarray
 
 
 class FlatData(NamedTuple):
@@ -133,6 +148,9 @@ class FlatData(NamedTuple):
         row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.
         regs: (nreg,) expression registers; vec3: (3,) a load's components.
         y, ynew, ytmp, k1..k4: (nq + nv + 1,) integrator state, result and stages; q_scratch, dx: (nq,), (nv,).
+        k1_valid: (1,) 1 while k1 holds the derivative at y (a recorded state's evaluation is the
+            next step's first stage).
+        joint_gen: (njoint, 6) scratch of the joint reactions; seg: (7,) a block's report.
     """
 
     pos: np.ndarray
@@ -173,6 +191,9 @@ class FlatData(NamedTuple):
     k4: np.ndarray
     q_scratch: np.ndarray
     dx: np.ndarray
+    k1_valid: np.ndarray
+    joint_gen: np.ndarray
+    seg: np.ndarray
 
 
 def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
@@ -253,6 +274,10 @@ def flatten(model: Model) -> FlatModel | str:
     expr_index = np.full((nld, 3), -1, dtype=np.int64)
     for k, idx in enumerate(ld["expr"]):
         expr_index[k, : len(idx)] = idx
+    row_bodies = np.full((2, model.nc), nb, dtype=np.int64)  # primitives are grouped by kind, not row
+    for p in range(len(prims["kind"])):
+        rows = slice(prims["row"][p], prims["row"][p] + prims["nrow"][p])
+        row_bodies[0, rows], row_bodies[1, rows] = prims["bi"][p], prims["bj"][p]
     return FlatModel(
         dim=d,
         nbody=nb,
@@ -288,6 +313,14 @@ def flatten(model: Model) -> FlatModel | str:
         prog_stop=programs.stop,
         prog_result=programs.result,
         nreg=max(programs.nreg, len(VARIABLES[d])),
+        row_bi=row_bodies[0],
+        row_bj=row_bodies[1],
+        body_mass_block=np.ascontiguousarray(model.mass_diag_blocks, dtype=float),
+        rx_joint=np.asarray(model.row_joint, dtype=np.int64),
+        rx_body=np.asarray(model.row_body, dtype=np.int64),
+        joint_body=np.asarray(model.joint_body, dtype=np.int64),
+        joint_point=_padded(list(model.joint_point), len(model.joints)),
+        driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
     )
 
 
@@ -335,4 +368,7 @@ def make_data(flat: FlatModel) -> FlatData:
         k4=np.zeros(ny),
         q_scratch=np.zeros(nq),
         dx=np.zeros(nv),
+        k1_valid=np.zeros(1, dtype=np.int64),
+        joint_gen=np.zeros((flat.joint_body.shape[0], 6)),
+        seg=np.zeros(7),
     )

@@ -20,6 +20,9 @@ from numba import njit
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
 
 _JIT = {"cache": True, "nogil": True}
+# kernels that allocate nothing and return no array run without reference counting (numba's
+# NRT): it costs more than their arithmetic when they are called per primitive per stage
+_NO_NRT = _JIT | {"_nrt": False}
 
 
 # ------------------------------------------------------------------- small 3-vector helpers
@@ -73,7 +76,7 @@ def _row(a, k):
 # ------------------------------------------------------------------- frames
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def frames3_into(q, v, nbody, pos, rot, vel, omega_body, omega):
     """Body frames from q (7 per body) and v (6 per body) into pos (nb+1, 3), rot (nb+1, 3, 3),
     vel (nb+1, 3), omega_body (nb+1, 3) and omega (world), the ground at index nbody.
@@ -116,7 +119,7 @@ def frames3(q, v, nbody):
     return pos, rot, vel, omega_body, omega
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def frames2_into(q, v, nbody, pos, rot, vel, omega, angle):
     """Planar body frames from q, v (3 per body) into pos (nb+1, 2), rot (nb+1, 2, 2),
     vel (nb+1, 2), omega (nb+1,) and angle (nb+1,), the ground at index nbody."""
@@ -148,7 +151,7 @@ def frames2(q, v, nbody):
 # over all items that allocates its outputs (the Python path: mbsim.model.constraints).
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def _zero_row(Ji, Jj, k):
     for a in range(Ji.shape[1]):
         for m in range(Ji.shape[2]):
@@ -156,7 +159,7 @@ def _zero_row(Ji, Jj, k):
             Jj[k, a, m] = 0.0
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def point3_at(pos, rot, omega, i, j, si, sj, p, value, Ji, Jj, bias, k):
     """p_j - p_i (3 rows)."""
     _zero_row(Ji, Jj, k)
@@ -178,7 +181,7 @@ def point3_at(pos, rot, omega, i, j, si, sj, p, value, Ji, Jj, bias, k):
             Jj[k, a, 3 + m] = -cj[a]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def dot1_3_at(rot, omega, i, j, ai, bj_vec, p, value, Ji, Jj, bias, k):
     """(R_i a_i) . (R_j b_j)."""
     _zero_row(Ji, Jj, k)
@@ -196,7 +199,7 @@ def dot1_3_at(rot, omega, i, j, ai, bj_vec, p, value, Ji, Jj, bias, k):
     bias[k, 0] = _dot(_cross(wi, Ad), B) + 2.0 * _dot(Ad, Bd) + _dot(A, _cross(wj, Bd))
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def dot2_3_at(pos, rot, vel, omega, i, j, ai, si, sj, p, value, Ji, Jj, bias, k):
     """(R_i a_i) . (p_j - p_i)."""
     _zero_row(Ji, Jj, k)
@@ -219,7 +222,7 @@ def dot2_3_at(pos, rot, vel, omega, i, j, ai, si, sj, p, value, Ji, Jj, bias, k)
     bias[k, 0] = _dot(_cross(wi, Ad), d) + 2.0 * _dot(Ad, dd) + _dot(A, d_acc)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def angle3_at(rot, omega, i, j, b_i, e_i, c_j, p, value, Ji, Jj, bias, k):
     """atan2((R_i e) . (R_j c), (R_i b) . (R_j c)): rotation of j relative to i about a x b."""
     _zero_row(Ji, Jj, k)
@@ -295,7 +298,7 @@ def _mv2(R, b, v0, v1):
     return (R[b, 0, 0] * v0 + R[b, 0, 1] * v1, R[b, 1, 0] * v0 + R[b, 1, 1] * v1)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def point2_at(pos, rot, omega, i, j, si, sj, p, value, Ji, Jj, bias, k):
     _zero_row(Ji, Jj, k)
     ri = _mv2(rot, i, si[p, 0], si[p, 1])
@@ -312,7 +315,7 @@ def point2_at(pos, rot, omega, i, j, si, sj, p, value, Ji, Jj, bias, k):
     Jj[k, 1, 2] = rj[0]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def angle2_at(angle, i, j, value, Ji, Jj, bias, k):
     _zero_row(Ji, Jj, k)
     value[k, 0] = angle[j] - angle[i]
@@ -321,7 +324,7 @@ def angle2_at(angle, i, j, value, Ji, Jj, bias, k):
     bias[k, 0] = 0.0
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def dot2_2_at(pos, rot, vel, omega, i, j, ai, si, sj, p, value, Ji, Jj, bias, k):
     _zero_row(Ji, Jj, k)
     A = _mv2(rot, i, ai[p, 0], ai[p, 1])
@@ -374,7 +377,7 @@ def dot2_2(pos, rot, vel, omega, bi, bj, ai, si, sj):
     return value, Ji, Jj, bias
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def retract3_into(q, dx, nbody, out):
     """q moved by a velocity-space increment: translation plus body-frame rotation vector,
     through the exponential map (q ⊗ exp(dtheta / 2)), then normalised; into out (may be q)."""

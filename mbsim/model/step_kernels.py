@@ -30,7 +30,7 @@ from mbsim.model.kernels import (
     point3_at,
 )
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 
 @njit(**_JIT)

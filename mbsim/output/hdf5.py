@@ -118,10 +118,17 @@ class ResultWriter:
         self.file.flush()  # readable (status "running") from the start, before the first rows
 
     def append(self, row: dict[str, np.ndarray | float]) -> None:
-        for key, value in row.items():
-            self._buffer.setdefault(key, []).append(np.asarray(value, dtype=float))
-        self.rows += 1
-        self._pending += 1
+        """One row: key -> value of one time step."""
+        self.append_rows({key: np.asarray(value, dtype=float)[None] for key, value in row.items()})
+
+    def append_rows(self, rows: dict[str, np.ndarray]) -> None:
+        """A block of rows: key -> array (n, ...) over n time steps (copied)."""
+        n = 0
+        for key, block in rows.items():
+            self._buffer.setdefault(key, []).append(np.array(block, dtype=float))
+            n = len(block)
+        self.rows += n
+        self._pending += n
         if self._pending >= self.flush_rows or time.perf_counter() - self._last_flush >= self.flush_seconds:
             self.flush()
 
@@ -156,7 +163,7 @@ class ResultWriter:
     def flush(self) -> None:
         if self._pending:
             for key, values in self._buffer.items():
-                block = np.stack(values)
+                block = np.concatenate(values)
                 for path, data in self._targets(key, block):
                     if data.ndim > 1 and data.shape[1] == 0 and path not in self._datasets:
                         continue

@@ -65,13 +65,21 @@ _BIN_IMPL = {
     "/": np.divide,
     "**": np.power,
 }
+
+
+def _as_number(compare: Callable) -> Callable:
+    """A comparison whose result is the number 1.0 or 0.0 (not a boolean): ``-(t > 1)`` is -1,
+    ``(t > 1) + (t > 1)`` is 2, as in the compiled evaluator (mbsim.model.expr_kernel)."""
+    return lambda a, b: compare(a, b) * 1.0
+
+
 _CMP_IMPL = {
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-    "==": np.equal,
-    "!=": np.not_equal,
+    "<": _as_number(np.less),
+    "<=": _as_number(np.less_equal),
+    ">": _as_number(np.greater),
+    ">=": _as_number(np.greater_equal),
+    "==": _as_number(np.equal),
+    "!=": _as_number(np.not_equal),
 }
 
 

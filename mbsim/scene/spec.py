@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from mbsim.errors import did_you_mean
 from mbsim.scene.expr import ExpressionError, compile_expression
@@ -32,6 +31,7 @@ from mbsim.scene.fields import (
     read_mapping,
 )
 from mbsim.scene.load import KeyPath, RawScene, load_raw_scene
+from mbsim.scene.rotations import quat_from_axis_angle, quat_from_euler
 
 FORMAT_VERSION = 1
 MAX_STEPS = 1_000_000_000  # default of solver.max_steps
@@ -74,7 +74,7 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
         )
         axis = got["axis"] / np.max(np.abs(got["axis"]))  # scaled first: the norm of [1e200, ...] overflows
         axis = axis / np.linalg.norm(axis)
-        rot = _rotation(ctx, sub, Rotation.from_rotvec, axis * got["angle"])
+        quat = quat_from_axis_angle(axis, got["angle"])
     else:
         got = read_mapping(
             ctx,
@@ -97,19 +97,10 @@ def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
                 (*sub, "sequence"),
                 f"expected three axis letters with no axis twice in a row (e.g. ZXZ or XYZ), got {shown}",
             )
-        rot = _rotation(ctx, sub, Rotation.from_euler, seq, got["angles"])
-    x, y, z, w = rot.as_quat()
-    if not np.all(np.isfinite([w, x, y, z])):
+        quat = quat_from_euler(seq, got["angles"])
+    if not np.all(np.isfinite(quat)):
         raise ctx.error(sub, "not a valid orientation: the rotation is not finite")
-    return np.array([w, x, y, z])
-
-
-def _rotation(ctx: Context, path: KeyPath, make: Any, *args: Any) -> Rotation:
-    """``make(*args)``, scipy's refusals (the checks above should catch them all) as a SceneError."""
-    try:
-        return make(*args)
-    except ValueError as exc:
-        raise ctx.error(path, f"not a valid orientation: {exc}") from None
+    return quat
 
 
 def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:

@@ -15,15 +15,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mbsim.diagnostics import row_width
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import ode_kernels
+from mbsim.solvers.base import SolverBase
 from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
+
+# a compiled block: most steps and rows before Python looks at signals and progress again
+BLOCK_STEPS = 200
+ROWS_PER_BLOCK = 200
 
 # options every ODE-based method takes (each method adds its own)
 COMMON_OPTION_FIELDS = {
@@ -55,19 +61,24 @@ def common_arguments(solver_spec, got: dict) -> dict:
 
 @dataclass
 class Block:
-    """What a block of compiled steps (:meth:`OdeSolver.advance`) did.
+    """What a block of compiled steps and recorded rows (:meth:`OdeSolver.advance`) did.
 
     Attributes:
         state: the state after the last step taken.
         steps: steps taken (0 when the first one must go through the Python path).
+        rows: (n, ncolumns + 1) the rows recorded, columns of mbsim.diagnostics.row_columns and
+            the step number last (a view of the solver's buffer: valid until the next call).
         info: the StepInfo of the last step taken.
         worst_violation: the largest position violation over the steps taken.
-        status: "ok"; "violation" (the last step passed the limit); "python" (the next step
-            failed in compiled code and must be taken again by ``step``, which raises its error).
+        status: "ok"; "violation" (the last step passed the limit, its state is the last row);
+            "python" (the next step failed in compiled code and must be taken again by ``step``,
+            which raises its error); "record" (the state reached is due a row whose evaluation
+            failed in compiled code: the Python path records it, and raises the error).
     """
 
     state: State
     steps: int
+    rows: np.ndarray
     info: StepInfo
     worst_violation: float
     status: str
@@ -90,7 +101,7 @@ class Accelerations:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-class OdeSolver:
+class OdeSolver(SolverBase):
     """Base of the ODE-based methods (see the module docstring).
 
     Subclasses set ``robust`` (rank-robust projections: pseudo-inverse instead of failing on
@@ -114,7 +125,7 @@ class OdeSolver:
         rank_tol: float,
     ) -> None:
         self.model = model
-        self.integrator = integrator
+        self.integrator = self.integrator_label = integrator
         self.projection = projection
         self.rank_tol = rank_tol
         self.nq, self.nv = model.nq, model.nv
@@ -130,12 +141,38 @@ class OdeSolver:
             if isinstance(flat, FlatModel):
                 self._flat, self._data = flat, make_data(flat)
                 self._params = self.compiled_parameters()
-                self._block_out = np.zeros(7)
+                self._block_out = np.zeros(8)
+                self._rows = np.zeros((ROWS_PER_BLOCK, row_width(model) + 1))  # + the step number
+                self._load_compiled()
                 self.compiled_reason = ""
             else:
                 self.compiled_reason = flat
         elif self.COMPILED is not None:
             self.compiled_reason = f"integrator {integrator} has no compiled step"
+
+    def _load_compiled(self) -> None:
+        """Load the compiled step now, at set-up, not inside the stepping loop: a call that takes
+        no step (numba loads or compiles on the first call; from its cache about 70 ms)."""
+        q, v = self.model.q0.copy(), self.model.v0.copy()
+        ode_kernels.advance(
+            self._flat,
+            self._data,
+            self._params,
+            0.0,
+            q,
+            v,
+            0.0,
+            0.0,
+            0.0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            0.0,
+            self._rows,
+            self._block_out,
+        )
 
     def compiled_parameters(self) -> np.ndarray:
         """The parameter vector P of the compiled step (ode_kernels: METHOD ... PROJ_TOL)."""
@@ -155,26 +192,46 @@ class OdeSolver:
         """Whether :meth:`advance` runs blocks of steps in compiled code."""
         return self._flat is not None
 
-    def advance(self, state: State, h: float, nsteps: int, t_end: float, max_violation: float) -> Block:
-        """Up to ``nsteps`` fixed steps of size h in compiled code (the last one landing on
-        t_end), stopping after a step whose position violation passes ``max_violation``."""
+    def advance(
+        self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
+    ) -> Block:
+        """Fixed steps of size h in compiled code from step number ``done`` (the last one landing on
+        t_end) with a row recorded after every ``every``-th step and the last (at most
+        BLOCK_STEPS steps, ROWS_PER_BLOCK rows and max_steps + 1 steps in all), stopping after a
+        step whose position violation passes ``max_violation``."""
         m, D = self.model, self._data
         springs = m.springs[0] if m.springs else None
         if springs is not None:  # the references may have moved in Python steps
             D.spr_ref[:] = springs.reference
         q, v = state.q.copy(), state.v.copy()
-        out = self._block_out
+        out, rows = self._block_out, self._rows
         code = ode_kernels.advance(
-            self._flat, D, self._params, state.t, q, v, state.work, h, t_end, nsteps, max_violation, out
+            self._flat,
+            D,
+            self._params,
+            state.t,
+            q,
+            v,
+            state.work,
+            h,
+            t_end,
+            every,
+            done,
+            max_steps,
+            len(rows),
+            BLOCK_STEPS,
+            max_violation,
+            rows,
+            out,
         )
         if springs is not None:
             springs.reference = D.spr_ref.copy()
         steps = int(out[2])
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
-        violation = float(out[4])
-        info = StepInfo(int(out[3]), float(out[0]) - float(out[6]), violation if violation >= 0 else None)
-        status = {ode_kernels.OK: "ok", ode_kernels.VIOLATION: "violation"}.get(code, "python")
-        return Block(new, steps, info, float(out[5]), status)
+        violation = float(out[6])
+        info = StepInfo(int(out[5]), float(out[7]), violation if violation >= 0 else None)
+        status = {ode_kernels.OK: "ok", ode_kernels.VIOLATION: "violation", ode_kernels.RECORD_FAILED: "record"}
+        return Block(new, steps, rows[: int(out[3])], info, float(out[4]), status.get(code, "python"))
 
     @property
     def adaptive(self) -> bool:

@@ -24,9 +24,10 @@ from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
 from mbsim.model.kernels import retract3_into
+from mbsim.model.record_kernels import row_into
 from mbsim.model.step_kernels import constraints_into, forces_into, frames_into, spring_deflections_into
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 # the parameter vector P
 METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL, PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = range(9)
@@ -35,7 +36,14 @@ METHODS = {"lagrange": 0}
 INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
 
 # status of a step or block
-OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION = 0, 1, 2, 3
+OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION, RECORD_FAILED = 0, 1, 2, 3, 4
+
+
+@njit(**_JIT)
+def _copy(src, dst, start):
+    """dst[start : start + len(src)] = src (a slice assignment would allocate an overlap copy)."""
+    for k in range(src.shape[0]):
+        dst[start + k] = src[k]
 
 
 @njit(**_JIT)
@@ -50,26 +58,63 @@ def inverse_mass_times(F, x, out):
             out[w * b + a] = s
 
 
+@njit(inline="always")
+def _row_bodies(F, r):
+    """The two bodies of constraint row r, each once (nbody: none)."""
+    bi, bj = F.row_bi[r], F.row_bj[r]
+    return bi, (bj if bj != bi else F.nbody)
+
+
+@njit(inline="always")
+def row_dot(F, J, r, x):
+    """J[r] . x over the column blocks of row r's two bodies (the rest of the row is zero)."""
+    w = 6 if F.dim == 3 else 3
+    s = 0.0
+    for b in _row_bodies(F, r):
+        if b < F.nbody:
+            for m in range(w):
+                s += J[r, w * b + m] * x[w * b + m]
+    return s
+
+
+@njit(**_JIT)
+def minv_jt_times(F, D, x, out):
+    """out = M^-1 J^T x (nv,), column block by column block of M^-1 J^T."""
+    w = 6 if F.dim == 3 else 3
+    MJ = D.minv_jt
+    for k in range(F.nv):
+        out[k] = 0.0
+    for c in range(F.nc):
+        for b in _row_bodies(F, c):
+            if b < F.nbody:
+                for a in range(w):
+                    out[w * b + a] += MJ[w * b + a, c] * x[c]
+
+
 @njit(**_JIT)
 def schur_factor(F, D, rank_tol):
     """M^-1 J^T into D.minv_jt and the lower Cholesky factor of S = J M^-1 J^T into D.S.
     Returns False on a rank loss: a pivot <= 0, or smallest / largest pivot^2 <= rank_tol
-    (mbsim.solvers.linalg.Schur)."""
-    nc, nv = F.nc, F.nv
+    (mbsim.solvers.linalg.Schur). Only the blocks of each row's two bodies are visited: the
+    others are zero in J and stay zero in D.minv_jt."""
+    nc, nb = F.nc, F.nbody
     w = 6 if F.dim == 3 else 3
     J, MJ, S = D.J, D.minv_jt, D.S
-    for b in range(F.nbody):
-        for a in range(w):
-            for r in range(nc):
-                s = 0.0
-                for m in range(w):
-                    s += F.body_inv_mass[b, a, m] * J[r, w * b + m]
-                MJ[w * b + a, r] = s
     for r in range(nc):
+        bodies = _row_bodies(F, r)
+        for b in bodies:
+            if b < nb:
+                for a in range(w):
+                    s = 0.0
+                    for m in range(w):
+                        s += F.body_inv_mass[b, a, m] * J[r, w * b + m]
+                    MJ[w * b + a, r] = s
         for c in range(r + 1):
             s = 0.0
-            for k in range(nv):
-                s += J[r, k] * MJ[k, c]
+            for b in bodies:
+                if b < nb and (b == F.row_bi[c] or b == F.row_bj[c]):
+                    for m in range(w):
+                        s += J[r, w * b + m] * MJ[w * b + m, c]
             S[r, c] = s
     # Cholesky S = L L^T in place (lower triangle)
     for c in range(nc):
@@ -118,11 +163,7 @@ def correction(F, D, rank_tol, r, dx):
     if not schur_factor(F, D, rank_tol):
         return False
     schur_solve(D, F.nc, r)
-    for k in range(F.nv):
-        s = 0.0
-        for c in range(F.nc):
-            s += D.minv_jt[k, c] * r[c]
-        dx[k] = s
+    minv_jt_times(F, D, r, dx)
     return True
 
 
@@ -139,20 +180,13 @@ def lagrange_accelerations(F, D, P, v, vdot):
     for r in range(nc):
         g = D.gamma[r]
         if alpha != 0.0 or beta != 0.0:  # Baumgarte: gamma - 2 alpha (J v + Phi_t) - beta^2 Phi
-            jv = 0.0
-            for k in range(nv):
-                jv += D.J[r, k] * v[k]
+            jv = row_dot(F, D.J, r, v)
             g = g - 2.0 * alpha * (jv + D.phi_t[r]) - beta**2 * D.phi[r]
-        s = 0.0
-        for k in range(nv):
-            s += D.J[r, k] * D.minv_q[k]
-        rhs[r] = s - g
+        rhs[r] = row_dot(F, D.J, r, D.minv_q) - g
     schur_solve(D, nc, rhs)
+    minv_jt_times(F, D, rhs, vdot)
     for k in range(nv):
-        s = 0.0
-        for c in range(nc):
-            s += D.minv_jt[k, c] * rhs[c]
-        vdot[k] = D.minv_q[k] - s
+        vdot[k] = D.minv_q[k] - vdot[k]
     return True
 
 
@@ -203,6 +237,16 @@ def derivative(F, D, P, t, y, out):
 
 
 @njit(**_JIT)
+def _first_stage(F, D, P, t, y, k1):
+    """derivative(t, y) into k1, unless k1 holds it already (D.k1_valid: y is a state just
+    recorded, whose evaluation advance kept)."""
+    if D.k1_valid[0]:
+        D.k1_valid[0] = 0
+        return True
+    return derivative(F, D, P, t, y, k1)
+
+
+@njit(**_JIT)
 def integrate(F, D, P, t, h, y, out):
     """One fixed step of the integrator P[INTEGRATOR] from y into out (mbsim.solvers.integrators)."""
     nq, nv = F.nq, F.nv
@@ -211,7 +255,7 @@ def integrate(F, D, P, t, h, y, out):
     k1, k2, k3, k4, yt = D.k1, D.k2, D.k3, D.k4, D.ytmp
     if method == 1:  # semi-implicit Euler: v first, then q with the new v
         q, v = y[:nq], y[nq : nq + nv]
-        if not derivative(F, D, P, t, y, k1):  # its q rate is not used
+        if not _first_stage(F, D, P, t, y, k1):  # its q rate is not used
             return False
         for k in range(nv):
             out[nq + k] = v[k] + h * k1[nq + k]
@@ -220,7 +264,7 @@ def integrate(F, D, P, t, h, y, out):
             out[k] = q[k] + h * k2[k]
         out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
         return True
-    if not derivative(F, D, P, t, y, k1):
+    if not _first_stage(F, D, P, t, y, k1):
         return False
     if method == 0:
         for k in range(ny):
@@ -296,7 +340,7 @@ def project(F, D, P, t, q, v):
             if violation <= tol or used >= iterations:
                 break
             r = D.rhs
-            r[:] = D.phi
+            _copy(D.phi, r, 0)
             dx = D.dx
             if not correction(F, D, rank_tol, r, dx):
                 return False, used, violation
@@ -315,10 +359,7 @@ def project(F, D, P, t, q, v):
             constraints_into(F, D, t)
         r = D.rhs
         for c in range(nc):
-            s = 0.0
-            for k in range(nv):
-                s += D.J[c, k] * v[k]
-            r[c] = s + D.phi_t[c]
+            r[c] = row_dot(F, D.J, c, v) + D.phi_t[c]
         if not correction(F, D, rank_tol, r, D.dx):
             return False, used, violation
         for k in range(nv):
@@ -349,7 +390,7 @@ def update_spring_references(F, D, t, q):
 
 
 @njit(**_JIT)
-def advance(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
+def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
     """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
     mbsim.simulate.run does), q and v updated in place.
 
@@ -357,21 +398,21 @@ def advance(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
     leave a non-finite state (NOT_FINITE), and after a step whose position violation passes
     ``max_violation`` (VIOLATION). ``out`` (float64, 7) receives: t, work, steps taken,
     Newton steps of the last step, its position violation (-1: not projected), the largest
-    violation over the steps, and the time before the last step. Returns the status (OK when
+    violation over the steps, and the size of the last step. Returns the status (OK when
     nmax steps or t_end were reached).
     """
     nq, nv = F.nq, F.nv
     ny = nq + nv + 1
     y, ynew = D.y, D.ynew
     steps, status = 0, OK
-    newton, violation, worst, t_before = 0, -1.0, 0.0, t
+    newton, violation, worst, h_last = 0, -1.0, 0.0, 0.0
     scale = max(1.0, t_end)
     while steps < nmax and t_end - t > 1e-12 * scale:
         h_try = min(h, t_end - t)
         if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
             h_try = t_end - t
-        y[:nq] = q
-        y[nq : nq + nv] = v
+        _copy(q, y, 0)
+        _copy(v, y, nq)
         y[ny - 1] = work
         if not integrate(F, D, P, t, h_try, y, ynew):
             status = RANK_DEFICIENT
@@ -388,10 +429,10 @@ def advance(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
         if not (_all_finite(ynew)):
             status = NOT_FINITE
             break
-        q[:] = qn
-        v[:] = vn
+        _copy(qn, q, 0)
+        _copy(vn, v, 0)
         work = ynew[ny - 1]
-        t_before = t
+        h_last = t_new - t  # as the Python step reports it
         t = t_new
         steps += 1
         update_spring_references(F, D, t, q)
@@ -407,5 +448,59 @@ def advance(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
         if step_violation > max_violation:
             status = VIOLATION
             break
-    out[0], out[1], out[2], out[3], out[4], out[5], out[6] = t, work, steps, newton, violation, worst, t_before
+    out[0], out[1], out[2], out[3], out[4], out[5], out[6] = t, work, steps, newton, violation, worst, h_last
+    return status
+
+
+@njit(**_JIT)
+def advance(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, max_violation, rows, out):
+    """Steps and recorded rows, q and v updated in place: steps of size h (mbsim.simulate.run's
+    rules: the last one lands on t_end) from step number ``done``, and a row (record_kernels
+    .row_into) into rows[k] after every step whose number is a multiple of ``every``, after the
+    last one, and after a step whose position violation passes ``max_violation`` (the offending
+    state is kept), with the step number in its last column. Takes at most ``max_block`` steps
+    and ``max_rows`` rows, and no step past ``max_steps`` + 1 (the caller reports that one).
+
+    Stops at a step the compiled code cannot take (see _steps: RANK_DEFICIENT, NOT_FINITE,
+    VIOLATION) and at a recorded state whose evaluation fails (RECORD_FAILED: not recorded; the
+    caller records it through the Python path, which raises the error). ``out`` (float64, 8):
+    t, work, steps taken, rows, the largest position violation over the steps, and of the last
+    step: Newton steps, position violation (-1: not projected), step size. Returns the status.
+    """
+    nq, nv = F.nq, F.nv
+    ny = nq + nv + 1
+    seg = D.seg
+    D.k1_valid[0] = 0  # the state may have changed since the last call
+    taken, nrec, status = 0, 0, OK
+    worst, newton, violation, h_last = 0.0, 0.0, -1.0, 0.0
+    scale = max(1.0, t_end)
+    while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
+        n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
+        status = _steps(F, D, P, t, q, v, work, h, t_end, n, max_violation, seg)
+        k = int(seg[2])
+        if k > 0:
+            t, work = seg[0], seg[1]
+            newton, violation, h_last = seg[3], seg[4], seg[6]
+            worst = max(worst, seg[5])
+            taken += k
+        number = done + taken
+        last = not (t_end - t > 1e-12 * scale)
+        due = number % every == 0 or last or status == VIOLATION
+        if k > 0 and due and number <= max_steps:
+            y = D.y
+            _copy(q, y, 0)
+            _copy(v, y, nq)
+            y[ny - 1] = work
+            if not derivative(F, D, P, t, y, D.k1):
+                status = RECORD_FAILED
+                break
+            D.k1_valid[0] = 1  # the next step's first stage
+            row_into(F, D, t, q, v, work, newton, h_last, rows[nrec])
+            rows[nrec, rows.shape[1] - 1] = number
+            nrec += 1
+        if status != OK or number > max_steps:
+            break
+    D.k1_valid[0] = 0
+    out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, worst
+    out[5], out[6], out[7] = newton, violation, h_last
     return status

@@ -31,14 +31,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from mbsim.model.constraints import constraint_values
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
 from mbsim.solvers import soa_kernels as soa
-from mbsim.solvers.base import read_options
+from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.integrators import stepper
 
 NAME = "recursive"
@@ -88,6 +87,8 @@ def _embed_rotation(R: np.ndarray) -> np.ndarray:
 
 def _unit_quaternion(R: np.ndarray) -> np.ndarray:
     """(w, x, y, z) of a rotation matrix, w >= 0."""
+    from scipy.spatial.transform import Rotation  # here: scipy.spatial costs every command's start-up ~0.1 s
+
     x, y, z, w = Rotation.from_matrix(R).as_quat()
     q = np.array([w, x, y, z])
     return -q if q[0] < 0 else q
@@ -325,10 +326,8 @@ class Dynamics:
     v: np.ndarray
 
 
-class Solver:
+class Solver(SolverBase):
     """Joint-coordinate recursive dynamics of a tree (see the module docstring)."""
-
-    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
 
     EXTRA_DIAGNOSTICS: dict[str, str] = {}
 
@@ -337,7 +336,7 @@ class Solver:
     ) -> None:
         self.model = model
         self.space = space
-        self.integrator = integrator
+        self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         self._gravity = _embed(model.gravity)
@@ -438,6 +437,8 @@ class Solver:
             omega[:] = fr.omega
         else:
             omega[:, 2] = fr.omega
+        from scipy.spatial.transform import Rotation  # here: scipy.spatial costs every command's start-up ~0.1 s
+
         q = np.zeros(s.nq)
         qb = q_body.reshape(nb, m.body_qwidth)
         vb = v_body.reshape(nb, m.body_width)

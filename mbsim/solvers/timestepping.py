@@ -57,7 +57,7 @@ from mbsim.model.contact import ContactDetector
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
-from mbsim.solvers.base import read_options
+from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
 from mbsim.solvers.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
@@ -87,10 +87,8 @@ OPTION_FIELDS = {
 }
 
 
-class Solver:
+class Solver(SolverBase):
     """Velocity-impulse time-stepping (see the module docstring)."""
-
-    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
 
     EXTRA_DIAGNOSTICS = {"contacts/normal_impulse": "last"}
     integrator_label = "Moreau-Jean midpoint"  # solver.integrator is not used

@@ -37,7 +37,7 @@ from mbsim.model.constraints import constraint_values
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, Number, Raw
-from mbsim.solvers.base import read_options
+from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.linalg import MinNorm
 
 NAME = "variational"
@@ -84,10 +84,8 @@ def b_matrix(c: np.ndarray) -> np.ndarray:
     return np.einsum("ijk,...j->...ki", GT, c)
 
 
-class Solver:
+class Solver(SolverBase):
     """Discrete-action integrator (see the module docstring)."""
-
-    block_stepping = False  # steps one at a time through step() (mbsim.solvers.base.Solver)
 
     EXTRA_DIAGNOSTICS = {"newton_residual": "last"}
     integrator_label = "discrete action (midpoint)"  # solver.integrator is not used

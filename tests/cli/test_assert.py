@@ -31,6 +31,7 @@ def test_every_name_is_a_numeric_summary_field() -> None:
     assert set(SUMMARY_NAMES) <= numeric
 
 
+@pytest.mark.slow
 def test_assertions_that_hold_exit_0_and_are_listed(mbsim) -> None:
     result = mbsim("run", PENDULUM, *SHORT, "--assert", "max_position_violation < 1e-10", "--assert", "steps == 20")
     assert result.exit_code == 0, result.output

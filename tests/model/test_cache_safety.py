@@ -224,6 +224,10 @@ KERNEL_MODULES = (
     "mbsim.model.contact.compliant_kernels",
     "mbsim.solvers.soa_kernels",
     "mbsim.solvers.lcp",
+    "mbsim.model.expr_kernel",
+    "mbsim.model.step_kernels",
+    "mbsim.model.record_kernels",
+    "mbsim.solvers.ode_kernels",
 )
 # records, for each @njit(cache=True) definition, whether the guard was in place when it ran
 _ORDER_PROBE = """

@@ -121,6 +121,7 @@ def test_node_values_are_exact_distances_to_the_mesh(fields, name):
 # ------------------------------------------------------------------- eq. (5): interpolated distance and sign
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHAPES)
 def test_interpolated_distance_within_half_a_cell(fields, name):
     mesh, exact, field = fields[name]
@@ -264,6 +265,7 @@ def test_cache_builds_once_then_loads(tmp_path, monkeypatch):
 # ------------------------------------------------------------------- performance report (printed, not asserted)
 
 
+@pytest.mark.slow
 def test_report_build_time_and_query_rate():
     mesh = trimesh.creation.icosphere(subdivisions=6)  # 81,920 triangles
     cell = float(mesh.extents.max() + 0.2) / 64  # 64 cells across the padded box

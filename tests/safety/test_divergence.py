@@ -74,6 +74,13 @@ def test_the_energy_scale_is_the_initial_states() -> None:
     scale = energy_scale(model, frames, 0.0, 0.0)
     assert np.linalg.norm(frames.pos[0]) == pytest.approx(1.0)  # the pivot is at the origin
     assert scale == pytest.approx(1.0 * 9.81 * 1.0, rel=1e-12)
-    stats = RunStats(scale=scale, fall=free_fall_supply(model, frames))
-    assert stats.divergence_ratio(1.0, kinetic=scale, error=0.0) <= 1.0
-    assert stats.divergence_ratio(1.0, kinetic=1e9 * scale, error=0.0) > 1e6
+    stats = RunStats(scale=scale, fall=free_fall_supply(model, frames), energy0=0.0)
+    zero = np.zeros(3)
+    t, kinetic = np.array([0.5, 1.0, 1.5]), np.array([scale, 1e9 * scale, scale])
+    # rows at rest energy-wise except the kinetic energy: kinetic + potential - work = T = error
+    taken = stats.add(t, kinetic, -kinetic, zero, zero, zero, zero, divergence=1e6)
+    assert taken == 2  # up to and including the first row past the limit, not the one after it
+    assert stats.last_ratio > 1e6 and stats.max_kinetic == 1e9 * scale
+    fresh = RunStats(scale=scale, fall=free_fall_supply(model, frames), energy0=0.0)
+    fresh.add(t[:1], kinetic[:1], -kinetic[:1], zero[:1], zero[:1], zero[:1], zero[:1])
+    assert fresh.last_ratio <= 1.0

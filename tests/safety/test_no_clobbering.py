@@ -83,6 +83,7 @@ def test_results_of_mbsim_are_overwritten_and_a_refused_scene_leaves_nothing(sce
     assert not fresh.exists()  # the claim made the file; the refused scene removed it again
 
 
+@pytest.mark.slow
 def test_plot_refuses_other_suffixes_and_files_that_are_not_pictures(scene: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.h5"
     assert run_mbsim("run", scene, "-o", out, "--set", "time.end=0.05")[0] == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import pytest
 from cli_process import CHAIN, PENDULUM, root_attrs, run_mbsim
 
 
@@ -39,6 +40,7 @@ def test_a_second_run_is_refused_and_the_first_file_survives(tmp_path: Path, bac
         assert f["bodies/box1"].attrs["mass"] > 0
 
 
+@pytest.mark.slow
 def test_compare_and_a_scene_output_are_refused_too(tmp_path: Path, background) -> None:
     outdir = tmp_path / "cmp"
     out = outdir / "lagrange.h5"  # the file compare would write for the solver 'lagrange'

@@ -68,6 +68,7 @@ def test_a_signal_at_any_moment_of_start_up(tmp_path: Path, background, sig: int
         assert_truthful(out, sig)
 
 
+@pytest.mark.slow
 def test_compare_ends_on_sigterm_with_truthful_files(tmp_path: Path, background) -> None:
     outdir = tmp_path / "cmp"
     run = background(
@@ -85,6 +86,7 @@ def test_compare_ends_on_sigterm_with_truthful_files(tmp_path: Path, background)
     assert [r["status"] for r in data["rows"]] == ["failed", "skipped"]
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_running_and_info_says_the_run_died(tmp_path: Path, background) -> None:
     out = tmp_path / "killed.h5"
     run = background("run", CHAIN, "-o", out, "--set", "time.end=1000", "--quiet")

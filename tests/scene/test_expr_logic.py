@@ -43,3 +43,18 @@ def test_long_chains_stay_linear() -> None:
 def test_logic_keeps_the_whitelist(text: str, fragment: str) -> None:
     with pytest.raises(ExpressionError, match=fragment):
         compile_expression(text, variables=NAMES)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("-(t > 1)", -1.0), ("(t > 1) - (t > 2)", 1.0), ("sign(t > 1)", 1.0), ("(t > 1) + (t > 1)", 2.0),
+     ("2 * (t <= 1) + (t != 1)", 1.0), ("-(t < 1)", -0.0)],
+)  # fmt: skip
+def test_a_comparison_is_the_number_one_or_zero(text: str, value: float) -> None:
+    """As the compiled evaluator computes it: at t = 1.5 every comparison is 1.0 or 0.0, and
+    arithmetic on it is arithmetic on numbers (a boolean would refuse the minus, or add as or)."""
+    expr = compile_expression(text, variables=frozenset({"t"}))
+    got = expr({"t": 1.5})
+    assert float(got) == value and np.asarray(got).dtype == np.float64
+    arrays = expr({"t": np.array([0.5, 1.5, 2.5])})
+    assert np.asarray(arrays).dtype == np.float64

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import yaml
@@ -129,7 +130,7 @@ def test_compiled_block_matches_python_steps(tmp_path, integrator):
         model, solver = prepare(load_scene(str(path)))
         start = State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
         springs = model.springs[0]
-        block = solver.advance(start, 0.002, 60, 0.2, np.inf)
+        block = solver.advance(start, 0.002, 0, 60, 59, 0.2, np.inf)  # steps 1..60
         compiled_reference = springs.reference.copy()
         assert block.status == "ok" and block.steps == 60
         springs.reset()
@@ -152,10 +153,44 @@ def test_torsion_spring_wound_past_half_a_turn_does_not_snap_back(tmp_path):
     the unwrapped angle (the reference of SpringGroups), so the spring keeps winding it back."""
     path = write_yaml_scene(scene_3d(), tmp_path / "s.yaml")
     model, solver = prepare(load_scene(str(path)))
-    block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 100, 0.2, np.inf)
+    block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 0, 100, 99, 0.2, np.inf)
     assert block.steps == 100
     deflection = solver._data.spr_value[: model.springs[0].ncoord]
     assert np.all(np.abs(deflection) < 4.0)  # never re-wrapped to the other side of +-pi
+
+
+def dataset_names(f: h5py.File) -> list[str]:
+    names: list[str] = []
+    f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return names
+
+
+@pytest.mark.parametrize("every", [1, 7])
+def test_compiled_rows_match_the_python_records(tmp_path, monkeypatch, every):
+    """A whole run, a row every ``every`` steps: every dataset of the result file (states, body
+    data, energies, violations, reactions, drive forces) as the Python path records it, to
+    round-off; the steps themselves are the same operations."""
+    from mbsim.simulate import run
+    from mbsim.solvers.ode import OdeSolver
+
+    for scene in (scene_3d(), scene_2d()):
+        scene["output"] = {"every": every}
+        path = write_yaml_scene(scene, tmp_path / f"{scene['dimension']}.yaml")
+        compiled = run(load_scene(str(path)), tmp_path / "compiled.h5")
+        with monkeypatch.context() as patch:
+            patch.setattr(OdeSolver, "block_stepping", property(lambda self: False))
+            python = run(load_scene(str(path)), tmp_path / "python.h5")
+        assert compiled.status == python.status == "completed"
+        assert compiled.steps == python.steps and compiled.recorded == python.recorded
+        with h5py.File(tmp_path / "compiled.h5") as a, h5py.File(tmp_path / "python.h5") as b:
+            names = dataset_names(b)
+            names.remove("scene")
+            assert [n for n in names if n not in a] == []  # every dataset of the Python rows
+            for name in names:
+                x, y = a[name][()], b[name][()]
+                assert x.shape == y.shape, name
+                scale = max(1.0, float(np.max(np.abs(y))))
+                assert np.max(np.abs(x - y)) <= 1e-9 * scale, name
 
 
 def test_models_without_a_compiled_form_step_in_python(tmp_path):

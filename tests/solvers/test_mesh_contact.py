@@ -49,6 +49,7 @@ def test_ball_bounces_on_a_mesh_slab_as_on_a_plane(run_scene):
     assert np.abs(xy - [0.1, 0.2]).max() < 1e-9  # the slab's normal is exactly vertical
 
 
+@pytest.mark.slow
 def test_mesh_cube_lands_and_rests_like_a_box(run_scene):
     """A cube given as a mesh (convex hull of its corners) tumbling onto a plane comes to rest on a
     face at its half size, as the box primitive does, without sinking."""
@@ -204,6 +205,7 @@ def test_step_control_uses_the_small_step_only_near_contact(run_scene):
     assert np.all(h[touching] <= 1e-5 * (1 + 1e-9))
 
 
+@pytest.mark.slow
 def test_mesh_on_box_lands_and_conserves_energy_when_undamped(run_scene):
     """The 230,400-triangle rippled torus falls onto the box; without damping and friction the
     energy error is that of the integrator at the small step (no loss or gain from the model:

@@ -480,6 +480,7 @@ def test_a_welded_body_has_no_coordinates(run_scene):
 # ----------------------------------------------------------------------------- the creeping robot
 
 
+@pytest.mark.slow
 def test_creeping_robot_creeps_with_friction_control(run_scene):
     """scenes/creeping_robot.yaml over two strokes: the anchored unit holds while the other slides
     (the actuator unit in the first half of each stroke, the front unit in the second), the robot

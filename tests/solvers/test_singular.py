@@ -82,6 +82,7 @@ SLIDER_METHODS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "extra"), SLIDER_METHODS, ids=[" ".join([m, *e]) for m, e in SLIDER_METHODS])
 def test_slider_crank_passes_singular_positions(run_scene, method, extra):
     summary, res = run_scene(SLIDER, [f"solver.method={method}", *extra])
@@ -152,6 +153,7 @@ def test_augmented_lagrangian_counts_iterations_and_fails_cleanly(run_scene):
     ("method", "extra"),
     [("null_space", []), ("gauss", []), ("gauss", ["solver.optimizer=pso"]), ("augmented_lagrangian", [])],
 )
+@pytest.mark.slow
 def test_parallelogram_with_redundant_crank_follows_one_dof_motion(run_scene, method, extra):
     summary, res = run_scene(PARALLELOGRAM, [f"solver.method={method}", *extra])
     t = res.time

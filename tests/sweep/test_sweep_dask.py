@@ -33,9 +33,11 @@ PENDULUM = SCENES / "pendulum_2d.yaml"
 # six cases: two steps x three start angles, 0.3 s each
 SIX = ["--set", "time.end=0.3", "--param", "time.step=0.01,0.02", "--param", "parameters.theta0=linspace(0.5,1.5,3)"]
 STEMS = [f"step-{h}_theta0-{a}.h5" for h in ("0.01", "0.02") for a in ("0.5", "1", "1.5")]
-# cases of about a second each (6,000 steps), for killing and interrupting mid-sweep: long
-# enough that a worker killed 0.6 s after a case finished is certainly inside its next case
-SLOW = ["--set", "time.end=6", "--set", "time.step=0.001"]
+# cases of about one and a half seconds each (98,304 compiled steps of 2^-14 s, exact in binary,
+# a row every 128), for killing and interrupting mid-sweep: long enough that a worker killed
+# 0.6 s after a case finished is certainly inside its next case
+SLOW = ["--set", "time.end=6", "--set", "time.step=6.103515625e-05", "--set", "output.every=128"]
+SLOW_STEPS = 98304
 
 
 def sweep(*args: object):
@@ -73,6 +75,7 @@ def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     return result, outdir
 
 
+@pytest.mark.slow
 def test_local_cluster_runs_six_cases_into_six_files(local_sweep) -> None:
     result, outdir = local_sweep
     assert result.exit_code == 0, result.output
@@ -104,6 +107,7 @@ def test_local_cluster_runs_six_cases_into_six_files(local_sweep) -> None:
             assert f["scene"][()] == g["scene"][()]  # the scene as `mbsim run --set` loads it
 
 
+@pytest.mark.slow
 def test_rerun_skips_completed_cases_and_runs_the_rest(local_sweep, tmp_path: Path) -> None:
     _, outdir = local_sweep
     copy = copy_results(outdir, tmp_path / "copy")
@@ -224,6 +228,7 @@ def scheduler(tmp_path_factory: pytest.TempPathFactory):
         _stop(procs)
 
 
+@pytest.mark.slow
 def test_external_scheduler_gives_identical_results(scheduler: str, local_sweep, tmp_path: Path) -> None:
     _, local = local_sweep
     outdir = tmp_path / "external"
@@ -305,6 +310,7 @@ class SweepProcess:
             self.proc.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     outdir = tmp_path / "killed"
     angles = "parameters.theta0=linspace(0.5,1.5,6)"
@@ -334,7 +340,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     for path in files:
         with h5py.File(path, "r") as f:
             assert f.attrs["status"] == "completed"
-            assert f.attrs["steps"] == 6000
+            assert f.attrs["steps"] == SLOW_STEPS
             cases.append(int(f.attrs["sweep_case"]))
     assert sorted(cases) == [1, 2, 3, 4, 5, 6]
     csv_rows = (outdir / "sweep.csv").read_text().splitlines()
@@ -342,6 +348,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert [line.split(",")[header.index("retried")] for line in csv_rows[1:]].count("True") == 1
 
 
+@pytest.mark.slow
 def test_interrupted_sweep_then_rerun_runs_only_the_unfinished(tmp_path: Path) -> None:
     outdir = tmp_path / "interrupted"
     args = [PENDULUM, *SLOW, "--param", "parameters.theta0=linspace(0.5,1.5,4)", "-o", outdir, "--format", "json"]

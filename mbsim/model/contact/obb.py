@@ -19,7 +19,6 @@ Pure numerics: imports nothing from mbsim.
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 # absolute rotation entries are increased by this (Ericson §4.4.1, "add in an epsilon term")
 EPS = 1e-6
@@ -79,6 +78,8 @@ def obb_from_points(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     if len(points) > MAX_HULL_POINTS:
         pick = np.random.default_rng(0).choice(len(points), MAX_HULL_POINTS, replace=False)
         sample = points[np.sort(pick)]
+    from scipy.spatial import ConvexHull, QhullError  # here: importing scipy.spatial costs every command ~0.1 s
+
     try:
         hull = ConvexHull(sample)
     except (QhullError, ValueError):
