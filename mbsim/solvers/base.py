@@ -37,6 +37,10 @@ class Solver(Protocol):
     def body_coordinates(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         """The model's body coordinates (q, v) of a state in the method's own."""
 
+    def load_compiled(self) -> None:
+        """Load the method's compiled code now (a run calls it before its timed loop; ``validate``
+        does not, and so does not pay for it)."""
+
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """Advance by (at most, for adaptive integrators) h; returns the new state, info, next h."""
 
@@ -63,6 +67,9 @@ class SolverBase:
 
     def body_coordinates(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         return state.q, state.v
+
+    def load_compiled(self) -> None:
+        return None
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         raise NotImplementedError(f"{type(self).__name__} does not implement step")
