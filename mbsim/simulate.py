@@ -180,6 +180,18 @@ def run(
         writer.append_rows({key: value[:kept] for key, value in blocks.items()})
         return kept
 
+    def violated(violation: float, step: int, t: float) -> SimulationError:
+        return SimulationError(
+            f"position violation {violation:.3g} passed solver.max_violation = {max_violation:g}", step=step, t=t
+        )
+
+    def report(t: float, last: float) -> float:
+        """Progress at most every 0.1 s of wall time; returns when it was last reported."""
+        if progress is None or time.perf_counter() - last <= 0.1:
+            return last
+        progress(t, t_end)
+        return time.perf_counter()
+
     def diverged(step: int, t: float) -> SimulationError:
         return SimulationError(
             f"the solution diverged: its energy error or kinetic energy is {stats.last_ratio:.3g} times "
@@ -228,15 +240,8 @@ def run(
                     if stats.last_ratio > divergence:
                         raise diverged(steps, state.t)
                     if block.status == "violation":
-                        raise SimulationError(
-                            f"position violation {block.worst_violation:.3g} passed solver.max_violation = "
-                            f"{max_violation:g}",
-                            step=steps,
-                            t=state.t,
-                        )
-                    if progress is not None and time.perf_counter() - last_progress > 0.1:
-                        progress(state.t, t_end)
-                        last_progress = time.perf_counter()
+                        raise violated(block.worst_violation, steps, state.t)
+                    last_progress = report(state.t, last_progress)
                     continue
                 else:
                     python_next = False
@@ -279,14 +284,8 @@ def run(
                 if violation > max_violation:
                     if not recorded:  # keep the offending state in the file
                         record(state, info)
-                    raise SimulationError(
-                        f"position violation {violation:.3g} passed solver.max_violation = {max_violation:g}",
-                        step=steps,
-                        t=state.t,
-                    )
-                if progress is not None and time.perf_counter() - last_progress > 0.1:
-                    progress(state.t, t_end)
-                    last_progress = time.perf_counter()
+                    raise violated(violation, steps, state.t)
+                last_progress = report(state.t, last_progress)
         status = "completed"
     except SimulationError as exc:
         message = str(exc) if exc.step is not None else str(SimulationError(exc.reason, step=steps + 1, t=state.t))
