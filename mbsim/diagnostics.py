@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
+from mbsim.model.sparse import is_sparse
 
 
 @dataclass
@@ -148,7 +148,7 @@ def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray,
     w, nb = model.body_width, model.nbody
     row_joint, row_body = model.row_joint, model.row_body  # per constraint row: its joint, the reported body
     gen = np.zeros((nj, w))  # generalized constraint force -J^T lambda on each joint's reported body
-    if sp.issparse(ev.jacobian):
+    if is_sparse(ev.jacobian):
         coo = ev.jacobian.tocoo()
         keep = coo.col // w == row_body[coo.row]
         rows, cols = coo.row[keep], coo.col[keep]

@@ -18,13 +18,16 @@ gamma is the right side of J v_dot = gamma: gamma = -(dJ/dt) v + c''(t), where
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.model import kernels
 from mbsim.model.model import Frames, Model
 from mbsim.scene.expr import Expression
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 ROWS = {"point": None, "dot1": 1, "dot2": 1, "angle": 1}  # point: dimension rows
 
@@ -155,7 +158,7 @@ class ConstraintValues:
     phi: np.ndarray
     phi_t: np.ndarray
     gamma: np.ndarray
-    jacobian: np.ndarray | sp.csr_matrix
+    jacobian: np.ndarray | csr_matrix
 
 
 def evaluate_groups(
@@ -196,7 +199,7 @@ def evaluate_groups(
 
 def assemble_jacobian(
     blocks: list[tuple[PrimitiveGroup, np.ndarray, np.ndarray]], nrows: int, nbody: int, width: int, sparse: bool
-) -> np.ndarray | sp.csr_matrix:
+) -> np.ndarray | csr_matrix:
     """Scatter the per-group body blocks into J (nrows, nbody*width); ground columns dropped."""
     nv = nbody * width
     if not sparse:
@@ -212,6 +215,8 @@ def assemble_jacobian(
             J[g.dense_index[0]] = Ji
             J[g.dense_index[1]] = Jj
         return J[:, :nv]
+    import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
+
     data, rows, cols = [], [], []
     cols_w = np.arange(width)
     for g, Ji, Jj in blocks:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.model.kernels import frames2, frames3, retract3
+from mbsim.model.sparse import block_diagonal
 from mbsim.model.spatial import omega_to_quat_rate
 
 
@@ -176,11 +176,8 @@ class Model:
         blocks[:, d:, d:] = self.body_inertia
         self.mass_diag_blocks = blocks
         self.inv_mass_blocks = np.linalg.inv(blocks)
-        self.mass_matrix = sp.block_diag(list(blocks), format="csr")
-        self.inv_mass_matrix = sp.block_diag(list(self.inv_mass_blocks), format="csr")
-        if not self.sparse:
-            self.mass_matrix = self.mass_matrix.toarray()
-            self.inv_mass_matrix = self.inv_mass_matrix.toarray()
+        self.mass_matrix = block_diagonal(blocks, self.sparse)
+        self.inv_mass_matrix = block_diagonal(self.inv_mass_blocks, self.sparse)
         self.weight = self.body_mass[:, None] * self.gravity  # (nbody, d) gravity forces
         # per constraint row: owning joint and the body whose reaction is reported (body2, or
         # body1 when body2 is the ground); per joint: that body and the joint point in its frame

@@ -21,12 +21,11 @@ Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
+from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Context, Field, Number
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import inverse_mass_times
@@ -60,12 +59,14 @@ class Solver(OdeSolver):
     def __init__(self, model: Model, penalty: float, omega: float, mu: float, tol: float, max_iter: int, **common):
         super().__init__(model, **common)
         self.penalty, self.omega, self.mu, self.tol, self.max_iter = penalty, omega, mu, tol, max_iter
-        self.mass = model.mass_matrix.toarray() if sp.issparse(model.mass_matrix) else model.mass_matrix
+        self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
-        J = cv.jacobian.toarray() if sp.issparse(cv.jacobian) else np.asarray(cv.jacobian)
+        import scipy.linalg as sla  # here, not at the top: mbsim.model.sparse
+
+        J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
         alpha, omega, mu = self.penalty, self.omega, self.mu
         c = 2.0 * mu * omega * (J @ v + cv.phi_t) + omega**2 * cv.phi - cv.gamma
         factor = sla.cho_factor(self.mass + alpha * (J.T @ J), check_finite=False)

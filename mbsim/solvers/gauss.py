@@ -26,11 +26,11 @@ the minimum-norm ones.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
+from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import MinNorm
@@ -86,7 +86,7 @@ class Solver(OdeSolver):
         self.slsqp_options = slsqp_options
         self.swarm = swarm
         self.rng = np.random.default_rng(seed)
-        self.mass = model.mass_matrix.toarray() if sp.issparse(model.mass_matrix) else model.mass_matrix
+        self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
         self._last_y: np.ndarray | None = None  # the previous solve's optimum (scaled)
 
     def accelerations(
@@ -94,7 +94,7 @@ class Solver(OdeSolver):
     ) -> Accelerations:
         gamma = cv.gamma
         if self.optimizer == "kkt":
-            J = cv.jacobian.toarray() if sp.issparse(cv.jacobian) else np.asarray(cv.jacobian)
+            J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
             vdot, lam = kkt_least_squares(self.mass, J, Q, gamma, self.rank_tol)
             residual = float(np.max(np.abs(J @ vdot - gamma)))
             return Accelerations(vdot, lam, 0, {"acceleration_residual": residual, "optimizer_result": 0})

@@ -26,11 +26,11 @@ Not here: forming the LCP (Delassus matrix, restitution) belongs to the solver t
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 
 __all__ = ["LCPError", "LCPResult", "brute_force_lcp", "complementarity_error", "lemke", "pgs"]
@@ -263,7 +263,8 @@ def pgs(
     if b.ndim != 1:
         raise ValueError(f"b: expected a vector (n,), got shape {b.shape}")
     n = b.shape[0]
-    sparse = sp.issparse(A)
+    # nothing is scipy.sparse before scipy.sparse was imported (which costs start-up: not at the top)
+    sparse = "scipy.sparse" in sys.modules and sys.modules["scipy.sparse"].issparse(A)
     if not sparse:
         A = np.ascontiguousarray(A, dtype=float)
     if A.shape != (n, n):
@@ -280,6 +281,8 @@ def pgs(
     fn, mu = _friction_rows(friction_normal, mu, n)
 
     if sparse:
+        import scipy.sparse as sp
+
         A = sp.csr_array(A, dtype=float)
         # the sweep needs no sorted indices, only no duplicate entries; a caller that built A
         # by sparse products (which never repeat an entry) says so and skips the sort

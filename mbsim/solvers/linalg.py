@@ -8,12 +8,10 @@ lost rank: redundant constraints or a singular position.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
-from scipy.linalg.lapack import dpotrf, dpotrs
 
 from mbsim.errors import SimulationError
 from mbsim.model.model import Model
+from mbsim.model.sparse import is_sparse
 
 
 class RankDeficient(Exception):
@@ -35,7 +33,9 @@ class Schur:
 
     def __init__(self, model: Model, J, rank_tol: float = 1e-12) -> None:
         self.J = J
-        if sp.issparse(J):
+        if is_sparse(J):
+            import scipy.sparse.linalg as spla  # here, not at the top: mbsim.model.sparse
+
             self.minv_jt = (model.inv_mass_matrix @ J.T).tocsc()
             S = (J @ self.minv_jt).tocsc()
             try:
@@ -47,6 +47,8 @@ class Schur:
             pivots = np.abs(self.lu.U.diagonal())
             self.sparse = True
         else:
+            from scipy.linalg.lapack import dpotrf  # here, not at the top: mbsim.model.sparse
+
             self.minv_jt = inverse_mass_times(model, J.T)
             # LAPACK Cholesky directly: the numpy/scipy wrappers cost more than the work here
             self.factor, info = dpotrf(J @ self.minv_jt, lower=True, clean=False)
@@ -63,6 +65,8 @@ class Schur:
         """S^-1 rhs."""
         if self.sparse:
             return self.lu.solve(rhs)
+        from scipy.linalg.lapack import dpotrs  # here, not at the top: mbsim.model.sparse
+
         x, info = dpotrs(self.factor, rhs, lower=True)
         return x
 
@@ -103,7 +107,7 @@ class MinNorm:
     """
 
     def __init__(self, model: Model, J, rank_tol: float) -> None:
-        dense = J.toarray() if sp.issparse(J) else np.asarray(J)
+        dense = J.toarray() if is_sparse(J) else np.asarray(J)
         self.w = inverse_sqrt_mass(model)
         self.J_hat = dense @ self.w
         U, s, Vt = np.linalg.svd(self.J_hat, full_matrices=True)
@@ -147,7 +151,7 @@ def dependent_rows(J, labels: list[str], tol: float = 1e-8, limit: int = 12) -> 
 
     They are the rows with weight in the left null space of J (vectors y with J^T y = 0).
     """
-    dense = J.toarray() if sp.issparse(J) else np.asarray(J)
+    dense = J.toarray() if is_sparse(J) else np.asarray(J)
     if dense.shape[0] == 0 or dense.shape[0] > 4000:
         return []
     u, s, _ = np.linalg.svd(dense, full_matrices=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 
 def kkt_least_squares(
@@ -32,6 +31,8 @@ def kkt_least_squares(
     Returns:
         (x (n,), lambda (m,)).
     """
+    import scipy.linalg as sla  # here, not at the top: mbsim.model.sparse
+
     n, m = M.shape[0], J.shape[0]
     K = np.zeros((n + m, n + m))
     K[:n, :n] = M

@@ -49,13 +49,13 @@ Joint reactions at a recorded state are the step's joint impulses divided by h.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
+from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
@@ -155,6 +155,8 @@ class Solver(SolverBase):
             data.append(block[keep].ravel())
             r_idx.append(np.repeat(rows[keep], w))
             c_idx.append(cols.ravel())
+        import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
+
         J = sp.csr_matrix((np.concatenate(data), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(nrows, m.nv))
         if not m.sparse:
             J = J.toarray()
@@ -187,7 +189,7 @@ class Solver(SolverBase):
         iterations = 0
         if k:
             J_N, J_T = self._contact_rows(frames, batch)
-            J_C = sp.vstack((J_N, J_T)).tocsr() if sp.issparse(J_N) else np.vstack((J_N, J_T))
+            J_C = np.vstack((J_N, J_T)) if not is_sparse(J_N) else _sparse_vstack(J_N, J_T)
             r_N = self._target(J_N @ v, J_N @ v_free, batch, h)
             b_C = J_C @ v_free
             b_C[:k] -= r_N
@@ -250,8 +252,8 @@ class Solver(SolverBase):
     def _eliminate(self, J_E, J_C, A_CC, b_C, v_free, phi_t):
         """Eliminate the joint rows: P_E = -A_EE^+ (A_EC P_C + b_E); returns the reduced problem."""
         m = self.model
-        JE = J_E.toarray() if sp.issparse(J_E) else np.asarray(J_E)
-        JC = J_C.toarray() if sp.issparse(J_C) else np.asarray(J_C)
+        JE = J_E.toarray() if is_sparse(J_E) else np.asarray(J_E)
+        JC = J_C.toarray() if is_sparse(J_C) else np.asarray(J_C)
         mn = MinNorm(m, JE, self.rank_tol)
         # A_EE^+ x through the SVD of J_E M^-1/2 = U S V^T: A_EE = U S^2 U^T
         A_EC = JE @ inverse_mass_times(m, JC.T)
@@ -264,7 +266,7 @@ class Solver(SolverBase):
             return mn.U @ (y * (inv_s2[:, None] if y.ndim == 2 else inv_s2))
 
         S_EC = solve_ee(A_EC)
-        A_red = (A_CC.toarray() if sp.issparse(A_CC) else A_CC) - A_EC.T @ S_EC
+        A_red = (A_CC.toarray() if is_sparse(A_CC) else A_CC) - A_EC.T @ S_EC
         b_red = b_C - A_EC.T @ solve_ee(b_E)
         return A_red, b_red, lambda P_C: -(S_EC @ P_C + solve_ee(b_E))
 
@@ -293,7 +295,7 @@ class Solver(SolverBase):
             start = np.zeros((k, d))
             start[hit] = self._warm_values[where[hit]]
             x0 = start.T.ravel()
-        A_lcp = A.tocsr() if sp.issparse(A) else np.asarray(A)
+        A_lcp = A.tocsr() if is_sparse(A) else np.asarray(A)
         # rows that impulses cannot move (a direction the joints lock) and friction rows with
         # mu = 0 stay out of the LCP with zero impulse
         diag = A_lcp.diagonal()
@@ -318,7 +320,7 @@ class Solver(SolverBase):
         """Stewart-Trinkle LCP with the polyhedral cone (directions +-t of every contact with
         friction): z = (P_N, beta, lambda), P_T = beta+ - beta-; contacts with mu = 0 have only
         their normal row."""
-        A = A.toarray() if sp.issparse(A) else np.asarray(A)
+        A = A.toarray() if is_sparse(A) else np.asarray(A)
         d = self.d
         rough = np.nonzero(mu > 0.0)[0]
         f = len(rough)
@@ -423,7 +425,7 @@ def _bounding_radii(model: Model) -> np.ndarray:
 
 def _schur_product(model: Model, J):
     """J M^-1 J^T, dense or sparse like J."""
-    if sp.issparse(J):
+    if is_sparse(J):
         return (J @ model.inv_mass_matrix @ J.T).tocsr()
     return J @ inverse_mass_times(model, J.T)
 
@@ -438,3 +440,9 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
         else:
             friction.append(0.0)
     return Solver(model, got, friction)
+
+
+def _sparse_vstack(top, bottom):
+    import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
+
+    return sp.vstack((top, bottom)).tocsr()

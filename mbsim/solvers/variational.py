@@ -30,12 +30,12 @@ Lambda_k^T C_t (the constraint impulse times the node velocity).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
+from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Context, Field, Number, Raw
 from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.linalg import MinNorm
@@ -223,7 +223,7 @@ class Solver(SolverBase):
             C[self.nquat :] = cv.phi
             Ct[self.nquat :] = cv.phi_t
             if jacobian:
-                J = cv.jacobian.toarray() if sp.issparse(cv.jacobian) else np.asarray(cv.jacobian)
+                J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
                 p = self._quats(u) if self.dim == 3 else None
                 Cu[self.nquat :] = self._v_to_u_rows(J, p)
         return C, Cu, Ct

@@ -577,7 +577,8 @@ def test_validate_reports_derived_mass_properties_and_the_file_stores_them(mbsim
 
 def test_help_and_validate_import_only_what_they_use() -> None:
     """mbsim --help imports no command; validate of a scene without meshes loads no trimesh,
-    scipy.optimize, scipy.integrate, Dask or matplotlib (issue 13: fast start-up)."""
+    scipy.optimize, scipy.integrate, scipy.sparse, scipy.spatial, Dask or matplotlib (issue 13:
+    fast start-up)."""
     code = """
 import sys
 from mbsim.cli.main import cli
@@ -585,7 +586,8 @@ try:
     cli(sys.argv[1:], prog_name="mbsim")
 except SystemExit:
     pass
-heavy = ("numpy", "trimesh", "scipy.optimize", "scipy.integrate", "dask", "distributed", "matplotlib")
+heavy = ("numpy", "trimesh", "scipy.optimize", "scipy.integrate", "scipy.sparse", "scipy.spatial", "dask",
+         "distributed", "matplotlib")
 print("LOADED:" + ",".join(m for m in heavy if m in sys.modules))
 """
 
