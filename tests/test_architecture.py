@@ -121,3 +121,28 @@ def test_every_method_implements_the_whole_solver_protocol():
         assert issubclass(module.Solver, SolverBase), f"{name}.Solver does not derive from SolverBase"
         for attribute in declared:
             assert hasattr(module.Solver, attribute), f"{name}.Solver lacks {attribute}"
+
+
+def test_one_file_per_joint_type_holds_all_of_that_type() -> None:
+    """Issue 13: a joint type is one complete object in its own module of mbsim/model/joints --
+    its keys, constraint equations, coordinate, and the motion and coordinates the recursive
+    method needs -- and no other module names a joint type (recursive reads the registry; the
+    kernels know motions, which joint types name)."""
+    from mbsim.model.joints import JOINT_TYPES
+    from mbsim.model.joints.base import JointType
+
+    complete = ("primitives", "tree_motion", "tree_coordinates")
+    for name, cls in JOINT_TYPES.items():
+        assert cls.__module__ == f"mbsim.model.joints.{name}", f"joint type '{name}' lives in {cls.__module__}"
+        for method in complete:
+            assert getattr(cls, method).__func__ is not getattr(JointType, method).__func__, (
+                f"joint type '{name}' does not implement {method}"
+            )
+    names = set(JOINT_TYPES)
+    for path in _modules():
+        rel = str(path.relative_to(PACKAGE))
+        if rel.startswith("model/joints/") or rel == "solvers/soa_kernels.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert node.value not in names, f"{rel} names the joint type '{node.value}' (line {node.lineno})"

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model.constraints import constraint_values
+from mbsim.model.joints import JOINT_TYPES
+from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
@@ -53,28 +55,8 @@ OPTION_FIELDS = {
     "max_step": Field(Number(positive=True), "largest step of the adaptive (scipy:*) integrators, s", None),
 }
 
-# joint type of the scene -> (kernel code, coordinate names, velocity names)
-_JOINTS = {
-    "fixed": (soa.FIXED, (), ()),
-    "revolute": (soa.REVOLUTE, ("angle",), ("angle_rate",)),
-    "prismatic": (soa.PRISMATIC, ("position",), ("velocity",)),
-    "cylindrical": (soa.CYLINDRICAL, ("position", "angle"), ("velocity", "angle_rate")),
-    "universal": (soa.UNIVERSAL, ("angle1", "angle2"), ("angle1_rate", "angle2_rate")),
-    "spherical": (soa.SPHERICAL, ("qw", "qx", "qy", "qz"), ("wx", "wy", "wz")),
-}
 _FREE3 = (("x", "y", "z", "qw", "qx", "qy", "qz"), ("vx", "vy", "vz", "wx_body", "wy_body", "wz_body"))
 _FREE2 = (("x", "y", "angle"), ("vx", "vy", "w"))
-# coordinates and velocities per joint code
-_NQ = (0, 1, 1, 2, 2, 4, 7, 3)
-_NV = (0, 1, 1, 2, 2, 3, 6, 3)
-
-
-def _embed(x: np.ndarray | None) -> np.ndarray:
-    """A planar vector as a 3D one (z = 0); 3D vectors unchanged."""
-    if x is None:
-        return np.zeros(3)
-    x = np.asarray(x, dtype=float)
-    return np.array([x[0], x[1], 0.0]) if x.shape[0] == 2 else x.copy()
 
 
 def _embed_rotation(R: np.ndarray) -> np.ndarray:
@@ -83,24 +65,6 @@ def _embed_rotation(R: np.ndarray) -> np.ndarray:
         out[:2, :2] = R
         return out
     return R
-
-
-def _unit_quaternion(R: np.ndarray) -> np.ndarray:
-    """(w, x, y, z) of a rotation matrix, w >= 0."""
-    from scipy.spatial.transform import Rotation  # here: scipy.spatial costs every command's start-up ~0.1 s
-
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return -q if q[0] < 0 else q
-
-
-def _angle_about(axis: np.ndarray, M: np.ndarray) -> float:
-    """theta with M = Rot(axis, theta), from a vector normal to the axis."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    b = np.cross(axis, helper)
-    b /= np.linalg.norm(b)
-    mb = M @ b
-    return float(np.arctan2(axis @ np.cross(b, mb), b @ mb))
 
 
 @dataclass
@@ -121,6 +85,7 @@ class JointSpace:
         quat_q (k, 4), quat_v (k, 3): quaternion slices of q and their angular-velocity slices of v.
         scalar_q, scalar_v (m,): the other coordinates (q_dot = v there).
         driven: [(velocity index, position index, c, c', c'')] per driven joint (scene order).
+        motions (nbody,): the inboard joint's motion (mbsim.model.joints.base.TreeMotion; None: a free root).
         springs: velocity and position index (s,), stiffness, damping, rest (s,) of the joint springs.
     """
 
@@ -149,6 +114,7 @@ class JointSpace:
     scalar_v: np.ndarray
     driven: list
     springs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    motions: list[TreeMotion | None]
 
 
 def joint_space(model: Model) -> JointSpace:
@@ -164,6 +130,7 @@ def joint_space(model: Model) -> JointSpace:
     rp, rc, ax1, ax2 = (np.zeros((nb, 3)) for _ in range(4))
     qrel0 = np.zeros((nb, 4))
     ang0 = np.zeros(nb)
+    motions: list[TreeMotion | None] = [None] * nb  # per body: its inboard joint's (None: a free root)
     qn: list[list[str]] = [[] for _ in range(nb)]
     vn: list[list[str]] = [[] for _ in range(nb)]
     for k in range(nb):
@@ -177,35 +144,26 @@ def joint_space(model: Model) -> JointSpace:
             continue
         info = model.joints[j]
         fr = info.frame
-        code, cq, cv = _JOINTS[info.type]
-        jtype[k] = code
         rev = bool(tree.reversed[k])
+        motion = JOINT_TYPES[info.type].tree_motion(fr, rev)
+        motions[k] = motion
+        jtype[k] = soa.MOTIONS[motion.motion]
         # parent-side and child-side data of the joint: walked from body1 to body2, or back
         s_p, s_c = (fr.s_j, fr.s_i) if rev else (fr.s_i, fr.s_j)
         rot_p, rot_c = (fr.rot_j, fr.rot_i) if rev else (fr.rot_i, fr.rot_j)
-        rp[k], rc[k] = _embed(s_p), _embed(s_c)
+        rp[k], rc[k] = embed(s_p), embed(s_c)
         R0 = _embed_rotation(rot_p).T @ _embed_rotation(rot_c)
-        qrel0[k] = _unit_quaternion(R0)
-        sign = -1.0 if rev else 1.0  # the child moves by -s relative to the parent when walked back
-        if code in (soa.REVOLUTE, soa.PRISMATIC, soa.CYLINDRICAL):
-            if dim == 2 and code == soa.REVOLUTE:
-                axis = np.array([0.0, 0.0, 1.0])
-            else:
-                axis = _embed(fr.axis_j if rev else fr.axis_i)
-            ax1[k] = sign * axis / np.linalg.norm(axis)
-        elif code == soa.UNIVERSAL:
-            a1, a2 = fr.axes  # a1 in body1's frame, a2 in body2's
-            ax1[k], ax2[k] = (-a2, -a1) if rev else (a1, a2)
-            if rev:
-                cq, cv = ("angle2", "angle1"), ("angle2_rate", "angle1_rate")
+        qrel0[k] = unit_quaternion(R0)
+        ax1[k], ax2[k] = motion.ax1, motion.ax2
+        cq, cv = motion.q_names, motion.v_names
         if dim == 2:
             p_idx = int(tree.parent[k])
             ang0[k] = angle0[k] - angle0[p_idx]
         qn[k] = [f"{info.name}.{n}" for n in cq]
         vn[k] = [f"{info.name}.{n}" for n in cv]
     # coordinates laid out joint by joint from the ground outwards (tree order)
-    nqj = np.array([_NQ[int(c)] for c in jtype], dtype=np.int64)
-    nvj = np.array([_NV[int(c)] for c in jtype], dtype=np.int64)
+    nqj = np.array([soa.NQ[int(c)] for c in jtype], dtype=np.int64)
+    nvj = np.array([soa.NV[int(c)] for c in jtype], dtype=np.int64)
     qadr = np.zeros(nb, dtype=np.int64)
     vadr = np.zeros(nb, dtype=np.int64)
     nq = nv = 0
@@ -279,6 +237,7 @@ def joint_space(model: Model) -> JointSpace:
         scalar_v=np.array(scalar_v, dtype=np.int64),
         driven=driven,
         springs=springs,
+        motions=motions,
     )
 
 
@@ -339,7 +298,7 @@ class Solver(SolverBase):
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
-        self._gravity = _embed(model.gravity)
+        self._gravity = embed(model.gravity)
         self._mass = np.ascontiguousarray(model.body_mass, dtype=float)
         if model.dimension == 3:
             self._inertia = np.ascontiguousarray(model.body_inertia, dtype=float)
@@ -359,7 +318,7 @@ class Solver(SolverBase):
         for k in range(model.nbody):
             if space.joint[k] >= 0:
                 self._carrier[space.joint[k]] = k
-        self._joint_point = np.array([_embed(j.point2_local) for j in model.joints]).reshape(-1, 3)
+        self._joint_point = np.array([embed(j.point2_local) for j in model.joints]).reshape(-1, 3)
         # per velocity coordinate: the body whose inboard joint owns it
         self._owner = np.zeros(space.nv, dtype=np.int64)
         for k in range(model.nbody):
@@ -429,9 +388,9 @@ class Solver(SolverBase):
         m, s = self.model, self.space
         nb, dim = m.nbody, m.dimension
         fr = m.frames(q_body, v_body)
-        pos = np.vstack([_embed(p) for p in fr.pos])
+        pos = np.vstack([embed(p) for p in fr.pos])
         rot = np.array([_embed_rotation(r) for r in fr.rot])
-        vel = np.vstack([_embed(p) for p in fr.vel])
+        vel = np.vstack([embed(p) for p in fr.vel])
         omega = np.zeros((nb + 1, 3))
         if dim == 3:
             omega[:] = fr.omega
@@ -443,31 +402,23 @@ class Solver(SolverBase):
         qb = q_body.reshape(nb, m.body_qwidth)
         vb = v_body.reshape(nb, m.body_width)
         for k in s.order:
-            p, t_, qa = int(s.parent[k]), int(s.jtype[k]), int(s.qadr[k])
-            if t_ == soa.FREE or t_ == soa.PLANAR_FREE:
+            p, qa = int(s.parent[k]), int(s.qadr[k])
+            if s.motions[k] is None:  # a free root: its body coordinates
                 q[qa : qa + s.nqj[k]] = qb[k]
                 continue
             R0 = Rotation.from_quat(np.roll(s.qrel0[k], -1)).as_matrix()
             Rrel = rot[p].T @ rot[k]
             o_k = pos[k] + rot[k] @ s.rc[k]
-            if t_ in (soa.PRISMATIC, soa.CYLINDRICAL):
-                q[qa] = s.ax1[k] @ (rot[p].T @ (o_k - pos[p]) - s.rp[k])
-            if t_ == soa.REVOLUTE:
-                if dim == 2:
-                    q[qa] = (qb[k, 2] - (qb[p, 2] if p < nb else 0.0)) - s.ang0[k]
-                else:
-                    q[qa] = _angle_about(s.ax1[k], Rrel @ R0.T)
-            elif t_ == soa.CYLINDRICAL:
-                q[qa + 1] = _angle_about(s.ax1[k], Rrel @ R0.T)
-            elif t_ == soa.UNIVERSAL:
-                u, w = s.ax1[k], R0 @ s.ax2[k]
-                N = Rrel @ R0.T  # = Rot(u, a) Rot(w, b)
-                a = float(np.arctan2(u @ np.cross(w, N @ w), w @ (N @ w)))
-                Kmat = Rotation.from_rotvec(-a * u).as_matrix() @ N
-                b = float(np.arctan2(w @ np.cross(u, Kmat @ u), u @ (Kmat @ u)))
-                q[qa], q[qa + 1] = a, b
-            elif t_ == soa.SPHERICAL:
-                q[qa : qa + 4] = _unit_quaternion(R0.T @ Rrel)
+            pose = TreePose(
+                motion=s.motions[k],
+                zero=R0,
+                turn=Rrel @ R0.T,
+                child_turn=R0.T @ Rrel,
+                slide=rot[p].T @ (o_k - pos[p]) - s.rp[k],
+                planar_angle=(qb[k, 2] - (qb[p, 2] if p < nb else 0.0)) - s.ang0[k] if dim == 2 else None,
+            )
+            joint_type = JOINT_TYPES[m.joints[s.joint[k]].type]
+            q[qa : qa + s.nqj[k]] = joint_type.tree_coordinates(pose)
         for _, qa, c, _, _ in s.driven:
             q[qa] = float(c({"t": t}))
         # velocities: V_k - phi* V_p = H*_k qdot, solved joint by joint (exact for a consistent state)

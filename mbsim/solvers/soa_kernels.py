@@ -46,6 +46,18 @@ import numpy as np
 from numba import njit
 
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, FREE, PLANAR_FREE = range(8)
+# the motions a joint type can name (mbsim.model.joints.base.TreeMotion) -> joint code
+MOTIONS = {
+    "fixed": FIXED,
+    "revolute": REVOLUTE,
+    "prismatic": PRISMATIC,
+    "cylindrical": CYLINDRICAL,
+    "universal": UNIVERSAL,
+    "spherical": SPHERICAL,
+}
+# coordinates and velocities per joint code
+NQ = (0, 1, 1, 2, 2, 4, 7, 3)
+NV = (0, 1, 1, 2, 2, 3, 6, 3)
 
 _JIT = {"cache": True, "nogil": True, "fastmath": False}
 

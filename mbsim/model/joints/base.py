@@ -6,11 +6,19 @@ A joint type is one module in this package with one class that declares:
 - ``coordinate``: the name of the joint coordinate a drive or spring acts on (or None);
 and implements ``primitives(frame)`` (its constraint equations, mbsim.model.constraints)
 and ``coordinate_primitive(frame)`` (the equation that measures its coordinate).
+
+For the recursive method (mbsim.solvers.recursive) a joint type also says how it moves its
+child relative to its parent in joint coordinates: ``tree_motion(frame, reversed)`` names one
+of the motions the compiled recursions know (mbsim.solvers.soa_kernels: ``fixed``,
+``revolute`` -- a turn about a parent-fixed axis --, ``prismatic``, ``cylindrical``,
+``universal``, ``spherical``), its axes and the names of its coordinates; and
+``tree_coordinates(pose)`` reads those coordinates back from a relative pose. A joint type
+whose motion is none of these needs a new motion in the kernels as well.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -101,6 +109,78 @@ class JointFrame:
         )
 
 
+@dataclass
+class TreeMotion:
+    """How the recursive method moves a joint's child relative to its parent.
+
+    Attributes:
+        motion: the kernels' motion (mbsim.solvers.soa_kernels.MOTIONS).
+        ax1: (3,) unit axis in the parent's frame (revolute, prismatic, cylindrical, universal's first).
+        ax2: (3,) unit axis in the child's frame (universal's second).
+        q_names, v_names: the joint coordinates and their velocities, in kernel order.
+    """
+
+    motion: str
+    ax1: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    ax2: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    q_names: tuple[str, ...] = ()
+    v_names: tuple[str, ...] = ()
+
+
+@dataclass
+class TreePose:
+    """A child's pose relative to its parent, as the joint coordinates are read from it.
+
+    Attributes:
+        motion: the joint's TreeMotion.
+        turn: (3, 3) relative rotation parent -> child times the inverse of the one at the
+            joint's zero, on the parent's side (R_p^T R_k R0^T: Rot(ax1, angle) for a revolute).
+        child_turn: (3, 3) the same on the child's side (R0^T R_p^T R_k: a spherical joint's).
+        slide: (3,) the child's joint point relative to the parent's, parent's axes.
+        planar_angle: 2D scenes: the relative angle minus the one at the joint's zero, continuous.
+        zero: (3, 3) R0, the relative rotation parent -> child at the joint's zero.
+    """
+
+    motion: TreeMotion
+    zero: np.ndarray
+    turn: np.ndarray
+    child_turn: np.ndarray
+    slide: np.ndarray
+    planar_angle: float | None
+
+
+def embed(x: np.ndarray | None) -> np.ndarray:
+    """A planar vector as a 3D one (z = 0); 3D vectors copied; None as zeros."""
+    if x is None:
+        return np.zeros(3)
+    x = np.asarray(x, dtype=float)
+    return np.array([x[0], x[1], 0.0]) if x.shape[0] == 2 else x.copy()
+
+
+def angle_about(axis: np.ndarray, M: np.ndarray) -> float:
+    """theta with M = Rot(axis, theta), from a vector normal to the axis."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    b = np.cross(axis, helper)
+    b /= np.linalg.norm(b)
+    mb = M @ b
+    return float(np.arctan2(axis @ np.cross(b, mb), b @ mb))
+
+
+def unit_quaternion(R: np.ndarray) -> np.ndarray:
+    """(w, x, y, z) of a rotation matrix, w >= 0."""
+    from scipy.spatial.transform import Rotation  # here: scipy.spatial costs every command's start-up ~0.1 s
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    q = np.array([w, x, y, z])
+    return -q if q[0] < 0 else q
+
+
+def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rot(axis, angle) (Rodrigues), axis of unit length."""
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
 class JointType:
     """Base of joint types (see the module docstring)."""
 
@@ -128,6 +208,17 @@ class JointType:
     def coordinate_primitive(cls, frame: JointFrame) -> Primitive | None:
         """The equation whose value is the joint coordinate (for drives and springs)."""
         return None
+
+    @classmethod
+    def tree_motion(cls, frame: JointFrame, reversed: bool) -> TreeMotion:
+        """The recursive method's motion of this joint, walked from body1 to body2 (``reversed``:
+        from body2 to body1, so the child moves by the opposite of the joint's motion)."""
+        raise NotImplementedError(f"joint type '{cls.name}' declares no tree motion")
+
+    @classmethod
+    def tree_coordinates(cls, pose: TreePose) -> np.ndarray:
+        """The joint coordinates (nq,) of a relative pose that satisfies the joint."""
+        raise NotImplementedError(f"joint type '{cls.name}' declares no tree coordinates")
 
 
 JOINT_TYPES: dict[str, type[JointType]] = {}

@@ -1,6 +1,16 @@
 """Cylindrical joint: translation along and rotation about the axis (3D only)."""
 
-from mbsim.model.joints.base import JointFrame, JointType, register_joint
+import numpy as np
+
+from mbsim.model.joints.base import (
+    JointFrame,
+    JointType,
+    TreeMotion,
+    TreePose,
+    angle_about,
+    embed,
+    register_joint,
+)
 
 
 @register_joint
@@ -22,3 +32,19 @@ class Cylindrical(JointType):
     @classmethod
     def coordinate_primitive(cls, frame: JointFrame):
         return frame.axial_position()
+
+    @classmethod
+    def tree_motion(cls, frame: JointFrame, reversed: bool) -> TreeMotion:
+        axis = embed(frame.axis_j if reversed else frame.axis_i)
+        sign = -1.0 if reversed else 1.0
+        return TreeMotion(
+            "cylindrical",
+            ax1=sign * axis / np.linalg.norm(axis),
+            q_names=("position", "angle"),
+            v_names=("velocity", "angle_rate"),
+        )
+
+    @classmethod
+    def tree_coordinates(cls, pose: TreePose) -> np.ndarray:
+        axis = pose.motion.ax1
+        return np.array([axis @ pose.slide, angle_about(axis, pose.turn)])

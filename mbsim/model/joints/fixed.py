@@ -3,7 +3,7 @@
 import numpy as np
 
 from mbsim.model.constraints import Primitive
-from mbsim.model.joints.base import JointFrame, JointType, register_joint
+from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose, register_joint
 
 
 @register_joint
@@ -24,3 +24,11 @@ class Fixed(JointType):
             Primitive("dot1", frame.body_i, frame.body_j, {"a_i": a, "b_j": rel @ b}, [f"orientation {name}"])
             for a, b, name in pairs
         ]
+
+    @classmethod
+    def tree_motion(cls, frame: JointFrame, reversed: bool) -> TreeMotion:
+        return TreeMotion("fixed")
+
+    @classmethod
+    def tree_coordinates(cls, pose: TreePose) -> np.ndarray:
+        return np.zeros(0)

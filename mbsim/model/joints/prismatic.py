@@ -1,6 +1,8 @@
 """Prismatic (slider) joint: one translation along the axis; its position can be driven or sprung."""
 
-from mbsim.model.joints.base import JointFrame, JointType, register_joint
+import numpy as np
+
+from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose, embed, register_joint
 
 
 @register_joint
@@ -23,3 +25,15 @@ class Prismatic(JointType):
     @classmethod
     def coordinate_primitive(cls, frame: JointFrame):
         return frame.axial_position()
+
+    @classmethod
+    def tree_motion(cls, frame: JointFrame, reversed: bool) -> TreeMotion:
+        axis = embed(frame.axis_j if reversed else frame.axis_i)
+        sign = -1.0 if reversed else 1.0  # walked back, the child slides by -s
+        return TreeMotion(
+            "prismatic", ax1=sign * axis / np.linalg.norm(axis), q_names=("position",), v_names=("velocity",)
+        )
+
+    @classmethod
+    def tree_coordinates(cls, pose: TreePose) -> np.ndarray:
+        return np.array([pose.motion.ax1 @ pose.slide])
