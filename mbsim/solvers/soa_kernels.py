@@ -60,6 +60,8 @@ NQ = (0, 1, 1, 2, 2, 4, 7, 3)
 NV = (0, 1, 1, 2, 2, 3, 6, 3)
 
 _JIT = {"cache": True, "nogil": True, "fastmath": False}
+# the *_into kernels allocate nothing: no reference counting needed (mbsim.model.kernels)
+_JIT_NO_NRT = _JIT | {"_nrt": False}
 
 
 # ------------------------------------------------------------------- small helpers
@@ -229,6 +231,72 @@ def kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, 
     Hs = np.zeros((nv, 6))
     acor = np.zeros((nb + 1, 6))
     rel = np.empty(6)
+    kinematics_into(
+        order,
+        parent,
+        jtype,
+        qadr,
+        vadr,
+        rp,
+        rc,
+        qrel0,
+        ax1,
+        ax2,
+        ang0,
+        q,
+        qd,
+        quat,
+        rot,
+        o,
+        com,
+        V,
+        vcom,
+        angle,
+        Hs,
+        acor,
+        rel,
+    )
+    return quat, rot, o, com, V, vcom, angle, Hs, acor
+
+
+@njit(**_JIT_NO_NRT)
+def kinematics_into(
+    order,
+    parent,
+    jtype,
+    qadr,
+    vadr,
+    rp,
+    rc,
+    qrel0,
+    ax1,
+    ax2,
+    ang0,
+    q,
+    qd,
+    quat,
+    rot,
+    o,
+    com,
+    V,
+    vcom,
+    angle,
+    Hs,
+    acor,
+    rel,
+):
+    """:func:`kinematics` into given arrays (their shapes as returned there; rel (6,) scratch);
+    allocates nothing."""
+    nb = order.shape[0]
+    quat[:] = 0.0
+    rot[:] = 0.0
+    o[:] = 0.0
+    com[:] = 0.0
+    V[:] = 0.0
+    vcom[:] = 0.0
+    angle[:] = 0.0
+    Hs[:] = 0.0
+    acor[:] = 0.0
     quat[nb, 0] = 1.0
     for a in range(3):
         rot[nb, a, a] = 1.0
@@ -363,7 +431,6 @@ def kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, 
             acor[k, 3] += wp1 * s2 - wp2 * s1
             acor[k, 4] += wp2 * s0 - wp0 * s2
             acor[k, 5] += wp0 * s1 - wp1 * s0
-    return quat, rot, o, com, V, vcom, angle, Hs, acor
 
 
 # ------------------------------------------------------------------- dynamics
@@ -425,24 +492,95 @@ def articulated_body(
     """
     nb = order.shape[0]
     nv = tau.shape[0]
-    P = np.zeros((nb + 1, 6, 6))
-    z = np.zeros((nb + 1, 6))
-    aprime = np.zeros((nb, 6))
-    G = np.zeros((nv, 6))
-    nu = np.zeros(nv)
-    Mk = np.empty((6, 6))
-    bk = np.empty(6)
-    PH = np.empty((6, 6))
-    D = np.empty((6, 6))
-    Dinv = np.empty((6, 6))
-    Pa = np.empty(6)
-    u = np.empty(6)
-    Pplus = np.empty((6, 6))
-    zplus = np.empty(6)
-    free = np.empty(6, dtype=np.int64)
-    X = np.empty((3, 3))
-    Lc = np.zeros((6, 6))
-    Li = np.zeros((6, 6))
+    work = aba_work(nb, nv)
+    qdd = np.empty(nv)
+    f = np.empty((nb, 6))
+    alpha = np.empty((nb + 1, 6))
+    articulated_body_into(
+        order,
+        parent,
+        vadr,
+        nvj,
+        mass,
+        inertia,
+        gravity,
+        rot,
+        o,
+        com,
+        V,
+        Hs,
+        acor,
+        ext,
+        tau,
+        presc,
+        qdd_presc,
+        work,
+        qdd,
+        f,
+        alpha,
+    )
+    return qdd, f, alpha
+
+
+@njit(**_JIT)
+def aba_work(nb, nv):
+    """The scratch arrays of :func:`articulated_body_into`, in its order."""
+    return (
+        np.zeros((nb + 1, 6, 6)),  # P
+        np.zeros((nb + 1, 6)),  # z
+        np.zeros((nb, 6)),  # aprime
+        np.zeros((nv, 6)),  # G
+        np.zeros(nv),  # nu
+        np.zeros((6, 6)),  # Mk
+        np.zeros(6),  # bk
+        np.zeros((6, 6)),  # PH
+        np.zeros((6, 6)),  # D
+        np.zeros((6, 6)),  # Dinv
+        np.zeros(6),  # Pa
+        np.zeros(6),  # u
+        np.zeros((6, 6)),  # Pplus
+        np.zeros(6),  # zplus
+        np.zeros(6, dtype=np.int64),  # free
+        np.zeros((3, 3)),  # X
+        np.zeros((6, 6)),  # Lc
+        np.zeros((6, 6)),  # Li
+    )
+
+
+@njit(**_JIT_NO_NRT)
+def articulated_body_into(
+    order,
+    parent,
+    vadr,
+    nvj,
+    mass,
+    inertia,
+    gravity,
+    rot,
+    o,
+    com,
+    V,
+    Hs,
+    acor,
+    ext,
+    tau,
+    presc,
+    qdd_presc,
+    work,
+    qdd,
+    f,
+    alpha,
+):
+    """:func:`articulated_body` into qdd (nv,), f (nb, 6), alpha (nb+1, 6) with the scratch
+    ``work`` (the tuple of :func:`aba_work`, or any tuple of arrays of those shapes); allocates nothing."""
+    nb = order.shape[0]
+    P, z, aprime, G, nu, Mk, bk, PH, D, Dinv, Pa, u, Pplus, zplus, free, X, Lc, Li = work
+    P[:] = 0.0
+    z[:] = 0.0
+    G[:] = 0.0
+    nu[:] = 0.0
+    Lc[:] = 0.0
+    Li[:] = 0.0
     for i in range(nb - 1, -1, -1):
         k = order[i]
         p = parent[k]
@@ -523,10 +661,10 @@ def articulated_body(
             z[p, 3] += zplus[3]
             z[p, 4] += zplus[4]
             z[p, 5] += zplus[5]
-    qdd = np.zeros(nv)
-    f = np.zeros((nb, 6))
-    alpha = np.zeros((nb + 1, 6))
-    al = np.empty(6)
+    qdd[:] = 0.0
+    f[:] = 0.0
+    alpha[:] = 0.0
+    al = bk  # (bk is free again: scratch for alpha')
     for i in range(nb):
         k = order[i]
         p = parent[k]
@@ -554,7 +692,6 @@ def articulated_body(
             for c in range(6):
                 s += P[k, r, c] * alpha[k, c]
             f[k, r] = s
-    return qdd, f, alpha
 
 
 @njit(**_JIT)
