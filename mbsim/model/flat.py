@@ -234,9 +234,11 @@ def _padded(rows: list, n: int, width: int = 3) -> np.ndarray:
     return out
 
 
-def flatten(model: Model) -> FlatModel | str:
-    """The FlatModel of ``model``, or the reason it has none (then the Python path steps)."""
-    if model.sparse:
+def flatten(model: Model, dense_algebra: bool = True) -> FlatModel | str:
+    """The FlatModel of ``model``, or the reason it has none (then the Python path steps).
+    ``dense_algebra``: the caller solves with the dense constraint Jacobian (the ODE methods),
+    which a sparse model does not have; the recursive method reads only the force elements."""
+    if model.sparse and dense_algebra:
         return f"{model.nv} velocity coordinates use sparse linear algebra (compiled: dense only)"
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []

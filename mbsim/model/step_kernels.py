@@ -223,6 +223,42 @@ def forces_into(F, D, t, v):
     for b in range(nb):
         for a in range(d):
             Qc[w * b + a] = F.body_weight[b, a]
+    element_forces_into(F, D, t, Qc, Qn)
+    # joint springs: Qc -= J^T (k deflection), Qn -= J^T (c J v)
+    if F.nspr:
+        spring_deflections_into(F, D, t)
+        for r in range(F.nspr):
+            elastic = F.spr_stiffness[r] * D.spr_value[r]
+            rate = 0.0
+            for k in range(nv):
+                rate += D.spr_jac[r, k] * v[k]
+            damping = F.spr_damping[r] * rate
+            for k in range(nv):
+                Qc[k] -= D.spr_jac[r, k] * elastic
+                Qn[k] -= D.spr_jac[r, k] * damping
+    power = 0.0
+    for k in range(nv):
+        power += Qn[k] * v[k]
+        Qc[k] += Qn[k]
+    if d == 3:  # gyroscopic term -omega x (I omega), body axes
+        for b in range(nb):
+            o = D.omega_body
+            I = F.body_inertia
+            Iw0 = I[b, 0, 0] * o[b, 0] + I[b, 0, 1] * o[b, 1] + I[b, 0, 2] * o[b, 2]
+            Iw1 = I[b, 1, 0] * o[b, 0] + I[b, 1, 1] * o[b, 1] + I[b, 1, 2] * o[b, 2]
+            Iw2 = I[b, 2, 0] * o[b, 0] + I[b, 2, 1] * o[b, 1] + I[b, 2, 2] * o[b, 2]
+            Qc[6 * b + 3] += -(o[b, 1] * Iw2 - o[b, 2] * Iw1)
+            Qc[6 * b + 4] += -(o[b, 2] * Iw0 - o[b, 0] * Iw2)
+            Qc[6 * b + 5] += -(o[b, 0] * Iw1 - o[b, 1] * Iw0)
+    return power
+
+
+@njit(**_JIT)
+def element_forces_into(F, D, t, Qc, Qn):
+    """Add the force elements' generalized forces (body axes) to Qc (conservative:
+    spring-dampers' elastic part) and Qn (their damping, the applied loads); the frames of the
+    state are in D already."""
+    d = F.dim
     # spring-dampers: f = k (L - L0) + c dL/dt along the line, on body2; body1 the opposite
     for e in range(F.sd_k.shape[0]):
         b1, b2 = F.sd_b1[e], F.sd_b2[e]
@@ -280,30 +316,3 @@ def forces_into(F, D, t, v):
         else:
             r = _body_point(F, D, b, F.ld_point[e])
             _point_force(F, D, Qn, b, r[0], r[1], r[2], wx, wy, wz, 1.0)
-    # joint springs: Qc -= J^T (k deflection), Qn -= J^T (c J v)
-    if F.nspr:
-        spring_deflections_into(F, D, t)
-        for r in range(F.nspr):
-            elastic = F.spr_stiffness[r] * D.spr_value[r]
-            rate = 0.0
-            for k in range(nv):
-                rate += D.spr_jac[r, k] * v[k]
-            damping = F.spr_damping[r] * rate
-            for k in range(nv):
-                Qc[k] -= D.spr_jac[r, k] * elastic
-                Qn[k] -= D.spr_jac[r, k] * damping
-    power = 0.0
-    for k in range(nv):
-        power += Qn[k] * v[k]
-        Qc[k] += Qn[k]
-    if d == 3:  # gyroscopic term -omega x (I omega), body axes
-        for b in range(nb):
-            o = D.omega_body
-            I = F.body_inertia
-            Iw0 = I[b, 0, 0] * o[b, 0] + I[b, 0, 1] * o[b, 1] + I[b, 0, 2] * o[b, 2]
-            Iw1 = I[b, 1, 0] * o[b, 0] + I[b, 1, 1] * o[b, 1] + I[b, 1, 2] * o[b, 2]
-            Iw2 = I[b, 2, 0] * o[b, 0] + I[b, 2, 1] * o[b, 1] + I[b, 2, 2] * o[b, 2]
-            Qc[6 * b + 3] += -(o[b, 1] * Iw2 - o[b, 2] * Iw1)
-            Qc[6 * b + 4] += -(o[b, 2] * Iw0 - o[b, 0] * Iw2)
-            Qc[6 * b + 5] += -(o[b, 0] * Iw1 - o[b, 1] * Iw0)
-    return power

@@ -8,6 +8,7 @@ Solvers never print and never write files.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,12 +20,38 @@ from mbsim.scene.load import KeyPath
 from mbsim.scene.spec import SOLVER_FIELDS
 
 
+@dataclass
+class Block:
+    """What a block of compiled steps and recorded rows (:meth:`Solver.advance`) did.
+
+    Attributes:
+        state: the state after the last step taken.
+        steps: steps taken (0 when the first one must go through the Python path).
+        rows: (n, ncolumns + 1) the rows recorded, columns of mbsim.diagnostics.row_columns and
+            the step number last (a view of the solver's buffer: valid until the next call).
+        info: the StepInfo of the last step taken.
+        worst_violation: the largest position violation over the steps taken.
+        status: "ok"; "violation" (the last step passed the limit, its state is the last row);
+            "python" (the next step failed in compiled code and must be taken again by ``step``,
+            which raises its error); "record" (the state reached is due a row that the compiled
+            code did not record -- a method that records no rows in compiled code, or an
+            evaluation that failed there --: the Python path records it, raising any error).
+    """
+
+    state: State
+    steps: int
+    rows: np.ndarray
+    info: StepInfo
+    worst_violation: float
+    status: str
+
+
 class Solver(Protocol):
     """Everything mbsim.simulate asks of a method (SolverBase gives the defaults)."""
 
     model: Model
     integrator_label: str  # the integrator as the result file names it
-    block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code (OdeSolver)
+    block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code
     adaptive: bool  # whether step() chooses its own step size (keeps its proposal h_next)
     extra_diagnostics: tuple[str, ...]  # per-step values under /diagnostics/solver/ (StepInfo.extra)
 
@@ -43,6 +70,14 @@ class Solver(Protocol):
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """Advance by (at most, for adaptive integrators) h; returns the new state, info, next h."""
+
+    def advance(
+        self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
+    ) -> Block:
+        """When ``block_stepping``: fixed steps of size h in compiled code from step number
+        ``done`` (the last one landing on t_end) up to the next recorded row (every ``every``-th
+        step and the last), at most max_steps + 1 steps in all, stopping after a step whose
+        position violation passes ``max_violation``; the rows it recorded itself."""
 
     def evaluate(self, state: State) -> Evaluation:
         """Multipliers, residuals and energies at a state (for recording)."""
@@ -72,6 +107,11 @@ class SolverBase:
 
     def load_compiled(self) -> None:
         return None
+
+    def advance(
+        self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
+    ) -> Block:
+        raise TypeError(f"{type(self).__name__} steps one step at a time (block_stepping is False)")
 
 
 def read_options(ctx: Context, path: KeyPath, raw: dict[str, Any], table: dict[str, Field]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import ode_kernels
-from mbsim.solvers.base import SolverBase
+from mbsim.solvers.base import Block, SolverBase
 from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
@@ -57,31 +57,6 @@ def common_arguments(solver_spec, got: dict) -> dict:
         "max_step": got["max_step"],
         "rank_tol": got["rank_tol"],
     }
-
-
-@dataclass
-class Block:
-    """What a block of compiled steps and recorded rows (:meth:`OdeSolver.advance`) did.
-
-    Attributes:
-        state: the state after the last step taken.
-        steps: steps taken (0 when the first one must go through the Python path).
-        rows: (n, ncolumns + 1) the rows recorded, columns of mbsim.diagnostics.row_columns and
-            the step number last (a view of the solver's buffer: valid until the next call).
-        info: the StepInfo of the last step taken.
-        worst_violation: the largest position violation over the steps taken.
-        status: "ok"; "violation" (the last step passed the limit, its state is the last row);
-            "python" (the next step failed in compiled code and must be taken again by ``step``,
-            which raises its error); "record" (the state reached is due a row whose evaluation
-            failed in compiled code: the Python path records it, and raises the error).
-    """
-
-    state: State
-    steps: int
-    rows: np.ndarray
-    info: StepInfo
-    worst_violation: float
-    status: str
 
 
 @dataclass

@@ -33,14 +33,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model.constraints import constraint_values
+from mbsim.model.flat import flatten, make_data
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
+from mbsim.solvers import recursive_kernels as rk
 from mbsim.solvers import soa_kernels as soa
-from mbsim.solvers.base import SolverBase, read_options
+from mbsim.solvers.base import Block, SolverBase, read_options
 from mbsim.solvers.integrators import stepper
+from mbsim.solvers.ode import BLOCK_STEPS
 
 NAME = "recursive"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True}
@@ -323,12 +326,93 @@ class Solver(SolverBase):
         self._owner = np.zeros(space.nv, dtype=np.int64)
         for k in range(model.nbody):
             self._owner[space.vadr[k] : space.vadr[k] + space.nvj[k]] = k
+        self.compiled_reason = ""
+        self._compiled = self._compile()
+
+    def _compile(self):
+        """The compiled step's arrays (mbsim.solvers.recursive_kernels), or None with the reason
+        in ``compiled_reason`` (then the Python path steps)."""
+        space, m = self.space, self.model
+        if self._adaptive is not None or self.integrator not in rk.INTEGRATORS:
+            self.compiled_reason = f"integrator {self.integrator} has no compiled step"
+        elif space.driven:
+            self.compiled_reason = "drives step through the Python path"
+        else:
+            flat = flatten(m, dense_algebra=False)
+            if isinstance(flat, str):
+                self.compiled_reason = flat
+        if self.compiled_reason:
+            return None
+        dofs, qdofs, k, c, rest = space.springs
+        tree = rk.Tree(
+            order=space.order,
+            parent=space.parent,
+            jtype=space.jtype,
+            qadr=space.qadr,
+            vadr=space.vadr,
+            rp=space.rp,
+            rc=space.rc,
+            qrel0=space.qrel0,
+            ax1=space.ax1,
+            ax2=space.ax2,
+            ang0=space.ang0,
+            nvj=space.nvj,
+            mass=self._mass,
+            inertia=self._inertia,
+            gravity=self._gravity,
+            presc=self._presc,
+            qdd_presc=np.zeros(space.nv),
+            quat_q=space.quat_q,
+            quat_v=space.quat_v,
+            scalar_q=space.scalar_q,
+            scalar_v=space.scalar_v,
+            spr_v=dofs,
+            spr_q=qdofs,
+            spr_k=np.asarray(k, dtype=float),
+            spr_c=np.asarray(c, dtype=float),
+            spr_rest=np.asarray(rest, dtype=float),
+            nq=space.nq,
+            nv=space.nv,
+            elements=int(bool(m.forces)),
+            integrator=rk.INTEGRATORS[self.integrator],
+        )
+        return flat, make_data(flat), tree, rk.make_tree_data(m.nbody, space.nq, space.nv), np.zeros(4)
 
     # ------------------------------------------------------------------ what simulate asks
 
     @property
     def adaptive(self) -> bool:
         return self._adaptive is not None
+
+    @property
+    def block_stepping(self) -> bool:
+        """Whether :meth:`advance` runs blocks of steps in compiled code (rows recorded by Python)."""
+        return self._compiled is not None
+
+    def load_compiled(self) -> None:
+        """Load the compiled step by a call that takes no step (from numba's cache about 0.1 s)."""
+        if self._compiled is None:
+            return
+        flat, data, tree, work, out = self._compiled
+        q, v = self.initial_state().q, self.initial_state().v
+        rk.tree_steps(flat, data, tree, work, 0.0, q, v, 0.0, 0.0, 0.0, 0, out)
+
+    def advance(
+        self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
+    ) -> Block:
+        """Compiled steps up to the next recorded row (joint coordinates meet the joints by
+        construction: no violation to watch); the row itself is recorded by the Python path."""
+        flat, data, tree, work, out = self._compiled
+        n = min(every - done % every, max_steps + 1 - done, BLOCK_STEPS)
+        q, v = state.q.copy(), state.v.copy()
+        code = rk.tree_steps(flat, data, tree, work, state.t, q, v, state.work, h, t_end, n, out)
+        steps = int(out[2])
+        new = State(float(out[0]), q, v, float(out[1])) if steps else state
+        info = StepInfo(iterations=0, h=float(out[3]), position_violation=0.0)
+        last = not (t_end - new.t > 1e-12 * max(1.0, t_end))
+        due = steps and ((done + steps) % every == 0 or last)
+        status = "python" if code != rk.OK else ("record" if due else "ok")
+        return Block(new, steps, np.zeros((0, 0)), info, 0.0, status)
 
     @property
     def extra_diagnostics(self) -> tuple[str, ...]:

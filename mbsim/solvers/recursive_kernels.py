@@ -1,0 +1,330 @@
+"""Compiled fixed steps of method ``recursive`` (mbsim.solvers.recursive) over flat arrays.
+
+A step runs the method's right-hand side -- the kinematics sweep, the force elements
+(spring-dampers and applied loads, with their expressions compiled: mbsim.model.step_kernels),
+the joint springs and dampers, and the articulated-body sweep (mbsim.solvers.soa_kernels) -- in
+the integrator's stages, then rescales the quaternions, exactly as the Python path does,
+writing into the buffers of a ``TreeData`` and allocating nothing. Python is entered once per
+block of steps (up to the next recorded row), not per step.
+
+Scenes with drives (the prescribed joints and their impulsive kinks, recursive.py
+``_drive_velocity_step``) and the adaptive integrators step through the Python path.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
+from mbsim.model.step_kernels import element_forces_into
+from mbsim.solvers.soa_kernels import articulated_body_into, kinematics_into
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
+
+INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
+# statuses of tree_steps
+OK, NOT_FINITE = 0, 1
+
+
+class Tree(NamedTuple):
+    """The tree's arrays (mbsim.solvers.recursive.JointSpace, the model's mass properties).
+
+    Attributes:
+        order ... nvj: the kinematics and articulated-body sweeps' arrays (soa_kernels).
+        mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) bool all False and
+            qdd_presc (nv,) zeros (no drives here).
+        quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
+        spr_v, spr_q, spr_k, spr_c, spr_rest: the joint springs (JointSpace.springs).
+        nq, nv; elements: 1 when the model has force elements (spring-dampers, loads); integrator
+            (INTEGRATORS).
+    """
+
+    order: np.ndarray
+    parent: np.ndarray
+    jtype: np.ndarray
+    qadr: np.ndarray
+    vadr: np.ndarray
+    rp: np.ndarray
+    rc: np.ndarray
+    qrel0: np.ndarray
+    ax1: np.ndarray
+    ax2: np.ndarray
+    ang0: np.ndarray
+    nvj: np.ndarray
+    mass: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
+    presc: np.ndarray
+    qdd_presc: np.ndarray
+    quat_q: np.ndarray
+    quat_v: np.ndarray
+    scalar_q: np.ndarray
+    scalar_v: np.ndarray
+    spr_v: np.ndarray
+    spr_q: np.ndarray
+    spr_k: np.ndarray
+    spr_c: np.ndarray
+    spr_rest: np.ndarray
+    nq: int
+    nv: int
+    elements: int
+    integrator: int
+
+
+class TreeData(NamedTuple):
+    """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
+    tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba``, and the
+    integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,)."""
+
+    quat: np.ndarray
+    rot: np.ndarray
+    o: np.ndarray
+    com: np.ndarray
+    V: np.ndarray
+    vcom: np.ndarray
+    angle: np.ndarray
+    Hs: np.ndarray
+    acor: np.ndarray
+    rel: np.ndarray
+    ext: np.ndarray
+    tau: np.ndarray
+    qdd: np.ndarray
+    f: np.ndarray
+    alpha: np.ndarray
+    aba: tuple
+    y: np.ndarray
+    ytmp: np.ndarray
+    ynew: np.ndarray
+    k1: np.ndarray
+    k2: np.ndarray
+    k3: np.ndarray
+    k4: np.ndarray
+
+
+def make_tree_data(nb: int, nq: int, nv: int) -> TreeData:
+    """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates."""
+    ny = nq + nv + 1
+    aba = (
+        np.zeros((nb + 1, 6, 6)),
+        np.zeros((nb + 1, 6)),
+        np.zeros((nb, 6)),
+        np.zeros((nv, 6)),
+        np.zeros(nv),
+        np.zeros((6, 6)),
+        np.zeros(6),
+        np.zeros((6, 6)),
+        np.zeros((6, 6)),
+        np.zeros((6, 6)),
+        np.zeros(6),
+        np.zeros(6),
+        np.zeros((6, 6)),
+        np.zeros(6),
+        np.zeros(6, dtype=np.int64),
+        np.zeros((3, 3)),
+        np.zeros((6, 6)),
+        np.zeros((6, 6)),
+    )
+    return TreeData(
+        quat=np.zeros((nb + 1, 4)),
+        rot=np.zeros((nb + 1, 3, 3)),
+        o=np.zeros((nb + 1, 3)),
+        com=np.zeros((nb + 1, 3)),
+        V=np.zeros((nb + 1, 6)),
+        vcom=np.zeros((nb + 1, 3)),
+        angle=np.zeros(nb + 1),
+        Hs=np.zeros((nv, 6)),
+        acor=np.zeros((nb + 1, 6)),
+        rel=np.zeros(6),
+        ext=np.zeros((nb, 6)),
+        tau=np.zeros(nv),
+        qdd=np.zeros(nv),
+        f=np.zeros((nb, 6)),
+        alpha=np.zeros((nb + 1, 6)),
+        aba=aba,
+        y=np.zeros(ny),
+        ytmp=np.zeros(ny),
+        ynew=np.zeros(ny),
+        k1=np.zeros(ny),
+        k2=np.zeros(ny),
+        k3=np.zeros(ny),
+        k4=np.zeros(ny),
+    )
+
+
+@njit(**_JIT)
+def _applied_into(F, D, T, W, t):
+    """Force elements at the sweep's body states into W.ext ((torque, force) at the centres of
+    mass, world); returns their non-conservative power (recursive.py ``_applied``)."""
+    nb = T.order.shape[0]
+    for k in range(nb):
+        for r in range(6):
+            W.ext[k, r] = 0.0
+    if not T.elements:
+        return 0.0
+    # the body frames the force elements read (mbsim.model.step_kernels), ground row last
+    for k in range(nb + 1):
+        for a in range(3):
+            D.pos[k, a] = W.com[k, a]
+            D.vel[k, a] = W.vcom[k, a]
+            D.omega[k, a] = W.V[k, a]
+            for b in range(3):
+                D.rot[k, a, b] = W.rot[k, a, b]
+        for a in range(3):
+            D.omega_body[k, a] = W.rot[k, 0, a] * W.V[k, 0] + W.rot[k, 1, a] * W.V[k, 1] + W.rot[k, 2, a] * W.V[k, 2]
+        D.omega2[k] = W.V[k, 2]
+        D.angle[k] = W.angle[k]
+    Qc, Qn = D.Q, D.Qn
+    for k in range(Qc.shape[0]):
+        Qc[k] = 0.0
+        Qn[k] = 0.0
+    element_forces_into(F, D, t, Qc, Qn)
+    power = 0.0
+    if F.dim == 3:
+        for k in range(nb):
+            for a in range(3):
+                power += Qn[6 * k + a] * D.vel[k, a]
+            for a in range(3):
+                power += Qn[6 * k + 3 + a] * D.omega_body[k, a]
+            for a in range(3):
+                W.ext[k, 3 + a] = Qc[6 * k + a] + Qn[6 * k + a]
+            t0 = Qc[6 * k + 3] + Qn[6 * k + 3]
+            t1 = Qc[6 * k + 4] + Qn[6 * k + 4]
+            t2 = Qc[6 * k + 5] + Qn[6 * k + 5]
+            for a in range(3):
+                W.ext[k, a] = W.rot[k, a, 0] * t0 + W.rot[k, a, 1] * t1 + W.rot[k, a, 2] * t2
+    else:
+        for k in range(nb):
+            for a in range(2):
+                power += Qn[3 * k + a] * D.vel[k, a]
+            power += Qn[3 * k + 2] * D.omega2[k]
+            W.ext[k, 3] = Qc[3 * k] + Qn[3 * k]
+            W.ext[k, 4] = Qc[3 * k + 1] + Qn[3 * k + 1]
+            W.ext[k, 2] = Qc[3 * k + 2] + Qn[3 * k + 2]
+    return power
+
+
+@njit(**_JIT)
+def derivative(F, D, T, W, t, y, out):
+    """out = (q_dot, q_ddot, power) at y = (q, v, work) (recursive.py ``derivative``)."""
+    nq, nv = T.nq, T.nv
+    q, v = y[:nq], y[nq : nq + nv]
+    kinematics_into(
+        T.order, T.parent, T.jtype, T.qadr, T.vadr, T.rp, T.rc, T.qrel0, T.ax1, T.ax2, T.ang0, q, v,
+        W.quat, W.rot, W.o, W.com, W.V, W.vcom, W.angle, W.Hs, W.acor, W.rel,
+    )  # fmt: skip
+    power = _applied_into(F, D, T, W, t)
+    # joint springs and dampers on the coordinates (recursive.py ``_springs``)
+    for k in range(nv):
+        W.tau[k] = 0.0
+    damping_power = 0.0
+    for s in range(T.spr_v.shape[0]):
+        d = T.spr_v[s]
+        rate = v[d]
+        W.tau[d] = -T.spr_k[s] * (q[T.spr_q[s]] - T.spr_rest[s]) - T.spr_c[s] * rate
+        damping_power -= T.spr_c[s] * rate * rate
+    articulated_body_into(
+        T.order, T.parent, T.vadr, T.nvj, T.mass, T.inertia, T.gravity, W.rot, W.o, W.com, W.V, W.Hs, W.acor,
+        W.ext, W.tau, T.presc, T.qdd_presc, W.aba, W.qdd, W.f, W.alpha,
+    )  # fmt: skip
+    q_rate_into(T, q, v, out[:nq])
+    for k in range(nv):
+        out[nq + k] = W.qdd[k]
+    out[nq + nv] = power + damping_power
+
+
+@njit(**_JIT)
+def q_rate_into(T, q, v, out):
+    """dq/dt: v for scalar coordinates, 1/2 p (x) (0, omega) for quaternions."""
+    for i in range(T.scalar_q.shape[0]):
+        out[T.scalar_q[i]] = v[T.scalar_v[i]]
+    for i in range(T.quat_q.shape[0]):
+        a0, a1, a2, a3 = T.quat_q[i, 0], T.quat_q[i, 1], T.quat_q[i, 2], T.quat_q[i, 3]
+        p0, p1, p2, p3 = q[a0], q[a1], q[a2], q[a3]
+        w0, w1, w2 = v[T.quat_v[i, 0]], v[T.quat_v[i, 1]], v[T.quat_v[i, 2]]
+        out[a0] = -0.5 * (p1 * w0 + p2 * w1 + p3 * w2)
+        out[a1] = 0.5 * (p0 * w0 + (p2 * w2 - p3 * w1))
+        out[a2] = 0.5 * (p0 * w1 + (p3 * w0 - p1 * w2))
+        out[a3] = 0.5 * (p0 * w2 + (p1 * w1 - p2 * w0))
+
+
+@njit(**_JIT)
+def integrate(F, D, T, W, t, h, y, out):
+    """One fixed step of T.integrator from y into out (mbsim.solvers.integrators)."""
+    nq, nv = T.nq, T.nv
+    ny = y.shape[0]
+    k1, k2, k3, k4, yt = W.k1, W.k2, W.k3, W.k4, W.ytmp
+    derivative(F, D, T, W, t, y, k1)
+    if T.integrator == 1:  # semi-implicit Euler: v first, then q with the new v
+        for k in range(nv):
+            out[nq + k] = y[nq + k] + h * k1[nq + k]
+        q_rate_into(T, y[:nq], out[nq : nq + nv], k2[:nq])
+        for k in range(nq):
+            out[k] = y[k] + h * k2[k]
+        out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
+        return
+    if T.integrator == 0:
+        for k in range(ny):
+            out[k] = y[k] + h * k1[k]
+        return
+    half = 0.5 * h
+    for k in range(ny):
+        yt[k] = y[k] + half * k1[k]
+    derivative(F, D, T, W, t + 0.5 * h, yt, k2)
+    for k in range(ny):
+        yt[k] = y[k] + half * k2[k]
+    derivative(F, D, T, W, t + 0.5 * h, yt, k3)
+    for k in range(ny):
+        yt[k] = y[k] + h * k3[k]
+    derivative(F, D, T, W, t + h, yt, k4)
+    sixth = h / 6.0
+    for k in range(ny):
+        out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
+
+
+@njit(**_JIT)
+def tree_steps(F, D, T, W, t, q, v, work, h, t_end, nmax, out):
+    """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
+    mbsim.simulate.run does), q and v updated in place; stops before a step that would leave a
+    non-finite state (NOT_FINITE: the Python path takes it and reports). ``out`` (float64, 4):
+    t, work, steps taken, the size of the last step. Returns the status."""
+    nq, nv = T.nq, T.nv
+    ny = nq + nv + 1
+    y, ynew = W.y, W.ynew
+    steps, status, h_last = 0, OK, 0.0
+    scale = max(1.0, t_end)
+    while steps < nmax and t_end - t > 1e-12 * scale:
+        h_try = min(h, t_end - t)
+        if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+            h_try = t_end - t
+        for k in range(nq):
+            y[k] = q[k]
+        for k in range(nv):
+            y[nq + k] = v[k]
+        y[ny - 1] = work
+        integrate(F, D, T, W, t, h_try, y, ynew)
+        # quaternions rescaled to unit norm (recursive.py ``normalize``)
+        for i in range(T.quat_q.shape[0]):
+            a0, a1, a2, a3 = T.quat_q[i, 0], T.quat_q[i, 1], T.quat_q[i, 2], T.quat_q[i, 3]
+            n = np.sqrt(ynew[a0] * ynew[a0] + ynew[a1] * ynew[a1] + ynew[a2] * ynew[a2] + ynew[a3] * ynew[a3])
+            ynew[a0], ynew[a1], ynew[a2], ynew[a3] = ynew[a0] / n, ynew[a1] / n, ynew[a2] / n, ynew[a3] / n
+        finite = True
+        for k in range(ny):
+            if not np.isfinite(ynew[k]):
+                finite = False
+        if not finite:
+            status = NOT_FINITE
+            break
+        for k in range(nq):
+            q[k] = ynew[k]
+        for k in range(nv):
+            v[k] = ynew[nq + k]
+        work = ynew[ny - 1]
+        t_new = t + h_try
+        h_last = t_new - t  # as the Python step reports it
+        t = t_new
+        steps += 1
+    out[0], out[1], out[2], out[3] = t, work, steps, h_last
+    return status
