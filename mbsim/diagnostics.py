@@ -248,14 +248,15 @@ SCALAR_COLUMNS = (
 )
 
 
-def row_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
+def row_columns(model: Model, nq: int | None = None, nv: int | None = None) -> list[tuple[str, tuple[int, ...]]]:
     """The datasets of a row of :func:`record_row` (no contacts, no method datasets) in the order
-    of a compiled row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row)."""
+    of a compiled row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row).
+    ``nq``, ``nv``: the sizes of /q and /v when the method has coordinates of its own."""
     nb, d, nj = model.nbody, model.dimension, len(model.joints)
     columns = [
         ("time", ()),
-        ("q", (model.nq,)),
-        ("v", (model.nv,)),
+        ("q", (model.nq if nq is None else nq,)),
+        ("v", (model.nv if nv is None else nv,)),
         ("bodies/{body}/position", (nb, d)),
         ("bodies/{body}/velocity", (nb, d)),
     ]
@@ -273,15 +274,15 @@ def row_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
     return columns
 
 
-def row_width(model: Model) -> int:
-    """The number of flat columns of a compiled row."""
-    return sum(int(np.prod(shape)) for _, shape in row_columns(model))
+def row_width(columns: list[tuple[str, tuple[int, ...]]]) -> int:
+    """The number of flat columns of a compiled row of these columns."""
+    return sum(int(np.prod(shape)) for _, shape in columns)
 
 
-def split_rows(model: Model, rows: np.ndarray) -> dict[str, np.ndarray]:
+def split_rows(columns: list[tuple[str, tuple[int, ...]]], rows: np.ndarray) -> dict[str, np.ndarray]:
     """Compiled rows (n, row_width or more) as the writer's blocks: key -> (n, *shape) views."""
     out, start = {}, 0
-    for key, shape in row_columns(model):
+    for key, shape in columns:
         width = int(np.prod(shape))
         out[key] = rows[:, start : start + width].reshape(len(rows), *shape)
         start += width

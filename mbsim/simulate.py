@@ -155,6 +155,7 @@ def run(
     last_progress = start
 
     extra_names = solver.extra_diagnostics
+    columns = solver.row_columns()  # of the rows advance() records
 
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)
@@ -168,7 +169,7 @@ def run(
         """Compiled rows into the statistics and the file, up to the first that diverged; how many."""
         if not len(rows):
             return 0
-        blocks = split_rows(model, rows)
+        blocks = split_rows(columns, rows)
         quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
         kept = stats.add(
             blocks["time"],

@@ -41,6 +41,17 @@ def potential_energy(F, D):
     for b in range(F.nbody):
         for a in range(d):
             pot -= F.body_weight[b, a] * D.pos[b, a]
+    pot += element_potential(F, D)
+    for r in range(F.nspr):
+        pot += 0.5 * F.spr_stiffness[r] * D.spr_value[r] * D.spr_value[r]
+    return pot
+
+
+@njit(**_JIT)
+def element_potential(F, D):
+    """The spring-dampers' elastic energy at the frames in D."""
+    d = F.dim
+    pot = 0.0
     R = D.rot
     for e in range(F.sd_k.shape[0]):
         b1, b2 = F.sd_b1[e], F.sd_b2[e]
@@ -55,8 +66,6 @@ def potential_energy(F, D):
             length2 += x * x
         stretch = np.sqrt(length2) - F.sd_rest[e]
         pot += 0.5 * F.sd_k[e] * stretch * stretch
-    for r in range(F.nspr):
-        pot += 0.5 * F.spr_stiffness[r] * D.spr_value[r] * D.spr_value[r]
     return pot
 
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mbsim.diagnostics import row_columns
 from mbsim.errors import did_you_mean
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, read_mapping
@@ -27,7 +28,7 @@ class Block:
     Attributes:
         state: the state after the last step taken.
         steps: steps taken (0 when the first one must go through the Python path).
-        rows: (n, ncolumns + 1) the rows recorded, columns of mbsim.diagnostics.row_columns and
+        rows: (n, ncolumns + 1) the rows recorded, columns of the solver's ``row_columns()`` and
             the step number last (a view of the solver's buffer: valid until the next call).
         info: the StepInfo of the last step taken.
         worst_violation: the largest position violation over the steps taken.
@@ -71,6 +72,9 @@ class Solver(Protocol):
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """Advance by (at most, for adaptive integrators) h; returns the new state, info, next h."""
 
+    def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The columns of the rows :meth:`advance` records (mbsim.diagnostics.row_columns)."""
+
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
@@ -107,6 +111,9 @@ class SolverBase:
 
     def load_compiled(self) -> None:
         return None
+
+    def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
+        return row_columns(self.model)
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsim.diagnostics import row_width
+from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.flat import FlatModel, flatten, make_data
@@ -117,7 +117,7 @@ class OdeSolver(SolverBase):
                 self._flat, self._data = flat, make_data(flat)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
-                self._rows = np.zeros((ROWS_PER_BLOCK, row_width(model) + 1))  # + the step number
+                self._rows = np.zeros((ROWS_PER_BLOCK, row_width(row_columns(model)) + 1))  # + the step number
                 self.compiled_reason = ""
             else:
                 self.compiled_reason = flat

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import constraint_values
 from mbsim.model.flat import flatten, make_data
 from mbsim.model.joints import JOINT_TYPES
@@ -43,7 +44,7 @@ from mbsim.solvers import recursive_kernels as rk
 from mbsim.solvers import soa_kernels as soa
 from mbsim.solvers.base import Block, SolverBase, read_options
 from mbsim.solvers.integrators import stepper
-from mbsim.solvers.ode import BLOCK_STEPS
+from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK
 
 NAME = "recursive"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True}
@@ -344,6 +345,9 @@ class Solver(SolverBase):
         if self.compiled_reason:
             return None
         dofs, qdofs, k, c, rest = space.springs
+        nj = len(m.joints)
+        carrier = self._carrier
+        body2 = np.array([info.body2 for info in m.joints], dtype=np.int64)
         tree = rk.Tree(
             order=space.order,
             parent=space.parent,
@@ -371,14 +375,30 @@ class Solver(SolverBase):
             spr_k=np.asarray(k, dtype=float),
             spr_c=np.asarray(c, dtype=float),
             spr_rest=np.asarray(rest, dtype=float),
+            body_inertia=flat.body_inertia,
+            owner=self._owner,
+            body_joint=np.asarray(space.joint, dtype=np.int64),
+            carrier=carrier,
+            back=(space.reversed[carrier] & (body2 < m.nbody)) if nj else np.zeros(0, dtype=bool),
+            body2=body2,
+            joint_point=self._joint_point,
+            joint_body=np.asarray(m.joint_body, dtype=np.int64),
             nq=space.nq,
             nv=space.nv,
             elements=int(bool(m.forces)),
             integrator=rk.INTEGRATORS[self.integrator],
         )
-        return flat, make_data(flat), tree, rk.make_tree_data(m.nbody, space.nq, space.nv), np.zeros(4)
+        work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj)
+        rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
+        return flat, make_data(flat), tree, work, rows, np.zeros(5)
 
-    # ------------------------------------------------------------------ what simulate asks
+    def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The result file's row in joint coordinates, then the joints' reactions in body axes."""
+        m = self.model
+        columns = row_columns(m, self.space.nq, self.space.nv)
+        if m.joints:
+            columns.append(("joints/{joint}/reaction_body", (len(m.joints), 6 if m.dimension == 3 else 3)))
+        return columns
 
     @property
     def adaptive(self) -> bool:
@@ -393,26 +413,25 @@ class Solver(SolverBase):
         """Load the compiled step by a call that takes no step (from numba's cache about 0.1 s)."""
         if self._compiled is None:
             return
-        flat, data, tree, work, out = self._compiled
-        q, v = self.initial_state().q, self.initial_state().v
-        rk.tree_steps(flat, data, tree, work, 0.0, q, v, 0.0, 0.0, 0.0, 0, out)
+        flat, data, tree, work, rows, out = self._compiled
+        start = self.initial_state()
+        rk.advance(flat, data, tree, work, 0.0, start.q, start.v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, rows, out)
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
-        """Compiled steps up to the next recorded row (joint coordinates meet the joints by
-        construction: no violation to watch); the row itself is recorded by the Python path."""
-        flat, data, tree, work, out = self._compiled
-        n = min(every - done % every, max_steps + 1 - done, BLOCK_STEPS)
+        """Compiled steps and recorded rows (mbsim.solvers.recursive_kernels.advance); joint
+        coordinates meet the joints by construction: no violation to watch."""
+        flat, data, tree, work, rows, out = self._compiled
         q, v = state.q.copy(), state.v.copy()
-        code = rk.tree_steps(flat, data, tree, work, state.t, q, v, state.work, h, t_end, n, out)
+        code = rk.advance(
+            flat, data, tree, work, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
+            BLOCK_STEPS, rows, out,
+        )  # fmt: skip
         steps = int(out[2])
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
-        info = StepInfo(iterations=0, h=float(out[3]), position_violation=0.0)
-        last = not (t_end - new.t > 1e-12 * max(1.0, t_end))
-        due = steps and ((done + steps) % every == 0 or last)
-        status = "python" if code != rk.OK else ("record" if due else "ok")
-        return Block(new, steps, np.zeros((0, 0)), info, 0.0, status)
+        info = StepInfo(iterations=0, h=float(out[4]), position_violation=0.0)
+        return Block(new, steps, rows[: int(out[3])], info, 0.0, "ok" if code == rk.OK else "python")
 
     @property
     def extra_diagnostics(self) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.step_kernels import element_forces_into
+from mbsim.model.record_kernels import element_potential
+from mbsim.model.step_kernels import constraints_into, element_forces_into
 from mbsim.solvers.soa_kernels import articulated_body_into, kinematics_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
@@ -38,6 +39,13 @@ class Tree(NamedTuple):
             qdd_presc (nv,) zeros (no drives here).
         quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
         spr_v, spr_q, spr_k, spr_c, spr_rest: the joint springs (JointSpace.springs).
+        body_inertia (nb, 3, 3): the model's (2D: [0, 0]) for the kinetic energy.
+        owner (nv,): the body whose inboard joint owns each velocity; body_joint (nb,): the scene
+            joint carrying each body (-1: a free root).
+        carrier, back, body2, joint_point, joint_body (njoint,): per scene joint, the body that
+            carries it, whether it is walked back to a body2 that is not the ground (its reaction
+            is reported on body2's side), body2, the joint point in body2's axes (3D), and the
+            body whose axes the local reaction is given in (recursive.py ``_reactions``).
         nq, nv; elements: 1 when the model has force elements (spring-dampers, loads); integrator
             (INTEGRATORS).
     """
@@ -68,6 +76,14 @@ class Tree(NamedTuple):
     spr_k: np.ndarray
     spr_c: np.ndarray
     spr_rest: np.ndarray
+    body_inertia: np.ndarray
+    owner: np.ndarray
+    body_joint: np.ndarray
+    carrier: np.ndarray
+    back: np.ndarray
+    body2: np.ndarray
+    joint_point: np.ndarray
+    joint_body: np.ndarray
     nq: int
     nv: int
     elements: int
@@ -77,7 +93,8 @@ class Tree(NamedTuple):
 class TreeData(NamedTuple):
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba``, and the
-    integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,)."""
+    integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
+    model's body velocities) and joint_force (njoint, 6); seg (4,): a run of steps' report."""
 
     quat: np.ndarray
     rot: np.ndarray
@@ -102,10 +119,14 @@ class TreeData(NamedTuple):
     k2: np.ndarray
     k3: np.ndarray
     k4: np.ndarray
+    vbody: np.ndarray
+    joint_force: np.ndarray
+    seg: np.ndarray
 
 
-def make_tree_data(nb: int, nq: int, nv: int) -> TreeData:
-    """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates."""
+def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> TreeData:
+    """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates (body_nv
+    body velocities, njoint scene joints)."""
     ny = nq + nv + 1
     aba = (
         np.zeros((nb + 1, 6, 6)),
@@ -151,7 +172,27 @@ def make_tree_data(nb: int, nq: int, nv: int) -> TreeData:
         k2=np.zeros(ny),
         k3=np.zeros(ny),
         k4=np.zeros(ny),
+        vbody=np.zeros(body_nv),
+        joint_force=np.zeros((njoint, 6)),
+        seg=np.zeros(4),
     )
+
+
+@njit(**_JIT)
+def frames_into(D, W):
+    """The sweep's body frames into D, as the force elements and joint equations read them
+    (mbsim.model.step_kernels), ground row last."""
+    for k in range(W.com.shape[0]):
+        for a in range(3):
+            D.pos[k, a] = W.com[k, a]
+            D.vel[k, a] = W.vcom[k, a]
+            D.omega[k, a] = W.V[k, a]
+            for b in range(3):
+                D.rot[k, a, b] = W.rot[k, a, b]
+        for a in range(3):
+            D.omega_body[k, a] = W.rot[k, 0, a] * W.V[k, 0] + W.rot[k, 1, a] * W.V[k, 1] + W.rot[k, 2, a] * W.V[k, 2]
+        D.omega2[k] = W.V[k, 2]
+        D.angle[k] = W.angle[k]
 
 
 @njit(**_JIT)
@@ -164,18 +205,7 @@ def _applied_into(F, D, T, W, t):
             W.ext[k, r] = 0.0
     if not T.elements:
         return 0.0
-    # the body frames the force elements read (mbsim.model.step_kernels), ground row last
-    for k in range(nb + 1):
-        for a in range(3):
-            D.pos[k, a] = W.com[k, a]
-            D.vel[k, a] = W.vcom[k, a]
-            D.omega[k, a] = W.V[k, a]
-            for b in range(3):
-                D.rot[k, a, b] = W.rot[k, a, b]
-        for a in range(3):
-            D.omega_body[k, a] = W.rot[k, 0, a] * W.V[k, 0] + W.rot[k, 1, a] * W.V[k, 1] + W.rot[k, 2, a] * W.V[k, 2]
-        D.omega2[k] = W.V[k, 2]
-        D.angle[k] = W.angle[k]
+    frames_into(D, W)
     Qc, Qn = D.Q, D.Qn
     for k in range(Qc.shape[0]):
         Qc[k] = 0.0
@@ -327,4 +357,191 @@ def tree_steps(F, D, T, W, t, q, v, work, h, t_end, nmax, out):
         t = t_new
         steps += 1
     out[0], out[1], out[2], out[3] = t, work, steps, h_last
+    return status
+
+
+@njit(**_JIT)
+def _reactions_into(F, T, W, out, c, local):
+    """Per scene joint: force and torque (about the joint point) on body2, or on body1 when body2
+    is the ground, world axes (or, ``local``, the axes of that body; 2D fx, fy, torque) into
+    out[c:]; returns the column after them (recursive.py ``_reactions``). Joint springs are
+    applied forces, not reactions."""
+    nj = T.carrier.shape[0]
+    f = W.joint_force
+    for j in range(nj):
+        for r in range(6):
+            f[j, r] = W.f[T.carrier[j], r]
+    for s in range(T.spr_v.shape[0]):
+        d = T.spr_v[s]
+        j = T.body_joint[T.owner[d]]
+        for r in range(6):
+            f[j, r] -= W.Hs[d, r] * W.tau[d]
+    for j in range(nj):
+        t0, t1, t2, f0, f1, f2 = f[j, 0], f[j, 1], f[j, 2], f[j, 3], f[j, 4], f[j, 5]
+        if T.back[j]:  # body2's side: the opposite force, at body2's joint point
+            p, k = T.body2[j], T.carrier[j]
+            s0, s1, s2 = T.joint_point[j, 0], T.joint_point[j, 1], T.joint_point[j, 2]
+            x0 = W.com[p, 0] + W.rot[p, 0, 0] * s0 + W.rot[p, 0, 1] * s1 + W.rot[p, 0, 2] * s2
+            x1 = W.com[p, 1] + W.rot[p, 1, 0] * s0 + W.rot[p, 1, 1] * s1 + W.rot[p, 1, 2] * s2
+            x2 = W.com[p, 2] + W.rot[p, 2, 0] * s0 + W.rot[p, 2, 1] * s1 + W.rot[p, 2, 2] * s2
+            l0, l1, l2 = W.o[k, 0] - x0, W.o[k, 1] - x1, W.o[k, 2] - x2
+            f0, f1, f2 = -f0, -f1, -f2
+            t0 = -t0 + (l1 * f2 - l2 * f1)
+            t1 = -t1 + (l2 * f0 - l0 * f2)
+            t2 = -t2 + (l0 * f1 - l1 * f0)
+        if local:
+            b = T.joint_body[j]
+            R = W.rot
+            f0, f1, f2 = (
+                R[b, 0, 0] * f0 + R[b, 1, 0] * f1 + R[b, 2, 0] * f2,
+                R[b, 0, 1] * f0 + R[b, 1, 1] * f1 + R[b, 2, 1] * f2,
+                R[b, 0, 2] * f0 + R[b, 1, 2] * f1 + R[b, 2, 2] * f2,
+            )
+            t0, t1, t2 = (
+                R[b, 0, 0] * t0 + R[b, 1, 0] * t1 + R[b, 2, 0] * t2,
+                R[b, 0, 1] * t0 + R[b, 1, 1] * t1 + R[b, 2, 1] * t2,
+                R[b, 0, 2] * t0 + R[b, 1, 2] * t1 + R[b, 2, 2] * t2,
+            )
+        if F.dim == 3:
+            out[c], out[c + 1], out[c + 2], out[c + 3], out[c + 4], out[c + 5] = f0, f1, f2, t0, t1, t2
+            c += 6
+        else:
+            out[c], out[c + 1], out[c + 2] = f0, f1, t2
+            c += 3
+    return c
+
+
+@njit(**_JIT)
+def row_into(F, D, T, W, t, q, v, work, h, out):
+    """One recorded row of the state (t, q, v, work) into out, the columns of recursive.py
+    ``Solver.row_columns`` (mbsim.diagnostics.row_columns in joint coordinates, then the joints'
+    reactions in body axes), from the evaluation at that state ``derivative`` left in W."""
+    nb, nq, nv, d = T.order.shape[0], T.nq, T.nv, F.dim
+    frames_into(D, W)
+    c = 0
+    out[c] = t
+    c += 1
+    for k in range(nq):
+        out[c + k] = q[k]
+    c += nq
+    for k in range(nv):
+        out[c + k] = v[k]
+    c += nv
+    for b in range(nb):
+        for a in range(d):
+            out[c + d * b + a] = W.com[b, a]
+    c += d * nb
+    for b in range(nb):
+        for a in range(d):
+            out[c + d * b + a] = W.vcom[b, a]
+    c += d * nb
+    if d == 3:
+        for b in range(nb):
+            for a in range(4):
+                out[c + 4 * b + a] = W.quat[b, a]
+        c += 4 * nb
+        for b in range(nb):
+            for a in range(3):
+                out[c + 3 * b + a] = W.V[b, a]
+        c += 3 * nb
+    else:
+        for b in range(nb):
+            out[c + b] = W.angle[b]
+        c += nb
+        for b in range(nb):
+            out[c + b] = W.V[b, 2]
+        c += nb
+    # energies (recursive.py ``kinetic_energy``, ``forward_dynamics(with_potential=True)``)
+    translation, rotation = 0.0, 0.0
+    for b in range(nb):
+        translation += T.mass[b] * (
+            W.vcom[b, 0] * W.vcom[b, 0] + W.vcom[b, 1] * W.vcom[b, 1] + W.vcom[b, 2] * W.vcom[b, 2]
+        )
+        if d == 3:
+            for i in range(3):
+                for j in range(3):
+                    rotation += D.omega_body[b, i] * T.body_inertia[b, i, j] * D.omega_body[b, j]
+        else:
+            rotation += T.body_inertia[b, 0, 0] * W.V[b, 2] * W.V[b, 2]
+    kinetic = 0.5 * (translation + rotation)
+    potential = 0.0
+    for b in range(nb):
+        potential -= T.mass[b] * (W.com[b, 0] * T.gravity[0] + W.com[b, 1] * T.gravity[1] + W.com[b, 2] * T.gravity[2])
+    potential += element_potential(F, D)
+    for s in range(T.spr_v.shape[0]):
+        deflection = q[T.spr_q[s]] - T.spr_rest[s]
+        potential += 0.5 * T.spr_k[s] * deflection * deflection
+    # the scene's joint equations at the body states (zero up to round-off, by construction)
+    pos_violation, vel_violation = 0.0, 0.0
+    if F.nc:
+        constraints_into(F, D, t)
+        w = 6 if d == 3 else 3
+        for b in range(nb):
+            for a in range(d):
+                W.vbody[w * b + a] = W.vcom[b, a]
+            if d == 3:
+                for a in range(3):
+                    W.vbody[w * b + 3 + a] = D.omega_body[b, a]
+            else:
+                W.vbody[w * b + 2] = W.V[b, 2]
+        for r in range(F.nc):
+            pos_violation = max(pos_violation, abs(D.phi[r]))
+            s = 0.0
+            for k in range(F.nv):
+                s += D.J[r, k] * W.vbody[k]
+            vel_violation = max(vel_violation, abs(s + D.phi_t[r]))
+    total = kinetic + potential
+    for x in (kinetic, potential, total, work, pos_violation, vel_violation, 0.0, 0.0, 0.0, h):
+        out[c] = x
+        c += 1
+    if d == 3:
+        err = 0.0
+        for i in range(T.quat_q.shape[0]):
+            n = 0.0
+            for a in range(4):
+                n += q[T.quat_q[i, a]] * q[T.quat_q[i, a]]
+            err = max(err, abs(np.sqrt(n) - 1.0))
+        out[c] = err
+        c += 1
+    if T.carrier.shape[0]:
+        c = _reactions_into(F, T, W, out, c, False)
+        c = _reactions_into(F, T, W, out, c, True)
+
+
+@njit(**_JIT)
+def advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, rows, out):
+    """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode_kernels.advance
+    (without constraint violations to watch: joint coordinates meet the joints by construction):
+    a row after every step whose number is a multiple of ``every`` and after the last, with the
+    step number in its last column; at most ``max_block`` steps, ``max_rows`` rows, and no step
+    past ``max_steps`` + 1. ``out`` (float64, 5): t, work, steps taken, rows, the size of the
+    last step. Returns the status (OK, or NOT_FINITE: the next step goes through Python)."""
+    nq, nv = T.nq, T.nv
+    ny = nq + nv + 1
+    seg = W.seg
+    taken, nrec, status, h_last = 0, 0, OK, 0.0
+    scale = max(1.0, t_end)
+    while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
+        n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
+        status = tree_steps(F, D, T, W, t, q, v, work, h, t_end, n, seg)
+        k = int(seg[2])
+        if k > 0:
+            t, work, h_last = seg[0], seg[1], seg[3]
+            taken += k
+        number = done + taken
+        last = not (t_end - t > 1e-12 * scale)
+        if k > 0 and (number % every == 0 or last) and number <= max_steps:
+            y = W.y
+            for i in range(nq):
+                y[i] = q[i]
+            for i in range(nv):
+                y[nq + i] = v[i]
+            y[ny - 1] = work
+            derivative(F, D, T, W, t, y, W.k1)
+            row_into(F, D, T, W, t, q, v, work, h_last, rows[nrec])
+            rows[nrec, rows.shape[1] - 1] = number
+            nrec += 1
+        if status != OK or number > max_steps:
+            break
+    out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, h_last
     return status

@@ -228,6 +228,7 @@ KERNEL_MODULES = (
     "mbsim.model.step_kernels",
     "mbsim.model.record_kernels",
     "mbsim.solvers.ode_kernels",
+    "mbsim.solvers.recursive_kernels",
 )
 # records, for each @njit(cache=True) definition, whether the guard was in place when it ran
 _ORDER_PROBE = """
