@@ -290,8 +290,11 @@ def run_scene(
     spec = load_scene(str(path))
     model, solver = prepare(spec)
     r.setup_s = time.perf_counter() - t_setup
-    if start is not None:
-        model.q0, model.v0, r.t_offset = np.array(start[0]), np.array(start[1]), float(start[2])
+    if start is not None:  # the run starts from this state (the model itself is frozen)
+        from mbsim.model.model import State
+
+        q_start, v_start, r.t_offset = np.array(start[0]), np.array(start[1]), float(start[2])
+        solver.initial_state = lambda: State(0.0, q_start.copy(), v_start.copy(), 0.0)
     cc = model.compliant
     pair = cc.pairs[0]
     r.slave_points = len(pair.points)
@@ -314,11 +317,11 @@ def run_scene(
         cc._boxes_overlap = boxes_overlap
     orig_pen = cc._penetrating
 
-    def penetrating(pair_, f):
+    def penetrating(pair_, f, buffers):
         nonlocal stride
         gate["last"] = None
         t0 = time.perf_counter()
-        out = orig_pen(pair_, f)
+        out = orig_pen(pair_, f, buffers)
         dt = time.perf_counter() - t0
         r.evals += 1
         r.detect_s += dt

@@ -203,8 +203,13 @@ def parse_reference(text: str) -> SolverChoice:
 
 
 def accepted_keys(method: str) -> tuple[str, ...]:
-    """Option keys a method accepts: the general solver keys and the method's OPTION_FIELDS."""
-    return (*(k for k in SOLVER_FIELDS if k != "method"), *SOLVERS[method].OPTION_FIELDS)
+    """Option keys a method accepts: the general solver keys (but ``integrator`` for a method with
+    a scheme of its own) and the method's OPTION_FIELDS."""
+    module = SOLVERS[method]
+    general = [k for k in SOLVER_FIELDS if k != "method"]
+    if not module.CAPABILITIES.get("integrators"):
+        general.remove("integrator")
+    return (*general, *module.OPTION_FIELDS)
 
 
 def check_choice(choice: SolverChoice) -> None:

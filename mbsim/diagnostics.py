@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mbsim.model.data import RunData
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 
@@ -172,14 +173,15 @@ def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray,
 
 
 def record_row(
-    model: Model, state: State, ev: Evaluation, info: StepInfo, stats: RunStats
+    model: Model, data: RunData, state: State, ev: Evaluation, info: StepInfo, stats: RunStats
 ) -> dict[str, np.ndarray | float]:
-    """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``."""
+    """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``
+    (``data``: the run's state, its compliant contacts' counters)."""
     nb, d = model.nbody, model.dimension
     compliant = model.compliant
     contacts = ev.contacts
     if contacts is None:  # compliant contacts are forces: the evaluation just ran them at this state
-        contacts = (compliant.last_count, compliant.last_penetration) if compliant is not None else (0, 0.0)
+        contacts = (data.contact_count, data.contact_penetration) if compliant is not None else (0, 0.0)
     frames = ev.frames if ev.frames is not None else model.frames(state.q, state.v)
     pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
     vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0
@@ -216,7 +218,7 @@ def record_row(
         "diagnostics/solver/step_size": info.h,
     }
     if compliant is not None:
-        row.update(compliant.pair_diagnostics())
+        row.update(compliant.pair_diagnostics(data))
     if d == 3:
         row["bodies/{body}/orientation"] = body_q.reshape(nb, 7)[:, 3:]
         row["bodies/{body}/angular_velocity"] = frames.omega[:nb]

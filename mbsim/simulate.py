@@ -21,7 +21,7 @@ from mbsim.diagnostics import RunStats, record_row, split_rows
 from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
-from mbsim.model.dynamics import reset_spring_references, update_spring_references
+from mbsim.model.dynamics import update_spring_references
 from mbsim.model.model import Model, State
 from mbsim.output.hdf5 import ResultWriter, write_stub
 from mbsim.output.safety import ResultClaim, claim_result
@@ -74,12 +74,13 @@ def prepare(spec: SceneSpec, strict: bool = False):
     interrupts.check()
     model = compile_model(spec)
     interrupts.check()
-    solver = get_solver(spec, model)
+    solver = get_solver(spec, model, strict)
     try:
         assemble(model, strict=strict)
     except AssemblyError as exc:  # locate the joint in the scene file
         path = next((j.path for j in spec.joints if j.name == exc.joint), ("joints",))
         raise spec.raw.error(path, exc.reason) from None
+    model.freeze()  # from here on nothing writes the model: a run's state is its solver's RunData
     interrupts.check()
     return model, solver
 
@@ -143,7 +144,6 @@ def run(
     # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
     # and /v, gives its start state and converts its states to the model's body coordinates
     writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names())
-    reset_spring_references(model)
     stats = RunStats()
     state = solver.initial_state()
     body = solver.body_coordinates
@@ -159,7 +159,7 @@ def run(
 
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)
-        row = record_row(model, s, ev, info, stats)
+        row = record_row(model, solver.data, s, ev, info, stats)
         for name in extra_names:  # every row has every column, NaN where a step has no value
             path = f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"
             row[path] = info.extra.get(name, np.nan)
@@ -269,7 +269,7 @@ def run(
                         )
                     state = new
                     if model.springs:
-                        update_spring_references(model, body(state)[0], state.t)
+                        update_spring_references(model, solver.data, body(state)[0], state.t)
                     violation = info.position_violation
                     if violation is None:
                         phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)

@@ -114,7 +114,7 @@ def test_every_method_implements_the_whole_solver_protocol():
     from mbsim.solvers import SOLVERS
     from mbsim.solvers.base import Solver, SolverBase
 
-    declared = [n for n in Solver.__annotations__ if n != "model"]
+    declared = [n for n in Solver.__annotations__ if n not in ("model", "data")]  # (instance attributes)
     declared += [n for n, v in vars(Solver).items() if callable(v) and not n.startswith("_")]
     assert {"integrator_label", "block_stepping", "adaptive", "extra_diagnostics", "body_coordinates"} <= set(declared)
     for name, module in SOLVERS.items():

@@ -107,7 +107,10 @@ def run(
     # file that is not ours is refused at once, before anything is compiled
     claim = claim_result(output_path(spec, output))
     prepared = prepare_claimed(spec, claim, strict=strict)
-    model = prepared[0]
+    model, solver = prepared
+    if not (quiet or as_json):
+        for note in solver.notes:
+            click.echo(f"mbsim: note: {note}", err=True)
     if model.assembly_report and not quiet and not as_json:
         moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad" for r in model.assembly_report)
         click.echo(f"mbsim: the initial state was assembled onto the joints: {moved}", err=True)

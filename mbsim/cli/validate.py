@@ -40,7 +40,7 @@ def mass_properties(spec, model) -> list[dict]:
 def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool, debug: bool) -> None:
     """Check SCENE (keys, types, values, bodies, joints, solver, assembly) without simulating."""
     spec = load_scene(scene, overrides)
-    model, _ = prepare(spec, strict=strict)
+    model, solver = prepare(spec, strict=strict)
     dof = model.nv - model.nc
     report = {
         "status": "ok",
@@ -52,10 +52,11 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "constraint_equations": model.nc,
         "degrees_of_freedom": dof,
         "method": spec.solver.method,
-        "integrator": spec.solver.integrator,
+        "integrator": solver.integrator_label,
         "t_end": model.t_end,
         "step": model.step,
         "assembly": model.assembly_report,
+        "notes": list(solver.notes),
         "mass_properties": mass_properties(spec, model),
     }
     if as_json:
@@ -65,7 +66,7 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         f"{scene}: ok: '{spec.name}', {model.dimension}D, {plural(model.nbody, 'body', 'bodies')}, "
         f"{plural(len(model.joints), 'joint')} ({plural(model.nc, 'equation')}), "
         f"{plural(dof, 'degree', 'degrees')} of freedom if independent; "
-        f"{spec.solver.method}/{spec.solver.integrator}, t_end {model.t_end:g} s, step {model.step:g} s"
+        f"{spec.solver.method}/{solver.integrator_label}, t_end {model.t_end:g} s, step {model.step:g} s"
     )
     for item in report["mass_properties"]:
         if item["from_density"]:
@@ -76,5 +77,7 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
                 f"mass, body axes{'' if model.dimension == 2 else ': xx, yy, zz'}) from density {item['density']:g} "
                 f"and its shapes"
             )
+    for note in solver.notes:
+        click.echo(f"  note: {note}")
     for r in model.assembly_report:
         click.echo(f"  assembly moves {r['body']} by {r['distance']:.3g} m and {r['rotation']:.3g} rad")

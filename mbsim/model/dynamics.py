@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model.constraints import assemble_jacobian, evaluate_groups
+from mbsim.model.data import RunData
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
@@ -21,9 +22,9 @@ class SpringGroups:
     """Joint springs: coordinate primitives (offset = rest) with stiffness and damping.
 
     3D revolute angles come out of atan2 in (-pi, pi]; a torsion spring wound past half a turn
-    must not snap back, so those deflections are unwrapped against ``reference``, the
-    deflection at the last accepted step (``update``), valid while the angle moves by less
-    than pi per step.
+    must not snap back, so those deflections are unwrapped against a reference, the deflection
+    at the last accepted step (kept per run: RunData.spring_reference, updated by
+    :func:`update_spring_references`), valid while the angle moves by less than pi per step.
     """
 
     def __init__(self, groups, ncoord: int, stiffness: np.ndarray, damping: np.ndarray, rest: np.ndarray) -> None:
@@ -36,37 +37,26 @@ class SpringGroups:
         for g in groups:
             if g.wrap:
                 self.wrapped[g.rows.ravel()] = True
-        self.reset()
 
-    def reset(self) -> None:
-        """Back to the start: coordinates are zero at t = 0, so the deflection is -rest."""
-        self.reference = -self.rest.copy()
-
-    def deflection(self, frames: Frames, t: float, nbody: int, width: int, sparse: bool):
-        """(deflection (ncoord,), Jacobian (ncoord, nv)) at a state."""
+    def deflection(self, frames: Frames, t: float, nbody: int, width: int, sparse: bool, reference: np.ndarray):
+        """(deflection (ncoord,), Jacobian (ncoord, nv)) at a state, unwrapped against ``reference``."""
         value, _, _, blocks = evaluate_groups(self.groups, frames, t, self.ncoord, frames.rot.shape[-1])
         if self.wrapped.any():
-            ref = self.reference
+            ref = reference
             value = np.where(self.wrapped, ref + (value - ref + np.pi) % (2.0 * np.pi) - np.pi, value)
         return value, assemble_jacobian(blocks, self.ncoord, nbody, width, sparse)
 
-    def update(self, frames: Frames, t: float, nbody: int, width: int) -> None:
-        """Record the unwrapped deflection of an accepted step as the next reference."""
-        if self.wrapped.any():
-            self.reference = self.deflection(frames, t, nbody, width, False)[0]
 
-
-def update_spring_references(model: Model, q: np.ndarray, t: float) -> None:
-    """Call after every accepted step (see SpringGroups)."""
+def update_spring_references(model: Model, data: RunData, q: np.ndarray, t: float) -> None:
+    """Call after every accepted step: the unwrapped deflections become the next references."""
     if model.springs and any(s.wrapped.any() for s in model.springs):
         frames = model.frames(q, np.zeros(model.nv))
-        for springs in model.springs:
-            springs.update(frames, t, model.nbody, model.body_width)
-
-
-def reset_spring_references(model: Model) -> None:
-    for springs in model.springs:
-        springs.reset()
+        for k, springs in enumerate(model.springs):
+            if springs.wrapped.any():
+                reference = data.spring_reference[k]
+                data.spring_reference[k] = springs.deflection(
+                    frames, t, model.nbody, model.body_width, False, reference
+                )[0]
 
 
 @dataclass
@@ -95,23 +85,26 @@ class AppliedForces:
     power_nc: float
 
 
-def applied_forces(model: Model, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True) -> AppliedForces:
-    """Gravity, force elements and joint springs at one state (rotational parts in body axes)."""
+def applied_forces(
+    model: Model, data: RunData, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+) -> AppliedForces:
+    """Gravity, force elements and joint springs at one state (rotational parts in body axes)
+    of a run (``data``: its spring references; the compliant contacts' counters are written there)."""
     nb, d, w = model.nbody, model.dimension, model.body_width
     cons = np.zeros((nb + 1, w))
     nonc = np.zeros((nb + 1, w))
     cons[:nb, :d] = model.weight
     potential = -float(model.body_mass @ (frames.pos[:nb] @ model.gravity)) if with_potential else 0.0
     for group in model.forces:
-        q_cons, q_nc, pot = group.evaluate(frames, t)
+        q_cons, q_nc, pot = group.evaluate(frames, t, data)
         potential += pot
         if q_cons is not None:
             cons += q_cons
         if q_nc is not None:
             nonc += q_nc
     Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
-    for springs in model.springs:
-        deflection, J = springs.deflection(frames, t, nb, w, model.sparse)
+    for springs, reference in zip(model.springs, data.spring_reference, strict=True):
+        deflection, J = springs.deflection(frames, t, nb, w, model.sparse, reference)
         Qc = Qc - J.T @ (springs.stiffness * deflection)
         Qn = Qn - J.T @ (springs.damping * (J @ v))
         potential += float(0.5 * np.sum(springs.stiffness * deflection**2))
@@ -120,6 +113,7 @@ def applied_forces(model: Model, frames: Frames, v: np.ndarray, t: float, with_p
 
 def generalized_forces(
     model: Model,
+    data: RunData,
     frames: Frames,
     v: np.ndarray,
     t: float,
@@ -132,7 +126,7 @@ def generalized_forces(
     ``applied`` reuses applied forces already computed at this state.
     """
     if applied is None:
-        applied = applied_forces(model, frames, v, t, with_potential)
+        applied = applied_forces(model, data, frames, v, t, with_potential)
     Q = applied.conservative + applied.nonconservative
     if model.dimension == 3:  # gyroscopic term -omega x (I omega), body axes
         nb = model.nbody

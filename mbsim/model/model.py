@@ -14,7 +14,7 @@ the origin with identity rotation, so that joint kernels need no special case fo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -165,6 +165,20 @@ class Model:
     assembly_report: list[dict[str, Any]] = field(default_factory=list)
     contacts: list[Any] = field(default_factory=list)
     contact_step: float | None = None  # step while compliant bounding boxes overlap (time.contact_step)
+
+    _frozen: ClassVar[bool] = False  # set per instance by freeze()
+
+    def freeze(self) -> None:
+        """Nothing sets the model's attributes after compile and assembly (mbsim.simulate.prepare):
+        what a run changes lives in its RunData (mbsim.model.data), so one model serves many runs."""
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise AttributeError(
+                f"the Model is frozen after compile: '{name}' cannot be set (a run's state belongs in its RunData)"
+            )
+        object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
         w = self.body_width

@@ -18,8 +18,13 @@ SOLVERS: dict[str, ModuleType] = {
 PLANNED: tuple[str, ...] = ()
 
 
-def get_solver(spec: SceneSpec, model: Model):
-    """Check the method, integrator, options and contacts of a scene; return a ready solver."""
+def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
+    """Check the method, integrator, options and contacts of a scene; return a ready solver.
+
+    A method that steps with its own scheme (CAPABILITIES["integrators"] False: variational,
+    timestepping) ignores ``solver.integrator``: a scene that names one is refused with
+    ``strict``, otherwise the solver's ``notes`` say it is not used (the result file names the
+    method's own scheme as its integrator)."""
     ctx = spec.ctx
     method = spec.solver.method
     if method not in SOLVERS:
@@ -41,6 +46,14 @@ def get_solver(spec: SceneSpec, model: Model):
             f"unknown integrator '{spec.solver.integrator}'; expected one of {', '.join(INTEGRATORS)}",
             did_you_mean(spec.solver.integrator, INTEGRATORS),
         )
+    section = spec.raw.data.get("solver")
+    ignored = ""
+    if not module.CAPABILITIES.get("integrators") and isinstance(section, dict) and "integrator" in section:
+        ignored = (
+            f"method '{method}' steps with its own scheme and does not use solver.integrator '{spec.solver.integrator}'"
+        )
+        if strict:
+            raise ctx.error(("solver", "integrator"), f"{ignored}; remove the key (--strict refuses what is ignored)")
     for item in spec.contacts:
         if not item.values.get("enabled", True):
             continue
@@ -53,4 +66,7 @@ def get_solver(spec: SceneSpec, model: Model):
                 "compliant (SDF mesh) contacts are not available in this "
                 "version; remove the contact or set enabled: false",
             )
-    return module.create(model, ctx, spec.solver)
+    solver = module.create(model, ctx, spec.solver)
+    if ignored:
+        solver.notes = (*solver.notes, ignored)
+    return solver

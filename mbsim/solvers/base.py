@@ -15,6 +15,7 @@ import numpy as np
 
 from mbsim.diagnostics import row_columns
 from mbsim.errors import did_you_mean
+from mbsim.model.data import RunData
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, read_mapping
 from mbsim.scene.load import KeyPath
@@ -51,10 +52,12 @@ class Solver(Protocol):
     """Everything mbsim.simulate asks of a method (SolverBase gives the defaults)."""
 
     model: Model
+    data: RunData  # what this run changes (the model is never written after compile)
     integrator_label: str  # the integrator as the result file names it
     block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code
     adaptive: bool  # whether step() chooses its own step size (keeps its proposal h_next)
     extra_diagnostics: tuple[str, ...]  # per-step values under /diagnostics/solver/ (StepInfo.extra)
+    notes: tuple[str, ...]  # what the user should know about the set-up (printed by the CLI)
 
     def coordinate_names(self) -> tuple[list[str], list[str]]:
         """Names of the columns of /q and /v: the method's own coordinates."""
@@ -95,10 +98,12 @@ class SolverBase:
     override what differs."""
 
     model: Model
+    data: RunData
     integrator_label: str = ""
     block_stepping: bool = False
     adaptive: bool = False
     extra_diagnostics: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def coordinate_names(self) -> tuple[list[str], list[str]]:
         return self.model.coordinate_names()

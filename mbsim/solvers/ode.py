@@ -17,6 +17,7 @@ import numpy as np
 
 from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import ConstraintValues, constraint_values
+from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
@@ -100,6 +101,7 @@ class OdeSolver(SolverBase):
         rank_tol: float,
     ) -> None:
         self.model = model
+        self.data = new_run_data(model)  # what this run changes (the model is never written)
         self.integrator = self.integrator_label = integrator
         self.projection = projection
         self.rank_tol = rank_tol
@@ -176,9 +178,8 @@ class OdeSolver(SolverBase):
         BLOCK_STEPS steps, ROWS_PER_BLOCK rows and max_steps + 1 steps in all), stopping after a
         step whose position violation passes ``max_violation``."""
         m, D = self.model, self._data
-        springs = m.springs[0] if m.springs else None
-        if springs is not None:  # the references may have moved in Python steps
-            D.spr_ref[:] = springs.reference
+        if m.springs:  # the references may have moved in Python steps
+            D.spr_ref[:] = self.data.spring_reference[0]
         q, v = state.q.copy(), state.v.copy()
         out, rows = self._block_out, self._rows
         code = ode_kernels.advance(
@@ -200,8 +201,8 @@ class OdeSolver(SolverBase):
             rows,
             out,
         )
-        if springs is not None:
-            springs.reference = D.spr_ref.copy()
+        if m.springs:
+            self.data.spring_reference[0] = D.spr_ref.copy()
         steps = int(out[2])
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
         violation = float(out[6])
@@ -231,7 +232,7 @@ class OdeSolver(SolverBase):
         """Accelerations, multipliers, non-conservative power and the pieces for recording."""
         m = self.model
         frames = m.frames(q, v)
-        forces = generalized_forces(m, frames, v, t, with_potential=for_record)
+        forces = generalized_forces(m, self.data, frames, v, t, with_potential=for_record)
         if m.nc == 0:
             vdot = inverse_mass_times(m, forces.q_force)
             return vdot, np.zeros(0), forces.power_nc, forces, None, frames

@@ -34,6 +34,7 @@ import numpy as np
 
 from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import constraint_values
+from mbsim.model.data import new_run_data
 from mbsim.model.flat import flatten, make_data
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
@@ -298,6 +299,7 @@ class Solver(SolverBase):
         self, model: Model, space: JointSpace, integrator: str, rtol: float, atol: float, max_step: float | None
     ) -> None:
         self.model = model
+        self.data = new_run_data(model)  # what this run changes (the model is never written)
         self.space = space
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
@@ -601,7 +603,7 @@ class Solver(SolverBase):
         total = np.zeros((nb + 1, w))
         nonc = np.zeros((nb + 1, w))
         for group in m.forces:
-            q_cons, q_nc, pot = group.evaluate(frames, t)
+            q_cons, q_nc, pot = group.evaluate(frames, t, self.data)
             potential += pot
             if q_cons is not None:
                 total += q_cons

@@ -53,6 +53,7 @@ import numpy as np
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
+from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
@@ -95,6 +96,7 @@ class Solver(SolverBase):
 
     def __init__(self, model: Model, options: dict, friction: list[float]) -> None:
         self.model = model
+        self.data = new_run_data(model)  # what this run changes (the model is never written)
         self.d, self.w = model.dimension, model.body_width
         self.projection = projection_options(options["projection"])
         self.lcp = options["lcp"]
@@ -170,8 +172,8 @@ class Solver(SolverBase):
         t_mid = state.t + 0.5 * h
         q_mid = m.normalize(m.retract(q, 0.5 * h * v))
         frames = m.frames(q_mid, v)
-        applied = applied_forces(m, frames, v, t_mid, with_potential=False)
-        Q = generalized_forces(m, frames, v, t_mid, with_potential=False, applied=applied).q_force
+        applied = applied_forces(m, self.data, frames, v, t_mid, with_potential=False)
+        Q = generalized_forces(m, self.data, frames, v, t_mid, with_potential=False, applied=applied).q_force
         v_free = v + h * inverse_mass_times(m, Q)
         # contacts that can close by the end of the step: the margin grows with how far the
         # bodies can move from the midpoint, (|v| + |omega| R) h/2 each
@@ -354,7 +356,7 @@ class Solver(SolverBase):
     def evaluate(self, state: State) -> Evaluation:
         m = self.model
         frames = m.frames(state.q, state.v)
-        forces = generalized_forces(m, frames, state.v, state.t)
+        forces = generalized_forces(m, self.data, frames, state.v, state.t)
         kinetic = kinetic_energy(m, state.v)
         batch = self.detector.detect(frames, 0.0)
         penetration = float(max(0.0, -np.min(batch.gap))) if len(batch.gap) else 0.0

@@ -33,6 +33,7 @@ import numpy as np
 
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
+from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
@@ -92,6 +93,7 @@ class Solver(SolverBase):
 
     def __init__(self, model: Model, tol: float, max_iter: int, rank_tol: float) -> None:
         self.model = model
+        self.data = new_run_data(model)  # what this run changes (the model is never written)
         self.tol, self.max_iter, self.rank_tol = tol, max_iter, rank_tol
         self.nb, self.dim = model.nbody, model.dimension
         self.n = model.nq
@@ -201,7 +203,7 @@ class Solver(SolverBase):
             return self._gravity_u, np.zeros(self.n)
         um, ud = 0.5 * (a + b), (b - a) / h
         v = self._u_rate_to_v(um, ud)
-        f = applied_forces(m, m.frames(um, v), v, t_mid, with_potential=False)
+        f = applied_forces(m, self.data, m.frames(um, v), v, t_mid, with_potential=False)
         total = np.stack((f.conservative + f.nonconservative, f.nonconservative))
         if self.dim == 3:
             total = self._v_to_u_rows(total, self._quats(um))
@@ -337,7 +339,7 @@ class Solver(SolverBase):
     def evaluate(self, state: State) -> Evaluation:
         m = self.model
         frames = m.frames(state.q, state.v)
-        forces = generalized_forces(m, frames, state.v, state.t)
+        forces = generalized_forces(m, self.data, frames, state.v, state.t)
         kinetic = kinetic_energy(m, state.v)
         if m.nc == 0:
             empty = np.zeros(0)

@@ -324,6 +324,31 @@ def test_validate_applies_set(mbsim) -> None:
     assert report["step"] == 1e-3
 
 
+def test_an_integrator_the_method_ignores_is_said_and_refused_with_strict(mbsim, tmp_path: Path) -> None:
+    """Issue 13: variational and timestepping step with their own schemes; a scene that names
+    solver.integrator (the four-box chain: rk4) is not silently accepted: validate and run say it is
+    not used, --strict refuses it (exit 2, naming the key's line), and a scene that names none is quiet."""
+    result = mbsim("validate", CHAIN, "--set", "solver.method=variational", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["integrator"] == "discrete action (midpoint)"
+    assert report["notes"] == [
+        "method 'variational' steps with its own scheme and does not use solver.integrator 'rk4'"
+    ]
+    result = mbsim("validate", CHAIN, "--set", "solver.method=variational", "--strict")
+    assert result.exit_code == 2
+    assert "four_box_chain.yaml:" in result.output and "solver.integrator" in result.output
+    assert "remove the key" in result.output
+    result = mbsim(
+        "run", CHAIN, "--set", "solver.method=variational", "--set", "time.end=0.01", "-o", tmp_path / "v.h5"
+    )
+    assert result.exit_code == 0 and "does not use solver.integrator 'rk4'" in result.stderr
+    result = mbsim("validate", SCENES / "sliding_block.yaml", "--json", "--strict")  # timestepping, no integrator
+    assert result.exit_code == 0 and json.loads(result.stdout)["notes"] == []
+    result = mbsim("validate", CHAIN, "--json")  # lagrange uses it
+    assert json.loads(result.stdout)["notes"] == []
+
+
 # ----------------------------------------------------------------------------- info and plot
 
 

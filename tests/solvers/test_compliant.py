@@ -82,14 +82,14 @@ def test_octree_culling_gives_the_same_forces_as_querying_every_point(tmp_path, 
     }  # fmt: skip
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(scene), encoding="utf-8")
-    model, _ = prepare(load_scene(str(path)))
+    model, solver = prepare(load_scene(str(path)))
     pair = model.forces[-1].pairs[0]
     assert len(pair.points) > compliant.OCTREE_ABOVE and pair.tree is not None
     frames = model.frames(model.q0, model.v0)
-    culled = applied_forces(model, frames, model.v0, 0.0)
-    assert model.forces[-1].last_count > 0  # the ball is pressed in
+    culled = applied_forces(model, solver.data, frames, model.v0, 0.0)
+    assert solver.data.contact_count > 0  # the ball is pressed in
     monkeypatch.setattr(compliant, "OCTREE_ABOVE", 10**9)
-    brute = applied_forces(model, frames, model.v0, 0.0)
+    brute = applied_forces(model, solver.data, frames, model.v0, 0.0)
     np.testing.assert_allclose(culled.conservative, brute.conservative, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(culled.nonconservative, brute.nonconservative, rtol=1e-12, atol=1e-9)
 

@@ -190,7 +190,7 @@ def test_null_space_multipliers_are_minimum_norm_and_balance_the_forces():
     state = State(0.0, model.q0, model.v0 + 0.0, 0.0)
     ev = solver.evaluate(state)
     frames = model.frames(state.q, state.v)
-    Q = generalized_forces(model, frames, state.v, 0.0).q_force
+    Q = generalized_forces(model, solver.data, frames, state.v, 0.0).q_force
     J = np.asarray(constraint_values(model, frames, 0.0).jacobian)
     vdot, _ = solver.acceleration(0.0, state.q, state.v)
     lam = ev.multipliers

@@ -31,7 +31,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
 from mbsim.model.model import Frames
 from mbsim.scene.fields import Context, Field, Number, read_mapping
+
+if TYPE_CHECKING:
+    from mbsim.model.data import RunData
 
 _LOG = logging.getLogger("mbsim.cache")
 OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
@@ -184,10 +187,6 @@ class CompliantPair:
         bounds = np.asarray(self.mesh.bounds, dtype=float) if self.mesh is not None else None
         self.mesh_lo = bounds[0] if bounds is not None else self.field_origin
         self.mesh_hi = bounds[1] if bounds is not None else self.field.upper
-        # output buffers of the compiled detection (one row per sample point at most)
-        self.buffer_idx = np.empty(len(self.points), dtype=np.int64)
-        self.buffer_d = np.empty(len(self.points))
-        self.buffer_g = np.empty((len(self.points), 3))
 
 
 class CompliantContacts:
@@ -196,15 +195,12 @@ class CompliantContacts:
     def __init__(self, pairs: list[CompliantPair], nbody: int) -> None:
         self.pairs = pairs
         self.nbody = nbody
-        self.last_count = 0
-        self.last_penetration = 0.0
-        # per pair, of the last evaluation: contact points, deepest penetration, class counts
-        self.last_pairs: list[tuple[int, float, np.ndarray | None]] = [(0, 0.0, None) for _ in pairs]
 
-    def pair_diagnostics(self) -> dict[str, float | np.ndarray]:
-        """Per pair: /diagnostics/contacts/NAME/count, max_penetration and class_counts."""
+    def pair_diagnostics(self, data: RunData) -> dict[str, float | np.ndarray]:
+        """Per pair, of the run's last evaluation: /diagnostics/contacts/NAME/count, max_penetration
+        and class_counts."""
         row: dict[str, float | np.ndarray] = {}
-        for pair, (count, deepest, classes) in zip(self.pairs, self.last_pairs, strict=True):
+        for pair, (count, deepest, classes) in zip(self.pairs, data.contact_pairs, strict=True):
             row[f"diagnostics/contacts/{pair.name}/count"] = float(count)
             row[f"diagnostics/contacts/{pair.name}/max_penetration"] = deepest
             if pair.classes is not None:
@@ -234,7 +230,7 @@ class CompliantContacts:
                 return True
         return False
 
-    def _penetrating(self, pair: CompliantPair, f: Frames):
+    def _penetrating(self, pair: CompliantPair, f: Frames, buffers: tuple[np.ndarray, np.ndarray, np.ndarray]):
         """Slave points inside the master: world points p, penetrations g > 0, the field's raw
         gradient (world) at them; None when there are none."""
         m, s = pair.master, pair.slave
@@ -261,9 +257,9 @@ class CompliantContacts:
                 pair.points, tree.point_order, tree.node_centre, tree.node_radius, tree.node_child_start,
                 tree.node_child_count, tree.node_point_start, tree.node_point_count, use_tree, R, t,
                 field.values, pair.field_origin, field.cell, pair.mesh_lo, pair.mesh_hi, field.cell,
-                pair.buffer_idx, pair.buffer_d, pair.buffer_g,
+                *buffers,
             )  # fmt: skip
-            idx, d, grad_local = pair.buffer_idx[:n], pair.buffer_d[:n], pair.buffer_g[:n]
+            idx, d, grad_local = buffers[0][:n], buffers[1][:n], buffers[2][:n]
             if use_tree:  # in point order, as without the tree: the same sums to the last bit
                 order = np.argsort(idx)
                 idx, d, grad_local = idx[order], d[order], grad_local[order]
@@ -272,7 +268,8 @@ class CompliantContacts:
         p = f.pos[s] + np.einsum("ij,nj->ni", f.rot[s], pair.points[idx])  # world (einsum: no BLAS threads)
         return p, -d, np.einsum("ij,nj->ni", f.rot[m], grad_local)
 
-    def evaluate(self, f: Frames, t: float):
+    def evaluate(self, f: Frames, t: float, data: RunData):
+        """The pairs' forces; the counts and penetrations of this evaluation go to ``data``."""
         nb = self.nbody
         cons = np.zeros((nb + 1, 6))
         nonc = np.zeros((nb + 1, 6))
@@ -281,15 +278,15 @@ class CompliantContacts:
         wrench = np.zeros((4, 6))
         for k, pair in enumerate(self.pairs):
             m, s = pair.master, pair.slave
-            found = self._penetrating(pair, f)
+            found = self._penetrating(pair, f, data.contact_buffers[k])
             if found is None:
-                self.last_pairs[k] = (0, 0.0, None)
+                data.contact_pairs[k] = (0, 0.0, None)
                 continue
             p, g, grad = found
             classes = None
             if pair.classes is not None:
                 classes = np.bincount(np.searchsorted(pair.classes, g, side="right"), minlength=len(pair.classes) + 1)
-            self.last_pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
+            data.contact_pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
             # eqs. (36)-(43), compiled (compliant_kernels.pair_forces): the elastic part along the
             # raw gradient of the interpolant, so that it is exactly conservative (|grad d| is
             # not 1 between grid nodes); damping and friction along the unit normal
@@ -304,7 +301,7 @@ class CompliantContacts:
             nonc[m] += wrench[3]
             count += len(g)
             deepest = max(deepest, float(g.max()))
-        self.last_count, self.last_penetration = count, deepest
+        data.contact_count, data.contact_penetration = count, deepest
         return cons, nonc, potential
 
 

@@ -44,7 +44,7 @@ class Loads:
         self.torque = torque
         self.nbody, self.dimension = nbody, dimension
 
-    def evaluate(self, f: Frames, t: float):
+    def evaluate(self, f: Frames, t: float, data=None):
         d = self.dimension
         vals = np.array(
             [[float(e(_env(f, b, t, d))) for e in exprs] for b, exprs in zip(self.bodies, self.values, strict=True)]

@@ -11,13 +11,16 @@ the potential energy of the conservative part.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from mbsim.model.model import Frames
 from mbsim.model.spatial import cross
 from mbsim.scene.fields import Context, Field
+
+if TYPE_CHECKING:
+    from mbsim.model.data import RunData
 
 
 @dataclass
@@ -56,8 +59,9 @@ class BuildSetup:
 
 
 class ForceGroup(Protocol):
-    def evaluate(self, frames: Frames, t: float) -> tuple[np.ndarray | None, np.ndarray | None, float]:
-        """(Q conservative, Q non-conservative, potential energy)."""
+    def evaluate(self, frames: Frames, t: float, data: RunData) -> tuple[np.ndarray | None, np.ndarray | None, float]:
+        """(Q conservative, Q non-conservative, potential energy) at a state of the run ``data``
+        (a group that keeps per-run state -- counters, buffers -- keeps it there, never on itself)."""
 
 
 class ForceType:

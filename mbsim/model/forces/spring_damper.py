@@ -61,7 +61,7 @@ class SpringDamperGroup:
         self.k, self.c, self.rest = k, c, rest
         self.nbody, self.dimension = nbody, dimension
 
-    def evaluate(self, f: Frames, t: float):
+    def evaluate(self, f: Frames, t: float, data=None):
         r1 = np.einsum("nij,nj->ni", f.rot[self.b1], self.s1)
         r2 = np.einsum("nij,nj->ni", f.rot[self.b2], self.s2)
         d = f.pos[self.b2] + r2 - f.pos[self.b1] - r1
