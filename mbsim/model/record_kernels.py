@@ -120,10 +120,11 @@ def reactions_into(F, D, out, start):
 
 
 @njit(**_JIT)
-def row_into(F, D, t, q, v, work, iterations, h, out):
-    """One recorded row of the state (t, q, v, work) into out (the columns of the module
-    docstring); ``iterations`` and ``h`` are those of the step that reached it."""
-    nb, nq, nv, nc, d = F.nbody, F.nq, F.nv, F.nc, F.dim
+def state_columns_into(F, D, t, q, v, out):
+    """A row's first columns: time, q, v, body positions and velocities (from the frames in D);
+    returns the column after them (the orientations of a 3D row come next)."""
+    nb, d = F.nbody, F.dim
+    nq, nv = q.shape[0], v.shape[0]
     c = 0
     out[c] = t
     c += 1
@@ -140,23 +141,39 @@ def row_into(F, D, t, q, v, work, iterations, h, out):
     for b in range(nb):
         for a in range(d):
             out[c + d * b + a] = D.vel[b, a]
-    c += d * nb
+    return c + d * nb
+
+
+@njit(**_JIT)
+def rotation_columns_into(F, D, out, c):
+    """After a 3D row's orientations: the angular velocities (world axes); in 2D the angles, then
+    the angular velocities. Returns the column after them."""
+    nb = F.nbody
+    if F.dim == 3:
+        for b in range(nb):
+            for a in range(3):
+                out[c + 3 * b + a] = D.omega[b, a]
+        return c + 3 * nb
+    for b in range(nb):
+        out[c + b] = D.angle[b]
+    c += nb
+    for b in range(nb):
+        out[c + b] = D.omega2[b]
+    return c + nb
+
+
+@njit(**_JIT)
+def row_into(F, D, t, q, v, work, iterations, h, out):
+    """One recorded row of the state (t, q, v, work) into out (the columns of the module
+    docstring); ``iterations`` and ``h`` are those of the step that reached it."""
+    nb, nv, nc, d = F.nbody, F.nv, F.nc, F.dim
+    c = state_columns_into(F, D, t, q, v, out)
     if d == 3:
         for b in range(nb):
             for a in range(4):
                 out[c + 4 * b + a] = q[7 * b + 3 + a]
         c += 4 * nb
-        for b in range(nb):
-            for a in range(3):
-                out[c + 3 * b + a] = D.omega[b, a]
-        c += 3 * nb
-    else:
-        for b in range(nb):
-            out[c + b] = D.angle[b]
-        c += nb
-        for b in range(nb):
-            out[c + b] = D.omega2[b]
-        c += nb
+    c = rotation_columns_into(F, D, out, c)
     kinetic = kinetic_energy(F, v)
     potential = potential_energy(F, D)
     pos_violation, vel_violation = 0.0, 0.0

@@ -19,9 +19,9 @@ import numpy as np
 from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.record_kernels import element_potential
+from mbsim.model.record_kernels import element_potential, rotation_columns_into, state_columns_into
 from mbsim.model.step_kernels import constraints_into, element_forces_into
-from mbsim.solvers.soa_kernels import articulated_body_into, kinematics_into
+from mbsim.solvers.soa_kernels import aba_work, articulated_body_into, kinematics_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
@@ -128,26 +128,7 @@ def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> Tree
     """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates (body_nv
     body velocities, njoint scene joints)."""
     ny = nq + nv + 1
-    aba = (
-        np.zeros((nb + 1, 6, 6)),
-        np.zeros((nb + 1, 6)),
-        np.zeros((nb, 6)),
-        np.zeros((nv, 6)),
-        np.zeros(nv),
-        np.zeros((6, 6)),
-        np.zeros(6),
-        np.zeros((6, 6)),
-        np.zeros((6, 6)),
-        np.zeros((6, 6)),
-        np.zeros(6),
-        np.zeros(6),
-        np.zeros((6, 6)),
-        np.zeros(6),
-        np.zeros(6, dtype=np.int64),
-        np.zeros((3, 3)),
-        np.zeros((6, 6)),
-        np.zeros((6, 6)),
-    )
+    aba = aba_work(nb, nv)  # the articulated-body sweep's scratch
     return TreeData(
         quat=np.zeros((nb + 1, 4)),
         rot=np.zeros((nb + 1, 3, 3)),
@@ -416,41 +397,15 @@ def row_into(F, D, T, W, t, q, v, work, h, out):
     """One recorded row of the state (t, q, v, work) into out, the columns of recursive.py
     ``Solver.row_columns`` (mbsim.diagnostics.row_columns in joint coordinates, then the joints'
     reactions in body axes), from the evaluation at that state ``derivative`` left in W."""
-    nb, nq, nv, d = T.order.shape[0], T.nq, T.nv, F.dim
+    nb, d = T.order.shape[0], F.dim
     frames_into(D, W)
-    c = 0
-    out[c] = t
-    c += 1
-    for k in range(nq):
-        out[c + k] = q[k]
-    c += nq
-    for k in range(nv):
-        out[c + k] = v[k]
-    c += nv
-    for b in range(nb):
-        for a in range(d):
-            out[c + d * b + a] = W.com[b, a]
-    c += d * nb
-    for b in range(nb):
-        for a in range(d):
-            out[c + d * b + a] = W.vcom[b, a]
-    c += d * nb
+    c = state_columns_into(F, D, t, q, v, out)
     if d == 3:
         for b in range(nb):
             for a in range(4):
                 out[c + 4 * b + a] = W.quat[b, a]
         c += 4 * nb
-        for b in range(nb):
-            for a in range(3):
-                out[c + 3 * b + a] = W.V[b, a]
-        c += 3 * nb
-    else:
-        for b in range(nb):
-            out[c + b] = W.angle[b]
-        c += nb
-        for b in range(nb):
-            out[c + b] = W.V[b, 2]
-        c += nb
+    c = rotation_columns_into(F, D, out, c)
     # energies (recursive.py ``kinetic_energy``, ``forward_dynamics(with_potential=True)``)
     translation, rotation = 0.0, 0.0
     for b in range(nb):

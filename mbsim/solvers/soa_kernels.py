@@ -232,59 +232,17 @@ def kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, 
     acor = np.zeros((nb + 1, 6))
     rel = np.empty(6)
     kinematics_into(
-        order,
-        parent,
-        jtype,
-        qadr,
-        vadr,
-        rp,
-        rc,
-        qrel0,
-        ax1,
-        ax2,
-        ang0,
-        q,
-        qd,
-        quat,
-        rot,
-        o,
-        com,
-        V,
-        vcom,
-        angle,
-        Hs,
-        acor,
-        rel,
-    )
+        order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, quat, rot, o, com, V, vcom, angle,
+        Hs, acor, rel,
+    )  # fmt: skip
     return quat, rot, o, com, V, vcom, angle, Hs, acor
 
 
 @njit(**_JIT_NO_NRT)
 def kinematics_into(
-    order,
-    parent,
-    jtype,
-    qadr,
-    vadr,
-    rp,
-    rc,
-    qrel0,
-    ax1,
-    ax2,
-    ang0,
-    q,
-    qd,
-    quat,
-    rot,
-    o,
-    com,
-    V,
-    vcom,
-    angle,
-    Hs,
-    acor,
+    order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, quat, rot, o, com, V, vcom, angle, Hs, acor,
     rel,
-):
+):  # fmt: skip
     """:func:`kinematics` into given arrays (their shapes as returned there; rel (6,) scratch);
     allocates nothing."""
     nb = order.shape[0]
@@ -497,28 +455,9 @@ def articulated_body(
     f = np.empty((nb, 6))
     alpha = np.empty((nb + 1, 6))
     articulated_body_into(
-        order,
-        parent,
-        vadr,
-        nvj,
-        mass,
-        inertia,
-        gravity,
-        rot,
-        o,
-        com,
-        V,
-        Hs,
-        acor,
-        ext,
-        tau,
-        presc,
-        qdd_presc,
-        work,
-        qdd,
-        f,
-        alpha,
-    )
+        order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, work,
+        qdd, f, alpha,
+    )  # fmt: skip
     return qdd, f, alpha
 
 
@@ -549,28 +488,9 @@ def aba_work(nb, nv):
 
 @njit(**_JIT_NO_NRT)
 def articulated_body_into(
-    order,
-    parent,
-    vadr,
-    nvj,
-    mass,
-    inertia,
-    gravity,
-    rot,
-    o,
-    com,
-    V,
-    Hs,
-    acor,
-    ext,
-    tau,
-    presc,
-    qdd_presc,
-    work,
-    qdd,
-    f,
-    alpha,
-):
+    order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, work, qdd,
+    f, alpha,
+):  # fmt: skip
     """:func:`articulated_body` into qdd (nv,), f (nb, 6), alpha (nb+1, 6) with the scratch
     ``work`` (the tuple of :func:`aba_work`, or any tuple of arrays of those shapes); allocates nothing."""
     nb = order.shape[0]
