@@ -412,14 +412,30 @@ def parse_yaml_text(text: str, file: str, with_lines: bool = True) -> tuple[Any,
             or past one of the limits of this module.
     """
     _check_characters(text, file, with_lines)
+    try:
+        return _build(text, file, with_lines, _PARSER_LOADER)
+    except _LibyamlDepthLimit:
+        # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops scanning at 1000 flow levels, before its
+        # parser hands us an event to count: PyYAML's own parser streams them, and the builder
+        # refuses the 101st level with the key path, as for every other deep document
+        return _build(text, file, with_lines, yaml.SafeLoader)
+
+
+class _LibyamlDepthLimit(Exception):
+    """libyaml refused a document for its own nesting limit."""
+
+
+def _build(text: str, file: str, with_lines: bool, loader) -> tuple[Any, dict[KeyPath, tuple[int, int]]]:
     marks: dict[KeyPath, tuple[int, int]] = {}
     builder = _Builder(file, marks, with_lines)
     try:
-        for event in yaml.parse(text, Loader=_PARSER_LOADER):
+        for event in yaml.parse(text, Loader=loader):
             builder.feed(event)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed"
+        if "nesting depth" in problem and loader is not yaml.SafeLoader:
+            raise _LibyamlDepthLimit from None
         raise builder.error(f"not valid YAML: {problem}", (mark.line + 1, mark.column + 1) if mark else None) from None
     except yaml.YAMLError as exc:
         raise SceneError(f"not valid YAML: {str(exc).splitlines()[0]}", file=file) from None
