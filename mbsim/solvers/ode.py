@@ -113,18 +113,20 @@ class OdeSolver(SolverBase):
         self._extra: dict[str, float] = {}
         self._flat: FlatModel | None = None
         self.compiled_reason = "the method has no compiled step"
-        if self.COMPILED is not None and integrator in ode_kernels.INTEGRATORS:
+        if self.COMPILED is not None:
             flat = flatten(model)
             if isinstance(flat, FlatModel):
+                # fixed steps run in compiled blocks; an adaptive (scipy) integrator steps in
+                # Python around the compiled right-hand side (derivative())
                 self._flat, self._data = flat, make_data(flat)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
                 self._rows = np.zeros((ROWS_PER_BLOCK, row_width(row_columns(model)) + 1))  # + the step number
-                self.compiled_reason = ""
+                self.compiled_reason = (
+                    "" if self._fixed is not None else f"integrator {integrator}: compiled right-hand side only"
+                )
             else:
                 self.compiled_reason = flat
-        elif self.COMPILED is not None:
-            self.compiled_reason = f"integrator {integrator} has no compiled step"
 
     def load_compiled(self) -> None:
         """Load the compiled step (numba loads or compiles it on its first call: from its cache
@@ -132,6 +134,16 @@ class OdeSolver(SolverBase):
         if self._flat is None:
             return
         q, v = self.model.q0.copy(), self.model.v0.copy()
+        if not self.block_stepping:  # the right-hand side alone (adaptive integrators)
+            ode_kernels.derivative(
+                self._flat,
+                self._data,
+                self._params,
+                0.0,
+                np.concatenate((q, v, (0.0,))),
+                np.empty(self.nq + self.nv + 1),
+            )
+            return
         ode_kernels.advance(
             self._flat,
             self._data,
@@ -156,7 +168,7 @@ class OdeSolver(SolverBase):
         """The parameter vector P of the compiled step (ode_kernels: METHOD ... PROJ_TOL)."""
         P = np.zeros(ode_kernels.NPARAMS)
         P[ode_kernels.METHOD] = ode_kernels.METHODS[self.COMPILED]
-        P[ode_kernels.INTEGRATOR] = ode_kernels.INTEGRATORS[self.integrator]
+        P[ode_kernels.INTEGRATOR] = ode_kernels.INTEGRATORS.get(self.integrator, -1)  # -1: adaptive (scipy)
         P[ode_kernels.RANK_TOL] = self.rank_tol
         p = self.projection
         P[ode_kernels.PROJ_POSITION] = float(p.position)
@@ -167,8 +179,8 @@ class OdeSolver(SolverBase):
 
     @property
     def block_stepping(self) -> bool:
-        """Whether :meth:`advance` runs blocks of steps in compiled code."""
-        return self._flat is not None
+        """Whether :meth:`advance` runs blocks of steps in compiled code (fixed-step integrators)."""
+        return self._flat is not None and self._fixed is not None
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
@@ -259,6 +271,10 @@ class OdeSolver(SolverBase):
         return self.model.q_rate(q, v)
 
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
+        if self._flat is not None:  # compiled; a rank loss is reported by the Python path below
+            out = np.empty(len(y))
+            if ode_kernels.derivative(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float), out):
+                return out
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq : nq + nv]
         vdot, _, power, _, _, _ = self._solve(t, q, v)
@@ -271,6 +287,8 @@ class OdeSolver(SolverBase):
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._adaptive is not None:
+            if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
+                self._data.spr_ref[:] = self.data.spring_reference[0]
             t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h)
         else:
             f0 = None
