@@ -23,7 +23,6 @@ from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.dynamics import update_spring_references
 from mbsim.model.model import Model, State
-from mbsim.output.hdf5 import ResultWriter, write_stub
 from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
@@ -111,6 +110,8 @@ def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -
             return prepare(spec, strict)
     except Interrupted as exc:
         attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
+        from mbsim.output.hdf5 import write_stub  # here: h5py costs validate's start-up ~30 ms
+
         write_stub(claim, spec.raw.to_yaml(), attrs | {"dimension": spec.dimension}, "failed", str(exc))
         raise
     except BaseException:
@@ -143,6 +144,8 @@ def run(
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
     # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
     # and /v, gives its start state and converts its states to the model's body coordinates
+    from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
+
     writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names())
     stats = RunStats()
     state = solver.initial_state()

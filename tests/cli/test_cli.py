@@ -602,7 +602,7 @@ def test_validate_reports_derived_mass_properties_and_the_file_stores_them(mbsim
 
 def test_help_and_validate_import_only_what_they_use() -> None:
     """mbsim --help imports no command; validate of a scene without meshes loads no trimesh,
-    scipy.optimize, scipy.integrate, scipy.sparse, scipy.spatial, Dask or matplotlib (issue 13:
+    scipy.optimize, scipy.integrate, scipy.sparse, scipy.spatial, h5py, Dask or matplotlib (issue 13:
     fast start-up)."""
     code = """
 import sys
@@ -611,7 +611,7 @@ try:
     cli(sys.argv[1:], prog_name="mbsim")
 except SystemExit:
     pass
-heavy = ("numpy", "trimesh", "scipy.optimize", "scipy.integrate", "scipy.sparse", "scipy.spatial", "dask",
+heavy = ("numpy", "trimesh", "scipy.optimize", "scipy.integrate", "scipy.sparse", "scipy.spatial", "h5py", "dask",
          "distributed", "matplotlib")
 print("LOADED:" + ",".join(m for m in heavy if m in sys.modules))
 """
