@@ -94,7 +94,9 @@ class TreeData(NamedTuple):
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba``, and the
     integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
-    model's body velocities) and joint_force (njoint, 6); seg (4,): a run of steps' report."""
+    model's body velocities) and joint_force (njoint, 6); seg (4,): a run of steps' report;
+    k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
+    step's first stage, as in mbsim.solvers.ode_kernels)."""
 
     quat: np.ndarray
     rot: np.ndarray
@@ -122,6 +124,7 @@ class TreeData(NamedTuple):
     vbody: np.ndarray
     joint_force: np.ndarray
     seg: np.ndarray
+    k1_valid: np.ndarray
 
 
 def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> TreeData:
@@ -156,6 +159,7 @@ def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> Tree
         vbody=np.zeros(body_nv),
         joint_force=np.zeros((njoint, 6)),
         seg=np.zeros(4),
+        k1_valid=np.zeros(1, dtype=np.int64),
     )
 
 
@@ -267,7 +271,10 @@ def integrate(F, D, T, W, t, h, y, out):
     nq, nv = T.nq, T.nv
     ny = y.shape[0]
     k1, k2, k3, k4, yt = W.k1, W.k2, W.k3, W.k4, W.ytmp
-    derivative(F, D, T, W, t, y, k1)
+    if W.k1_valid[0]:
+        W.k1_valid[0] = 0
+    else:
+        derivative(F, D, T, W, t, y, k1)
     if T.integrator == 1:  # semi-implicit Euler: v first, then q with the new v
         for k in range(nv):
             out[nq + k] = y[nq + k] + h * k1[nq + k]
@@ -474,6 +481,7 @@ def advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_row
     nq, nv = T.nq, T.nv
     ny = nq + nv + 1
     seg = W.seg
+    W.k1_valid[0] = 0  # the state may have changed since the last call
     taken, nrec, status, h_last = 0, 0, OK, 0.0
     scale = max(1.0, t_end)
     while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
@@ -496,7 +504,9 @@ def advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_row
             row_into(F, D, T, W, t, q, v, work, h_last, rows[nrec])
             rows[nrec, rows.shape[1] - 1] = number
             nrec += 1
+            W.k1_valid[0] = 1  # the next step's first stage
         if status != OK or number > max_steps:
             break
+    W.k1_valid[0] = 0
     out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, h_last
     return status
