@@ -200,30 +200,28 @@ class JointType:
         return cls.required
 
     @classmethod
-    def primitives(cls, frame: JointFrame) -> list[Primitive]:
-        """The constraint equations of this joint (without its drive)."""
-        return []
-
-    @classmethod
     def coordinate_primitive(cls, frame: JointFrame) -> Primitive | None:
-        """The equation whose value is the joint coordinate (for drives and springs)."""
+        """The equation whose value is the joint coordinate (for drives and springs); None for a
+        type without a coordinate."""
         return None
 
-    @classmethod
-    def tree_motion(cls, frame: JointFrame, reversed: bool) -> TreeMotion:
-        """The recursive method's motion of this joint, walked from body1 to body2 (``reversed``:
-        from body2 to body1, so the child moves by the opposite of the joint's motion)."""
-        raise NotImplementedError(f"joint type '{cls.name}' declares no tree motion")
-
-    @classmethod
-    def tree_coordinates(cls, pose: TreePose) -> np.ndarray:
-        """The joint coordinates (nq,) of a relative pose that satisfies the joint."""
-        raise NotImplementedError(f"joint type '{cls.name}' declares no tree coordinates")
+    # Every joint type implements, in its own module (register_joint refuses a class without them):
+    #   primitives(frame) -> list[Primitive]: its constraint equations (without its drive);
+    #   tree_motion(frame, reversed) -> TreeMotion: the recursive method's motion of the joint,
+    #       walked from body1 to body2 (``reversed``: from body2 to body1, so the child moves by
+    #       the opposite of the joint's motion);
+    #   tree_coordinates(pose: TreePose) -> np.ndarray: its joint coordinates (nq,) of a relative
+    #       pose that satisfies the joint.
+    REQUIRED: ClassVar[tuple[str, ...]] = ("primitives", "tree_motion", "tree_coordinates")
 
 
 JOINT_TYPES: dict[str, type[JointType]] = {}
 
 
 def register_joint(cls: type[JointType]) -> type[JointType]:
+    """Add a joint type to the registry; it must implement every method of JointType.REQUIRED."""
+    missing = [name for name in JointType.REQUIRED if name not in vars(cls)]
+    if missing:
+        raise TypeError(f"joint type '{cls.name}' ({cls.__module__}) does not implement {', '.join(missing)}")
     JOINT_TYPES[cls.name] = cls
     return cls
