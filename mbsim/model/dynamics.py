@@ -138,6 +138,16 @@ def generalized_forces(
     return ForceValues(Q, applied.power_nc, applied.potential)
 
 
+def inverse_sqrt_mass_blocks(model: Model) -> np.ndarray:
+    """(nbody, w, w) the diagonal blocks of M^-1/2 (symmetric square roots by eigh; the
+    rank-robust methods' scaling J M^-1/2)."""
+    blocks = np.zeros_like(np.asarray(model.mass_diag_blocks, dtype=float))
+    for b, block in enumerate(model.mass_diag_blocks):
+        values, vectors = np.linalg.eigh(block)
+        blocks[b] = (vectors / np.sqrt(values)) @ vectors.T
+    return blocks
+
+
 def kinetic_energy(model: Model, v: np.ndarray) -> float:
     """1/2 v^T M v."""
     vb = v.reshape(model.nbody, model.body_width)

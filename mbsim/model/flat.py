@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mbsim.model.constraints import PrimitiveGroup
+from mbsim.model.dynamics import inverse_sqrt_mass_blocks
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.model.model import Model
@@ -70,6 +71,8 @@ class FlatModel(NamedTuple):
             reported on (nbody: none); joint_body, joint_point: (njoint,), (njoint, 3) that
             body and the joint point in its axes; driven_rows: (ndriven,) the drive rows
             (mbsim.diagnostics.reactions).
+        body_inv_sqrt_mass: (nbody, w, w) blocks of M^-1/2 (the rank-robust methods' scaling,
+            mbsim.model.dynamics.inverse_sqrt_mass_blocks).
     """
 
     dim: int
@@ -130,6 +133,7 @@ class FlatModel(NamedTuple):
     joint_body: np.ndarray
     joint_point: np.ndarray
     driven_rows: np.ndarray
+    body_inv_sqrt_mass: np.ndarray
 
 
 class FlatData(NamedTuple):
@@ -151,6 +155,13 @@ class FlatData(NamedTuple):
         k1_valid: (1,) 1 while k1 holds the derivative at y (a recorded state's evaluation is the
             next step's first stage).
         joint_gen: (njoint, 6) scratch of the joint reactions; seg: (7,) a block's report.
+        solve_stats: (9,) what the acceleration solves of a step report (iterations summed, rank
+            min, residual max): [0:3] the step being taken, [3:6] k1's solve, [6:9] the last
+            step taken (mbsim.solvers.ode_kernels).
+        robust_work: the rank-robust methods' buffers in one array (size 0 unless
+            ``make_data(flat, robust=True)``; mbsim.solvers.robust_kernels.ROBUST_BUFFERS:
+            one array rather than fifteen, because every compiled call passes all of D's
+            arrays); kkt_rank: (1,) LAPACK's rank output.
     """
 
     pos: np.ndarray
@@ -194,6 +205,9 @@ class FlatData(NamedTuple):
     k1_valid: np.ndarray
     joint_gen: np.ndarray
     seg: np.ndarray
+    solve_stats: np.ndarray
+    robust_work: np.ndarray
+    kkt_rank: np.ndarray
 
 
 def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
@@ -323,11 +337,21 @@ def flatten(model: Model, dense_algebra: bool = True) -> FlatModel | str:
         joint_body=np.asarray(model.joint_body, dtype=np.int64),
         joint_point=_padded(list(model.joint_point), len(model.joints)),
         driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
+        body_inv_sqrt_mass=inverse_sqrt_mass_blocks(model),
     )
 
 
-def make_data(flat: FlatModel) -> FlatData:
-    """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest)."""
+def robust_size(nv: int, nc: int) -> int:
+    """The length of FlatData.robust_work (mbsim.solvers.robust_kernels.buffers lays it out)."""
+    n = nv + nc
+    return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 3 * nv + nc + n * n + 2 * n
+
+
+def make_data(flat: FlatModel, robust: bool = False) -> FlatData:
+    """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest);
+    ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian)."""
+    from numba.np.linalg import F_INT_nptype  # LAPACK's integer (gelsd's rank output)
+
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
     ncoord = flat.nspr
@@ -373,4 +397,7 @@ def make_data(flat: FlatModel) -> FlatData:
         k1_valid=np.zeros(1, dtype=np.int64),
         joint_gen=np.zeros((flat.joint_body.shape[0], 6)),
         seg=np.zeros(7),
+        solve_stats=np.zeros(9),
+        robust_work=np.zeros(robust_size(nv, nc) if robust else 0),
+        kkt_rank=np.zeros(1, dtype=F_INT_nptype),
     )

@@ -316,3 +316,34 @@ def element_forces_into(F, D, t, Qc, Qn):
         else:
             r = _body_point(F, D, b, F.ld_point[e])
             _point_force(F, D, Qn, b, r[0], r[1], r[2], wx, wy, wz, 1.0)
+
+
+@njit(**_JIT)
+def inverse_mass_times(F, x, out):
+    """out = M^-1 x (nv,), block by block."""
+    w = 6 if F.dim == 3 else 3
+    for b in range(F.nbody):
+        for a in range(w):
+            s = 0.0
+            for m in range(w):
+                s += F.body_inv_mass[b, a, m] * x[w * b + m]
+            out[w * b + a] = s
+
+
+@njit(inline="always")
+def row_bodies(F, r):
+    """The two bodies of constraint row r, each once (nbody: none)."""
+    bi, bj = F.row_bi[r], F.row_bj[r]
+    return bi, (bj if bj != bi else F.nbody)
+
+
+@njit(inline="always")
+def row_dot(F, J, r, x):
+    """J[r] . x over the column blocks of row r's two bodies (the rest of the row is zero)."""
+    w = 6 if F.dim == 3 else 3
+    s = 0.0
+    for b in row_bodies(F, r):
+        if b < F.nbody:
+            for m in range(w):
+                s += J[r, w * b + m] * x[w * b + m]
+    return s

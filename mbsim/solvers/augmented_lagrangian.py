@@ -15,7 +15,7 @@ The matrix stays positive definite when J loses rank, which is why the method pa
 positions and redundant constraints; the reported multipliers are the converged lambda*.
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
-/diagnostics/solver/iterations; non-convergence ends the run (exit 3).
+/diagnostics/solver/iterations; non-convergence ends the run (exit 3). Compiled: mbsim.solvers.robust_kernels.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Context, Field, Number
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
@@ -55,11 +56,18 @@ class Solver(OdeSolver):
     """Augmented Lagrangian accelerations (see the module docstring)."""
 
     robust = True
+    COMPILED = "augmented_lagrangian"
 
     def __init__(self, model: Model, penalty: float, omega: float, mu: float, tol: float, max_iter: int, **common):
-        super().__init__(model, **common)
         self.penalty, self.omega, self.mu, self.tol, self.max_iter = penalty, omega, mu, tol, max_iter
+        super().__init__(model, **common)
         self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
+
+    def compiled_parameters(self) -> np.ndarray:
+        P = super().compiled_parameters()
+        P[ode_kernels.PENALTY], P[ode_kernels.OMEGA], P[ode_kernels.MU] = self.penalty, self.omega, self.mu
+        P[ode_kernels.AL_TOL], P[ode_kernels.AL_MAX_ITER] = self.tol, self.max_iter
+        return P
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues

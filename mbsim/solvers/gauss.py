@@ -81,6 +81,8 @@ class Solver(OdeSolver):
     EXTRA_DIAGNOSTICS = {"acceleration_residual": "max", "optimizer_result": "last"}
 
     def __init__(self, model: Model, optimizer: str, slsqp_options: dict, swarm: SwarmOptions, seed: int, **common):
+        # kkt is a direct solve, compiled (mbsim.solvers.robust_kernels); the optimizers stay in Python
+        self.COMPILED = "gauss_kkt" if optimizer == "kkt" else None
         super().__init__(model, **common)
         self.optimizer = optimizer
         self.slsqp_options = slsqp_options

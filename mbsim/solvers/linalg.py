@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
+from mbsim.model.dynamics import inverse_sqrt_mass_blocks
 from mbsim.model.model import Model
 from mbsim.model.sparse import is_sparse
 
@@ -91,9 +92,8 @@ def inverse_sqrt_mass(model: Model) -> np.ndarray:
     if cached is None:
         w = model.body_width
         cached = np.zeros((model.nv, model.nv))
-        for b, block in enumerate(model.mass_diag_blocks):
-            values, vectors = np.linalg.eigh(block)
-            cached[b * w : (b + 1) * w, b * w : (b + 1) * w] = (vectors / np.sqrt(values)) @ vectors.T
+        for b, block in enumerate(inverse_sqrt_mass_blocks(model)):
+            cached[b * w : (b + 1) * w, b * w : (b + 1) * w] = block
         model.__dict__["_inverse_sqrt_mass"] = cached
     return cached
 

@@ -13,7 +13,8 @@ null space -- the same accelerations as Gauss' principle. Rank loss (singular po
 redundant constraints are handled: the null space simply grows. Reactions are reported as
 the minimum-norm multipliers lambda = (J_hat^T)^+ M^-1/2 (Q - M v_dot).
 
-Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense.
+Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense (LAPACK gesdd, also in the
+compiled step: mbsim.solvers.robust_kernels.null_space_accelerations).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Solver(OdeSolver):
     """Null-space accelerations (see the module docstring)."""
 
     robust = True
+    COMPILED = "null_space"
     EXTRA_DIAGNOSTICS = {"rank": "min", "acceleration_residual": "max"}
 
     def accelerations(

@@ -118,10 +118,10 @@ class OdeSolver(SolverBase):
             if isinstance(flat, FlatModel):
                 # fixed steps run in compiled blocks; an adaptive (scipy) integrator steps in
                 # Python around the compiled right-hand side (derivative())
-                self._flat, self._data = flat, make_data(flat)
+                self._flat, self._data = flat, make_data(flat, robust=self.robust)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
-                self._rows = np.zeros((ROWS_PER_BLOCK, row_width(row_columns(model)) + 1))  # + the step number
+                self._rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
                 self.compiled_reason = (
                     "" if self._fixed is not None else f"integrator {integrator}: compiled right-hand side only"
                 )
@@ -175,7 +175,14 @@ class OdeSolver(SolverBase):
         P[ode_kernels.PROJ_VELOCITY] = float(p.velocity)
         P[ode_kernels.PROJ_ITERATIONS] = p.iterations
         P[ode_kernels.PROJ_TOL] = p.tol
+        P[ode_kernels.ROBUST] = float(self.robust)
         return P
+
+    def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The rows :meth:`advance` records: the common columns, then the method's per-step
+        values (ode_kernels.EXTRAS, in the order of EXTRA_DIAGNOSTICS)."""
+        extras = [(f"diagnostics/solver/{name}", ()) for name in self.EXTRA_DIAGNOSTICS]
+        return row_columns(self.model) + extras
 
     @property
     def block_stepping(self) -> bool:
@@ -251,7 +258,20 @@ class OdeSolver(SolverBase):
         cv = constraint_values(m, frames, t)
         acc = self.accelerations(t, q, v, frames, forces.q_force, cv)
         self._iterations += acc.iterations
-        for key, value in acc.extra.items():
+        self._aggregate(acc.extra)
+        # drives do work: constraint power -lambda^T J v = lambda^T Phi_t
+        power = forces.power_nc + float(acc.multipliers @ cv.phi_t)
+        return acc.vdot, acc.multipliers, power, forces, cv, frames
+
+    def _count_solve(self, stats: np.ndarray) -> None:
+        """A compiled solve's iterations, rank and residual (stats[0:3]) into the step's own."""
+        self._iterations += int(stats[0])
+        if stats[2] > -np.inf:  # a solve took place (constraints)
+            values = {"rank": float(stats[1]), "acceleration_residual": float(stats[2]), "optimizer_result": 0.0}
+            self._aggregate({key: values[key] for key in self.EXTRA_DIAGNOSTICS})
+
+    def _aggregate(self, extra: dict[str, float]) -> None:
+        for key, value in extra.items():
             how = self.EXTRA_DIAGNOSTICS.get(key)
             if how == "max":
                 self._extra[key] = max(self._extra.get(key, -np.inf), value)
@@ -259,9 +279,6 @@ class OdeSolver(SolverBase):
                 self._extra[key] = min(self._extra.get(key, np.inf), value)
             else:
                 self._extra[key] = value
-        # drives do work: constraint power -lambda^T J v = lambda^T Phi_t
-        power = forces.power_nc + float(acc.multipliers @ cv.phi_t)
-        return acc.vdot, acc.multipliers, power, forces, cv, frames
 
     def acceleration(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
         vdot, _, power, _, _, _ = self._solve(t, q, v)
@@ -271,9 +288,12 @@ class OdeSolver(SolverBase):
         return self.model.q_rate(q, v)
 
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
-        if self._flat is not None:  # compiled; a rank loss is reported by the Python path below
+        if self._flat is not None:  # compiled; a failed solve is reported by the Python path below
             out = np.empty(len(y))
+            stats = self._data.solve_stats
+            ode_kernels.reset_stats(stats, 0)
             if ode_kernels.derivative(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float), out):
+                self._count_solve(stats)
                 return out
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq : nq + nv]

@@ -13,8 +13,10 @@ error with its full message (the equations involved, the time).
 
 Symbols (mbsim.solvers.lagrange): M block-diagonal mass matrix, Q generalized forces, J the
 constraint Jacobian, gamma the acceleration right side, S = J M^-1 J^T, lambda multipliers.
-Parameters ``P`` (float64 array, see PARAMS): method, integrator, alpha, beta, rank_tol,
-projection position/velocity/iterations/tol.
+Parameters ``P`` (float64 array, the indices below): method, integrator, alpha, beta, rank_tol,
+projection position/velocity/iterations/tol, robust (pseudo-inverse projections), and the
+augmented Lagrangian's penalty, omega, mu, tol, max_iter. The methods: lagrange (here), and
+null_space, gauss with optimizer kkt and augmented_lagrangian (mbsim.solvers.robust_kernels).
 """
 
 from __future__ import annotations
@@ -25,14 +27,38 @@ from numba import njit
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
 from mbsim.model.kernels import retract3_into
 from mbsim.model.record_kernels import row_into
-from mbsim.model.step_kernels import constraints_into, forces_into, frames_into, spring_deflections_into
+from mbsim.model.step_kernels import (
+    constraints_into,
+    forces_into,
+    frames_into,
+    inverse_mass_times,
+    row_bodies,
+    row_dot,
+    spring_deflections_into,
+)
+from mbsim.solvers.robust_kernels import (
+    augmented_lagrangian_accelerations,
+    gauss_kkt_accelerations,
+    min_norm_correction,
+    null_space_accelerations,
+)
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 # the parameter vector P
 METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL, PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = range(9)
-NPARAMS = 9
-METHODS = {"lagrange": 0}
+ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = range(9, 15)
+NPARAMS = 15
+LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = range(4)
+METHODS = {
+    "lagrange": LAGRANGE,
+    "null_space": NULL_SPACE,
+    "gauss_kkt": GAUSS_KKT,
+    "augmented_lagrangian": AUGMENTED_LAGRANGIAN,
+}
+# the per-step values each method records in compiled rows, in their column order (the
+# methods' EXTRA_DIAGNOSTICS): written by extras_into before a row's step number
+EXTRAS = {NULL_SPACE: ("rank", "acceleration_residual"), GAUSS_KKT: ("acceleration_residual", "optimizer_result")}
 INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
 
 # status of a step or block
@@ -47,37 +73,6 @@ def _copy(src, dst, start):
 
 
 @njit(**_JIT)
-def inverse_mass_times(F, x, out):
-    """out = M^-1 x (nv,), block by block."""
-    w = 6 if F.dim == 3 else 3
-    for b in range(F.nbody):
-        for a in range(w):
-            s = 0.0
-            for m in range(w):
-                s += F.body_inv_mass[b, a, m] * x[w * b + m]
-            out[w * b + a] = s
-
-
-@njit(inline="always")
-def _row_bodies(F, r):
-    """The two bodies of constraint row r, each once (nbody: none)."""
-    bi, bj = F.row_bi[r], F.row_bj[r]
-    return bi, (bj if bj != bi else F.nbody)
-
-
-@njit(inline="always")
-def row_dot(F, J, r, x):
-    """J[r] . x over the column blocks of row r's two bodies (the rest of the row is zero)."""
-    w = 6 if F.dim == 3 else 3
-    s = 0.0
-    for b in _row_bodies(F, r):
-        if b < F.nbody:
-            for m in range(w):
-                s += J[r, w * b + m] * x[w * b + m]
-    return s
-
-
-@njit(**_JIT)
 def minv_jt_times(F, D, x, out):
     """out = M^-1 J^T x (nv,), column block by column block of M^-1 J^T."""
     w = 6 if F.dim == 3 else 3
@@ -85,7 +80,7 @@ def minv_jt_times(F, D, x, out):
     for k in range(F.nv):
         out[k] = 0.0
     for c in range(F.nc):
-        for b in _row_bodies(F, c):
+        for b in row_bodies(F, c):
             if b < F.nbody:
                 for a in range(w):
                     out[w * b + a] += MJ[w * b + a, c] * x[c]
@@ -101,7 +96,7 @@ def schur_factor(F, D, rank_tol):
     w = 6 if F.dim == 3 else 3
     J, MJ, S = D.J, D.minv_jt, D.S
     for r in range(nc):
-        bodies = _row_bodies(F, r)
+        bodies = row_bodies(F, r)
         for b in bodies:
             if b < nb:
                 for a in range(w):
@@ -158,8 +153,12 @@ def schur_solve(D, nc, x):
 
 
 @njit(**_JIT)
-def correction(F, D, rank_tol, r, dx):
-    """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. False on rank loss."""
+def correction(F, D, P, r, dx):
+    """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. False on rank
+    loss; with P[ROBUST] the pseudo-inverse instead (a rank loss allowed)."""
+    rank_tol = P[RANK_TOL]
+    if P[ROBUST] != 0.0:
+        return min_norm_correction(F, D, rank_tol, r, dx)
     if not schur_factor(F, D, rank_tol):
         return False
     schur_solve(D, F.nc, r)
@@ -210,16 +209,44 @@ def q_rate_into(F, q, v, out):
 
 
 @njit(**_JIT)
+def reset_stats(stats, start):
+    """stats[start : start + 3] = (iterations 0, rank +inf, residual -inf): nothing solved yet."""
+    stats[start], stats[start + 1], stats[start + 2] = 0.0, np.inf, -np.inf
+
+
+@njit(**_JIT)
+def _copy_stats(stats, src, dst):
+    for k in range(3):
+        stats[dst + k] = stats[src + k]
+
+
+@njit(**_JIT)
 def accelerations(F, D, P, t, q, v, vdot):
-    """v_dot at (t, q, v) into vdot; returns (ok, power of non-conservative forces and drives)."""
+    """v_dot at (t, q, v) into vdot; returns (ok, power of non-conservative forces and drives).
+    The solve's iterations, rank and residual are added to D.solve_stats[0:3]."""
     frames_into(F, D, q, v)
     power = forces_into(F, D, t, v)
     if F.nc == 0:
         inverse_mass_times(F, D.Q, vdot)
         return True, power
     constraints_into(F, D, t)
-    if not lagrange_accelerations(F, D, P, v, vdot):
-        return False, power
+    method = int(P[METHOD])
+    stats = D.solve_stats
+    if method == LAGRANGE:
+        if not lagrange_accelerations(F, D, P, v, vdot):
+            return False, power
+    else:
+        if method == NULL_SPACE:
+            n = null_space_accelerations(F, D, P[RANK_TOL], vdot, stats)
+        elif method == GAUSS_KKT:
+            n = gauss_kkt_accelerations(F, D, P[RANK_TOL], vdot, stats)
+        else:
+            n = augmented_lagrangian_accelerations(
+                F, D, v, P[PENALTY], P[OMEGA], P[MU], P[AL_TOL], int(P[AL_MAX_ITER]), vdot
+            )
+        if n < 0:
+            return False, power
+        stats[0] += n
     for r in range(F.nc):  # drives do work: lambda^T Phi_t
         power += D.lam[r] * D.phi_t[r]
     return True, power
@@ -239,10 +266,13 @@ def derivative(F, D, P, t, y, out):
 @njit(**_JIT)
 def _first_stage(F, D, P, t, y, k1):
     """derivative(t, y) into k1, unless k1 holds it already (D.k1_valid: y is a state just
-    recorded, whose evaluation advance kept)."""
+    recorded, whose evaluation advance kept: its solve counts as the step's first, as in
+    OdeSolver.step). Starts the step's solve statistics."""
     if D.k1_valid[0]:
         D.k1_valid[0] = 0
+        _copy_stats(D.solve_stats, 3, 0)
         return True
+    reset_stats(D.solve_stats, 0)
     return derivative(F, D, P, t, y, k1)
 
 
@@ -329,7 +359,6 @@ def project(F, D, P, t, q, v):
     """Mass-weighted projection of q (Newton steps), then of v, in place
     (mbsim.solvers.projection). Returns (ok, Newton steps, max |Phi| at the returned q)."""
     nv, nc = F.nv, F.nc
-    rank_tol = P[RANK_TOL]
     used, violation = 0, -1.0
     have_values = False
     if P[PROJ_POSITION] != 0.0:
@@ -342,7 +371,7 @@ def project(F, D, P, t, q, v):
             r = D.rhs
             _copy(D.phi, r, 0)
             dx = D.dx
-            if not correction(F, D, rank_tol, r, dx):
+            if not correction(F, D, P, r, dx):
                 return False, used, violation
             for k in range(nv):
                 dx[k] = -dx[k]
@@ -360,7 +389,7 @@ def project(F, D, P, t, q, v):
         r = D.rhs
         for c in range(nc):
             r[c] = row_dot(F, D.J, c, v) + D.phi_t[c]
-        if not correction(F, D, rank_tol, r, D.dx):
+        if not correction(F, D, P, r, D.dx):
             return False, used, violation
         for k in range(nv):
             v[k] = v[k] - D.dx[k]
@@ -429,6 +458,9 @@ def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
         if not (_all_finite(ynew)):
             status = NOT_FINITE
             break
+        _copy_stats(D.solve_stats, 0, 6)
+        if D.solve_stats[6] > 0.0:  # a method that iterates reports its own iterations (OdeSolver.step)
+            newton = int(D.solve_stats[6])
         _copy(qn, q, 0)
         _copy(vn, v, 0)
         work = ynew[ny - 1]
@@ -450,6 +482,21 @@ def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
             break
     out[0], out[1], out[2], out[3], out[4], out[5], out[6] = t, work, steps, newton, violation, worst, h_last
     return status
+
+
+@njit(**_JIT)
+def extras_into(P, stats, row):
+    """The last step's per-step values (EXTRAS) into the columns before the row's step number;
+    NaN where no solve took place (no constraints), as the Python path records them."""
+    method = int(P[METHOD])
+    end = row.shape[0] - 1
+    solved = stats[8] > -np.inf
+    if method == NULL_SPACE:
+        row[end - 2] = stats[7] if solved else np.nan
+        row[end - 1] = stats[8] if solved else np.nan
+    elif method == GAUSS_KKT:
+        row[end - 2] = stats[8] if solved else np.nan
+        row[end - 1] = 0.0 if solved else np.nan  # RESULT_CODES["kkt"]
 
 
 @njit(**_JIT)
@@ -491,11 +538,14 @@ def advance(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, 
             _copy(q, y, 0)
             _copy(v, y, nq)
             y[ny - 1] = work
+            reset_stats(D.solve_stats, 0)
             if not derivative(F, D, P, t, y, D.k1):
                 status = RECORD_FAILED
                 break
+            _copy_stats(D.solve_stats, 0, 3)
             D.k1_valid[0] = 1  # the next step's first stage
             row_into(F, D, t, q, v, work, newton, h_last, rows[nrec])
+            extras_into(P, D.solve_stats, rows[nrec])
             rows[nrec, rows.shape[1] - 1] = number
             nrec += 1
         if status != OK or number > max_steps:

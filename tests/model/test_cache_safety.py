@@ -229,6 +229,8 @@ KERNEL_MODULES = (
     "mbsim.model.record_kernels",
     "mbsim.solvers.ode_kernels",
     "mbsim.solvers.recursive_kernels",
+    "mbsim.solvers.lapack_kernels",
+    "mbsim.solvers.robust_kernels",
 )
 # records, for each @njit(cache=True) definition, whether the guard was in place when it ran
 _ORDER_PROBE = """
