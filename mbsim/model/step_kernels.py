@@ -319,15 +319,21 @@ def element_forces_into(F, D, t, Qc, Qn):
 
 
 @njit(**_JIT)
-def inverse_mass_times(F, x, out):
-    """out = M^-1 x (nv,), block by block."""
+def block_diagonal_times(F, blocks, x, out):
+    """out = B x (nv,) for a block-diagonal B given by its (nbody, w, w) blocks."""
     w = 6 if F.dim == 3 else 3
     for b in range(F.nbody):
         for a in range(w):
             s = 0.0
             for m in range(w):
-                s += F.body_inv_mass[b, a, m] * x[w * b + m]
+                s += blocks[b, a, m] * x[w * b + m]
             out[w * b + a] = s
+
+
+@njit(inline="always")
+def inverse_mass_times(F, x, out):
+    """out = M^-1 x (nv,), block by block."""
+    block_diagonal_times(F, F.body_inv_mass, x, out)
 
 
 @njit(inline="always")

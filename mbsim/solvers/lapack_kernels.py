@@ -1,4 +1,6 @@
-"""LAPACK's SVD and least-squares solver callable from compiled code that allocates nothing.
+"""Dense linear algebra of the compiled steps, allocating nothing: LAPACK's SVD and least
+squares, and a Cholesky factorisation in plain loops (for the small systems of a step a LAPACK
+call costs more than the work).
 
 numba's own ``np.linalg.svd`` and ``np.linalg.lstsq`` allocate their results, which the step
 kernels (compiled without numba's runtime, ``_nrt=False``: they write into preallocated
@@ -16,6 +18,7 @@ transpose, which is how the buffers below are passed.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, types
 from numba.np.linalg import _LAPACK
 
@@ -47,3 +50,39 @@ def lstsq_symmetric_into(a, b, s, rcond, rank):
     singular values, rank (1,) the effective rank. Returns LAPACK's info."""
     n = a.shape[0]
     return _GELSD(_DOUBLE, n, n, 1, a.ctypes, n, b.ctypes, n, s.ctypes, rcond, rank.ctypes)
+
+
+@njit(**_JIT)
+def cholesky_in_place(A):
+    """A = L L^T in place (lower triangle); False if A is not positive definite."""
+    n = A.shape[0]
+    for c in range(n):
+        d = A[c, c]
+        for k in range(c):
+            d -= A[c, k] * A[c, k]
+        if not d > 0.0:
+            return False
+        d = np.sqrt(d)
+        A[c, c] = d
+        for r in range(c + 1, n):
+            s = A[r, c]
+            for k in range(c):
+                s -= A[r, k] * A[c, k]
+            A[r, c] = s / d
+    return True
+
+
+@njit(**_JIT)
+def cholesky_solve(L, x):
+    """x <- (L L^T)^-1 x."""
+    n = L.shape[0]
+    for r in range(n):
+        s = x[r]
+        for k in range(r):
+            s -= L[r, k] * x[k]
+        x[r] = s / L[r, r]
+    for r in range(n - 1, -1, -1):
+        s = x[r]
+        for k in range(r + 1, n):
+            s -= L[k, r] * x[k]
+        x[r] = s / L[r, r]

@@ -36,6 +36,7 @@ from mbsim.model.step_kernels import (
     row_dot,
     spring_deflections_into,
 )
+from mbsim.solvers.lapack_kernels import cholesky_in_place, cholesky_solve
 from mbsim.solvers.robust_kernels import (
     augmented_lagrangian_accelerations,
     gauss_kkt_accelerations,
@@ -111,20 +112,8 @@ def schur_factor(F, D, rank_tol):
                     for m in range(w):
                         s += J[r, w * b + m] * MJ[w * b + m, c]
             S[r, c] = s
-    # Cholesky S = L L^T in place (lower triangle)
-    for c in range(nc):
-        d = S[c, c]
-        for k in range(c):
-            d -= S[c, k] * S[c, k]
-        if not d > 0.0:
-            return False
-        d = np.sqrt(d)
-        S[c, c] = d
-        for r in range(c + 1, nc):
-            s = S[r, c]
-            for k in range(c):
-                s -= S[r, k] * S[c, k]
-            S[r, c] = s / d
+    if not cholesky_in_place(S):  # S = L L^T (lower triangle)
+        return False
     if nc:
         lo, hi = np.inf, 0.0
         for c in range(nc):
@@ -136,20 +125,10 @@ def schur_factor(F, D, rank_tol):
     return True
 
 
-@njit(**_JIT)
+@njit(inline="always")
 def schur_solve(D, nc, x):
     """x <- S^-1 x with the factor in D.S (forward, then back substitution)."""
-    S = D.S
-    for r in range(nc):
-        s = x[r]
-        for k in range(r):
-            s -= S[r, k] * x[k]
-        x[r] = s / S[r, r]
-    for r in range(nc - 1, -1, -1):
-        s = x[r]
-        for k in range(r + 1, nc):
-            s -= S[k, r] * x[k]
-        x[r] = s / S[r, r]
+    cholesky_solve(D.S, x)
 
 
 @njit(**_JIT)

@@ -16,12 +16,11 @@ and the residual max |J v_dot - gamma| (null_space, gauss).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.step_kernels import inverse_mass_times, row_bodies
-from mbsim.solvers.lapack_kernels import lstsq_symmetric_into, svd_into
+from mbsim.model.step_kernels import block_diagonal_times, inverse_mass_times, row_bodies
+from mbsim.solvers.lapack_kernels import cholesky_in_place, cholesky_solve, lstsq_symmetric_into, svd_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
@@ -61,16 +60,10 @@ def buffers(F, D):
     return jhat, jh_t, svd_ut, svd_s, svd_v, vec_a, vec_b, vec_c, vec_m, kkt, kkt_b, kkt_s, al_a
 
 
-@njit(**_JIT)
+@njit(inline="always")
 def scaled_times(F, x, out):
     """out = M^-1/2 x (nv,), block by block."""
-    w = 6 if F.dim == 3 else 3
-    for b in range(F.nbody):
-        for a in range(w):
-            s = 0.0
-            for m in range(w):
-                s += F.body_inv_sqrt_mass[b, a, m] * x[w * b + m]
-            out[w * b + a] = s
+    block_diagonal_times(F, F.body_inv_sqrt_mass, x, out)
 
 
 @njit(**_JIT)
@@ -232,42 +225,6 @@ def gauss_kkt_accelerations(F, D, rank_tol, vdot, stats):
 
 
 @njit(**_JIT)
-def _cholesky(A):
-    """A = L L^T in place (lower triangle); False if A is not positive definite."""
-    n = A.shape[0]
-    for c in range(n):
-        d = A[c, c]
-        for k in range(c):
-            d -= A[c, k] * A[c, k]
-        if not d > 0.0:
-            return False
-        d = np.sqrt(d)
-        A[c, c] = d
-        for r in range(c + 1, n):
-            s = A[r, c]
-            for k in range(c):
-                s -= A[r, k] * A[c, k]
-            A[r, c] = s / d
-    return True
-
-
-@njit(**_JIT)
-def _cholesky_solve(L, x):
-    """x <- (L L^T)^-1 x."""
-    n = L.shape[0]
-    for r in range(n):
-        s = x[r]
-        for k in range(r):
-            s -= L[r, k] * x[k]
-        x[r] = s / L[r, r]
-    for r in range(n - 1, -1, -1):
-        s = x[r]
-        for k in range(r + 1, n):
-            s -= L[k, r] * x[k]
-        x[r] = s / L[r, r]
-
-
-@njit(**_JIT)
 def augmented_lagrangian_accelerations(F, D, v, alpha, omega, mu, tol, max_iter, vdot):
     """Bayo's multiplier iteration on (M + alpha J^T J) v_dot = Q - J^T lambda* - alpha J^T c
     (mbsim.solvers.augmented_lagrangian); returns its iterations, -1 if it did not converge."""
@@ -287,7 +244,7 @@ def augmented_lagrangian_accelerations(F, D, v, alpha, omega, mu, tol, max_iter,
             for r in range(nc):
                 s += J[r, i] * J[r, k]
             A[i, k] += alpha * s
-    if not _cholesky(A):
+    if not cholesky_in_place(A):
         return -1
     for k in range(nv):
         s = 0.0
@@ -304,7 +261,7 @@ def augmented_lagrangian_accelerations(F, D, v, alpha, omega, mu, tol, max_iter,
             for r in range(nc):
                 s += J[r, k] * lam[r]
             rhs[k] = b0[k] - s
-        _cholesky_solve(A, rhs)
+        cholesky_solve(A, rhs)
         for r in range(nc):
             s = 0.0
             for k in range(nv):
