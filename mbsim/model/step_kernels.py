@@ -213,7 +213,26 @@ def forces_into(F, D, t, v):
     of the non-conservative part, Qn . v (mbsim.model.dynamics.generalized_forces).
 
     The frames of the state are in D already. Order: gravity, spring-dampers, applied loads,
-    joint springs, then the gyroscopic term -omega x (I omega) (3D, body axes)."""
+    joint springs (applied_forces_into), then the gyroscopic term -omega x (I omega) (3D, body axes)."""
+    power = applied_forces_into(F, D, t, v)
+    if F.dim == 3:  # gyroscopic term -omega x (I omega), body axes
+        Qc = D.Q
+        for b in range(F.nbody):
+            o = D.omega_body
+            I = F.body_inertia
+            Iw0 = I[b, 0, 0] * o[b, 0] + I[b, 0, 1] * o[b, 1] + I[b, 0, 2] * o[b, 2]
+            Iw1 = I[b, 1, 0] * o[b, 0] + I[b, 1, 1] * o[b, 1] + I[b, 1, 2] * o[b, 2]
+            Iw2 = I[b, 2, 0] * o[b, 0] + I[b, 2, 1] * o[b, 1] + I[b, 2, 2] * o[b, 2]
+            Qc[6 * b + 3] += -(o[b, 1] * Iw2 - o[b, 2] * Iw1)
+            Qc[6 * b + 4] += -(o[b, 2] * Iw0 - o[b, 0] * Iw2)
+            Qc[6 * b + 5] += -(o[b, 0] * Iw1 - o[b, 1] * Iw0)
+    return power
+
+
+@njit(**_JIT)
+def applied_forces_into(F, D, t, v):
+    """Gravity, force elements and joint springs (mbsim.model.dynamics.applied_forces): all of
+    them into D.Q, the non-conservative part into D.Qn; returns Qn . v."""
     nb, nv, d = F.nbody, F.nv, F.dim
     w = 6 if d == 3 else 3
     Qc, Qn = D.Q, D.Qn
@@ -240,16 +259,6 @@ def forces_into(F, D, t, v):
     for k in range(nv):
         power += Qn[k] * v[k]
         Qc[k] += Qn[k]
-    if d == 3:  # gyroscopic term -omega x (I omega), body axes
-        for b in range(nb):
-            o = D.omega_body
-            I = F.body_inertia
-            Iw0 = I[b, 0, 0] * o[b, 0] + I[b, 0, 1] * o[b, 1] + I[b, 0, 2] * o[b, 2]
-            Iw1 = I[b, 1, 0] * o[b, 0] + I[b, 1, 1] * o[b, 1] + I[b, 1, 2] * o[b, 2]
-            Iw2 = I[b, 2, 0] * o[b, 0] + I[b, 2, 1] * o[b, 1] + I[b, 2, 2] * o[b, 2]
-            Qc[6 * b + 3] += -(o[b, 1] * Iw2 - o[b, 2] * Iw1)
-            Qc[6 * b + 4] += -(o[b, 2] * Iw0 - o[b, 0] * Iw2)
-            Qc[6 * b + 5] += -(o[b, 0] * Iw1 - o[b, 1] * Iw0)
     return power
 
 

@@ -5,11 +5,11 @@ call costs more than the work).
 numba's own ``np.linalg.svd`` and ``np.linalg.lstsq`` allocate their results, which the step
 kernels (compiled without numba's runtime, ``_nrt=False``: they write into preallocated
 buffers only) cannot call. Underneath, numba calls LAPACK through two C helpers of its own,
-``numba_ez_gesdd`` and ``numba_ez_gelsd`` (numba.np.linalg._LAPACK), which take raw pointers,
+``numba_ez_gesdd``, ``numba_ez_gelsd`` and ``numba_xgesv`` (numba.np.linalg._LAPACK), which take raw pointers,
 query and allocate the routine's workspace themselves and find LAPACK in scipy's
 ``cython_lapack`` on first use. Binding the same helpers here gives the compiled kernels the
-routines the Python path uses (numpy's ``svd`` is gesdd, scipy's ``lstsq`` with
-``lapack_driver="gelsd"`` is gelsd), so the two paths agree to round-off, and the calls stay
+routines the Python path uses (numpy's ``svd`` is gesdd, ``solve`` is gesv, numpy's ``lstsq`` and
+scipy's with ``lapack_driver="gelsd"`` are gelsd), so the two paths agree to round-off, and the calls stay
 cacheable (a helper symbol, not a pointer).
 
 LAPACK is column-major: an (m, n) matrix in Fortran order is the C-order (n, m) array of its
@@ -28,6 +28,7 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 _GESDD = _LAPACK().numba_ez_gesdd(types.float64)
 _GELSD = _LAPACK().numba_ez_gelsd(types.float64)
+_GESV = _LAPACK().numba_xgesv(types.float64)
 _DOUBLE = ord("d")
 _ALL = ord("A")
 
@@ -50,6 +51,16 @@ def lstsq_symmetric_into(a, b, s, rcond, rank):
     singular values, rank (1,) the effective rank. Returns LAPACK's info."""
     n = a.shape[0]
     return _GELSD(_DOUBLE, n, n, 1, a.ctypes, n, b.ctypes, n, s.ctypes, rcond, rank.ctypes)
+
+
+@njit(**_JIT)
+def solve_into(at, b, pivots):
+    """a x = b by LU with partial pivoting (LAPACK gesv, numpy's ``solve``) for the (n, n) matrix a
+    given as ``at`` = a^T, C-order (destroyed); b (n,) is overwritten with x; pivots (n,) of
+    LAPACK's integer type (mbsim.model.flat: kkt_rank's dtype). Returns LAPACK's info (> 0: a is
+    singular)."""
+    n = at.shape[0]
+    return _GESV(_DOUBLE, n, 1, at.ctypes, n, pivots.ctypes, b.ctypes, n)
 
 
 @njit(**_JIT)
