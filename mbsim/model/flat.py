@@ -73,6 +73,10 @@ class FlatModel(NamedTuple):
             (mbsim.diagnostics.reactions).
         body_inv_sqrt_mass: (nbody, w, w) blocks of M^-1/2 (the rank-robust methods' scaling,
             mbsim.model.dynamics.inverse_sqrt_mass_blocks).
+        s_ptr (nc + 1,), s_col: the lower triangle's pattern of S = J M^-1 J^T (CSR, columns
+            ascending): rows c <= r that share a body with row r; row_first (nc,): the first of
+            them, where row r of S's envelope (and of its Cholesky factor) starts; row_last (nc,):
+            the last row whose envelope reaches column r (the back substitution's range).
     """
 
     dim: int
@@ -134,6 +138,10 @@ class FlatModel(NamedTuple):
     joint_point: np.ndarray
     driven_rows: np.ndarray
     body_inv_sqrt_mass: np.ndarray
+    s_ptr: np.ndarray
+    s_col: np.ndarray
+    row_first: np.ndarray
+    row_last: np.ndarray
 
 
 class FlatData(NamedTuple):
@@ -248,11 +256,17 @@ def _padded(rows: list, n: int, width: int = 3) -> np.ndarray:
     return out
 
 
-def flatten(model: Model, dense_algebra: bool = True) -> FlatModel | str:
+# the most entries (nc x nv) of the dense Jacobian a sparse model's compiled step may allocate
+# (lagrange: its solves follow S's envelope, so only memory and the row records grow with it)
+DENSE_LIMIT = 4_000_000
+
+
+def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> FlatModel | str:
     """The FlatModel of ``model``, or the reason it has none (then the Python path steps).
-    ``dense_algebra``: the caller solves with the dense constraint Jacobian (the ODE methods),
-    which a sparse model does not have; the recursive method reads only the force elements."""
-    if model.sparse and dense_algebra:
+    ``dense_algebra``: the caller keeps the constraint Jacobian dense (the ODE methods), which a
+    sparse model (mbsim.model.compile.SPARSE_ABOVE_NV) has only if the caller takes one of at
+    most ``dense_limit`` entries; the recursive method reads only the force elements."""
+    if model.sparse and dense_algebra and model.nc * model.nv > dense_limit:
         return f"{model.nv} velocity coordinates use sparse linear algebra (compiled: dense only)"
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
@@ -338,7 +352,36 @@ def flatten(model: Model, dense_algebra: bool = True) -> FlatModel | str:
         joint_point=_padded(list(model.joint_point), len(model.joints)),
         driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
         body_inv_sqrt_mass=inverse_sqrt_mass_blocks(model),
+        **_schur_pattern(row_bodies, nb),
     )
+
+
+def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
+    """FlatModel's s_ptr, s_col, row_first and row_last from the two bodies of each row."""
+    nc = row_bodies.shape[1]
+    rows_of_body: list[list[int]] = [[] for _ in range(nb)]
+    for r in range(nc):
+        for b in {int(row_bodies[0, r]), int(row_bodies[1, r])}:
+            if b < nb:
+                rows_of_body[b].append(r)
+    ptr, cols = [0], []
+    first = np.arange(nc, dtype=np.int64)
+    for r in range(nc):
+        bodies = {int(row_bodies[0, r]), int(row_bodies[1, r])} - {nb}
+        row = sorted({c for b in bodies for c in rows_of_body[b] if c <= r})
+        cols.extend(row)
+        ptr.append(len(cols))
+        if row:
+            first[r] = row[0]
+    last = np.arange(nc, dtype=np.int64)
+    for k in range(nc):
+        last[first[k] : k] = np.maximum(last[first[k] : k], k)
+    return {
+        "s_ptr": np.asarray(ptr, dtype=np.int64),
+        "s_col": np.asarray(cols, dtype=np.int64),
+        "row_first": first,
+        "row_last": last,
+    }
 
 
 def robust_size(nv: int, nc: int) -> int:

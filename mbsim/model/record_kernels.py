@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
+from mbsim.model.step_kernels import row_dot
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
@@ -166,7 +167,7 @@ def rotation_columns_into(F, D, out, c):
 def row_into(F, D, t, q, v, work, iterations, h, out):
     """One recorded row of the state (t, q, v, work) into out (the columns of the module
     docstring); ``iterations`` and ``h`` are those of the step that reached it."""
-    nb, nv, nc, d = F.nbody, F.nv, F.nc, F.dim
+    nb, nc, d = F.nbody, F.nc, F.dim
     c = state_columns_into(F, D, t, q, v, out)
     if d == 3:
         for b in range(nb):
@@ -179,10 +180,7 @@ def row_into(F, D, t, q, v, work, iterations, h, out):
     pos_violation, vel_violation = 0.0, 0.0
     for r in range(nc):
         pos_violation = max(pos_violation, abs(D.phi[r]))
-        s = 0.0
-        for k in range(nv):
-            s += D.J[r, k] * v[k]
-        vel_violation = max(vel_violation, abs(s + D.phi_t[r]))
+        vel_violation = max(vel_violation, abs(row_dot(F, D.J, r, v) + D.phi_t[r]))
     total = kinetic + potential
     for x in (kinetic, potential, total, work, pos_violation, vel_violation, 0.0, 0.0, iterations, h):
         out[c] = x

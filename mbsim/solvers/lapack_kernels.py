@@ -97,3 +97,43 @@ def cholesky_solve(L, x):
         for k in range(r + 1, n):
             s -= L[k, r] * x[k]
         x[r] = s / L[r, r]
+
+
+@njit(**_JIT)
+def cholesky_envelope(A, first):
+    """A = L L^T in place (lower triangle) for a symmetric A whose row i is zero left of column
+    first[i] (its envelope, which holds L's row too): the operations of cholesky_in_place less
+    the products with those zeros, so the same numbers. False if A is not positive definite."""
+    n = A.shape[0]
+    for i in range(n):
+        fi = first[i]
+        for j in range(fi, i):
+            s = A[i, j]
+            for k in range(max(fi, first[j]), j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / A[j, j]
+        d = A[i, i]
+        for k in range(fi, i):
+            d -= A[i, k] * A[i, k]
+        if not d > 0.0:
+            return False
+        A[i, i] = np.sqrt(d)
+    return True
+
+
+@njit(**_JIT)
+def cholesky_envelope_solve(L, first, last, x):
+    """x <- (L L^T)^-1 x for a factor from cholesky_envelope; last[r]: the last row whose
+    envelope reaches column r (entries outside the envelope are zero)."""
+    n = L.shape[0]
+    for r in range(n):
+        s = x[r]
+        for k in range(first[r], r):
+            s -= L[r, k] * x[k]
+        x[r] = s / L[r, r]
+    for r in range(n - 1, -1, -1):
+        s = x[r]
+        for k in range(r + 1, last[r] + 1):
+            if first[k] <= r:
+                s -= L[k, r] * x[k]
+        x[r] = s / L[r, r]

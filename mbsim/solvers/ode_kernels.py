@@ -36,7 +36,7 @@ from mbsim.model.step_kernels import (
     row_dot,
     spring_deflections_into,
 )
-from mbsim.solvers.lapack_kernels import cholesky_in_place, cholesky_solve
+from mbsim.solvers.lapack_kernels import cholesky_envelope, cholesky_envelope_solve
 from mbsim.solvers.robust_kernels import (
     augmented_lagrangian_accelerations,
     gauss_kkt_accelerations,
@@ -105,14 +105,17 @@ def schur_factor(F, D, rank_tol):
                     for m in range(w):
                         s += F.body_inv_mass[b, a, m] * J[r, w * b + m]
                     MJ[w * b + a, r] = s
-        for c in range(r + 1):
+        for c in range(F.row_first[r], r + 1):  # the envelope (the last factor's values) to zero
+            S[r, c] = 0.0
+        for e in range(F.s_ptr[r], F.s_ptr[r + 1]):  # the rows c <= r sharing a body with r
+            c = F.s_col[e]
             s = 0.0
             for b in bodies:
                 if b < nb and (b == F.row_bi[c] or b == F.row_bj[c]):
                     for m in range(w):
                         s += J[r, w * b + m] * MJ[w * b + m, c]
             S[r, c] = s
-    if not cholesky_in_place(S):  # S = L L^T (lower triangle)
+    if not cholesky_envelope(S, F.row_first):  # S = L L^T (lower triangle, within the envelope)
         return False
     if nc:
         lo, hi = np.inf, 0.0
@@ -126,9 +129,9 @@ def schur_factor(F, D, rank_tol):
 
 
 @njit(inline="always")
-def schur_solve(D, nc, x):
+def schur_solve(F, D, x):
     """x <- S^-1 x with the factor in D.S (forward, then back substitution)."""
-    cholesky_solve(D.S, x)
+    cholesky_envelope_solve(D.S, F.row_first, F.row_last, x)
 
 
 @njit(**_JIT)
@@ -140,7 +143,7 @@ def correction(F, D, P, r, dx):
         return min_norm_correction(F, D, rank_tol, r, dx)
     if not schur_factor(F, D, rank_tol):
         return False
-    schur_solve(D, F.nc, r)
+    schur_solve(F, D, r)
     minv_jt_times(F, D, r, dx)
     return True
 
@@ -161,7 +164,7 @@ def lagrange_accelerations(F, D, P, v, vdot):
             jv = row_dot(F, D.J, r, v)
             g = g - 2.0 * alpha * (jv + D.phi_t[r]) - beta**2 * D.phi[r]
         rhs[r] = row_dot(F, D.J, r, D.minv_q) - g
-    schur_solve(D, nc, rhs)
+    schur_solve(F, D, rhs)
     minv_jt_times(F, D, rhs, vdot)
     for k in range(nv):
         vdot[k] = D.minv_q[k] - vdot[k]
