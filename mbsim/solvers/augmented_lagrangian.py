@@ -13,6 +13,21 @@ and updates lambda*_{i+1} = lambda*_i + alpha (Phi''_{i+1} + 2 mu Omega Phi' + O
 until the accelerations change by less than ``tol`` (relative to max(1, |v_dot|), max norm).
 The matrix stays positive definite when J loses rank, which is why the method passes singular
 positions and redundant constraints; the reported multipliers are the converged lambda*.
+
+Near a singular position the iteration stalls: it is a Richardson iteration on the multipliers
+that shrinks the error along a singular direction of J M^-1/2 (singular value s) by
+1 / (1 + alpha s^2) per iteration, so as s goes to zero that direction stops moving (on the
+slider-crank 1e-3 degree before the fold, s = 1.8e-5: 0.9997 per iteration, a thousand
+iterations leave the change at 5e-5). That direction is one the penalty cannot resolve, and
+converging it would be wrong as well: its exact multiplier divides the constraint drift of the
+state by s (conjugate gradients on the same fixed point, tried, reach it in 3 iterations and
+take the slider-crank onto the other branch at the first fold under DOP853). So a direction
+that has stalled counts as lost, as null_space's rank tolerance drops one: when two successive
+iterations each shrink the change by less than STALL (1 %), the singular value they imply,
+s^2 = (1 / ratio - 1) / alpha, is below STALL_RANK (1e-3) times the largest (estimated by the
+largest diagonal of J M^-1 J^T), the iteration stops there and keeps its last iterate. A stall
+that does not meet the second condition (a penalty too small for the masses) still ends the
+run at ``max_iter``.
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
 /diagnostics/solver/iterations; non-convergence ends the run (exit 3). Compiled: mbsim.solvers.robust_kernels.
@@ -27,7 +42,7 @@ from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Context, Field, Number
-from mbsim.solvers import ode_kernels
+from mbsim.solvers import ode_kernels, robust_kernels
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
@@ -50,6 +65,18 @@ OPTION_FIELDS = {
         Number(positive=True), "rank tolerance of the (pseudo-inverse) projections after each step", 1e-9
     ),
 }
+
+
+# the stall test (module docstring): a contraction per iteration slower than STALL of a
+# direction whose singular value is below STALL_RANK times the largest (the compiled kernel's)
+STALL, STALL_RANK = robust_kernels.STALL, robust_kernels.STALL_RANK
+
+
+def lost_direction(ratio: float, alpha: float, scale2: float) -> bool:
+    """Whether a contraction ``ratio`` per iteration comes from a direction lost to the penalty:
+    s^2 = (1/ratio - 1)/alpha at most STALL_RANK^2 times ``scale2`` (~ the largest s^2)."""
+    s2 = (1.0 / ratio - 1.0) / alpha if ratio > 0.0 else np.inf
+    return s2 <= STALL_RANK**2 * scale2
 
 
 class Solver(OdeSolver):
@@ -81,6 +108,9 @@ class Solver(OdeSolver):
         b0 = Q - alpha * (J.T @ c)
         lam = np.zeros(len(c))
         vdot = inverse_mass_times(self.model, Q)  # the paper's first iterate, M v_dot_0 = Q
+        # the largest diagonal of J M^-1 J^T: a lower bound of the largest s^2 (the stall test)
+        scale2 = float(np.max(np.einsum("ij,ji->i", J, inverse_mass_times(self.model, J.T)), initial=0.0))
+        last_change, slow = np.inf, 0
         for iteration in range(1, self.max_iter + 1):
             new = sla.cho_solve(factor, b0 - J.T @ lam, check_finite=False)
             lam = lam + alpha * (J @ new + c)
@@ -88,6 +118,10 @@ class Solver(OdeSolver):
             vdot = new
             if change <= self.tol * max(1.0, float(np.max(np.abs(new)))):
                 return Accelerations(vdot, lam, iteration)
+            slow = slow + 1 if change >= STALL * last_change else 0
+            if slow >= 2 and lost_direction(change / last_change, alpha, scale2):
+                return Accelerations(vdot, lam, iteration)
+            last_change = change
         raise SimulationError(
             f"the augmented Lagrangian multiplier iteration did not converge in {self.max_iter} iterations "
             f"(last change of the accelerations {change:.3g}; penalty {alpha:g}, omega {omega:g}, mu {mu:g})",

@@ -16,6 +16,7 @@ and the residual max |J v_dot - gamma| (null_space, gauss).
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
@@ -23,6 +24,10 @@ from mbsim.model.step_kernels import block_diagonal_times, inverse_mass_times, r
 from mbsim.solvers.lapack_kernels import cholesky_in_place, cholesky_solve, lstsq_symmetric_into, svd_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
+
+# the augmented Lagrangian's stall test (mbsim.solvers.augmented_lagrangian: STALL, STALL_RANK)
+STALL = 0.99
+STALL_RANK = 1e-3
 
 
 @njit(inline="always")
@@ -255,6 +260,19 @@ def augmented_lagrangian_accelerations(F, D, v, alpha, omega, mu, tol, max_iter,
     for r in range(nc):
         lam[r] = 0.0
     inverse_mass_times(F, D.Q, vdot)  # the paper's first iterate, M v_dot_0 = Q
+    w = 6 if F.dim == 3 else 3
+    scale2 = 0.0  # the largest diagonal of J M^-1 J^T (the stall test)
+    for r in range(nc):
+        s = 0.0
+        for b in row_bodies(F, r):
+            if b < F.nbody:
+                for a in range(w):
+                    t = 0.0
+                    for m in range(w):
+                        t += F.body_inv_mass[b, a, m] * J[r, w * b + m]
+                    s += J[r, w * b + a] * t
+        scale2 = max(scale2, s)
+    last_change, slow = np.inf, 0
     for iteration in range(1, max_iter + 1):
         for k in range(nv):
             s = 0.0
@@ -274,4 +292,11 @@ def augmented_lagrangian_accelerations(F, D, v, alpha, omega, mu, tol, max_iter,
             vdot[k] = rhs[k]
         if change <= tol * max(1.0, size):
             return iteration
+        slow = slow + 1 if change >= STALL * last_change else 0
+        if slow >= 2:  # a direction lost to the penalty (augmented_lagrangian.lost_direction)?
+            ratio = change / last_change
+            s2 = (1.0 / ratio - 1.0) / alpha if ratio > 0.0 else np.inf
+            if s2 <= STALL_RANK**2 * scale2:
+                return iteration
+        last_change = change
     return -1
