@@ -192,27 +192,6 @@ def kinetic_into(V, W, a, b, h, Kt):
 
 
 @njit(**_JIT)
-def _v_to_u_row(F, V, X, r, u, out, orow):
-    """out[orow] = row r of X (over velocity coordinates) over u: [X_r, 2 X_omega G(p) / |p|^2]."""
-    if V.nquat == 0:
-        for k in range(F.nv):
-            out[orow, k] = X[r, k]
-        return
-    for body in range(F.nbody):
-        o, ov = 7 * body, 6 * body
-        p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
-        scale = 2.0 / (p0 * p0 + p1 * p1 + p2 * p2 + p3 * p3)
-        for c in range(3):
-            out[orow, o + c] = X[r, ov + c]
-        x0, x1, x2 = X[r, ov + 3], X[r, ov + 4], X[r, ov + 5]
-        for k in range(4):
-            g0 = p0 * V.GT[0, 0, k] + p1 * V.GT[1, 0, k] + p2 * V.GT[2, 0, k] + p3 * V.GT[3, 0, k]
-            g1 = p0 * V.GT[0, 1, k] + p1 * V.GT[1, 1, k] + p2 * V.GT[2, 1, k] + p3 * V.GT[3, 1, k]
-            g2 = p0 * V.GT[0, 2, k] + p1 * V.GT[1, 2, k] + p2 * V.GT[2, 2, k] + p3 * V.GT[3, 2, k]
-            out[orow, o + 3 + k] = (x0 * g0 + x1 * g1 + x2 * g2) * scale
-
-
-@njit(**_JIT)
 def u_rate_to_v(F, V, u, ud, v):
     """(r', p') -> (v, omega_body = 2 G(p) p' / |p|^2) (Solver._u_rate_to_v)."""
     if V.nquat == 0:
@@ -260,7 +239,8 @@ def forces_u(F, D, V, W, a, b, h, t_mid, total, nonc):
 
 @njit(**_JIT)
 def _v_vector_to_u(F, V, x, u, out):
-    """out (n,) = x (nv,) as a row over u (Solver._v_to_u_rows of one row)."""
+    """out (n,) = x (nv,), a row over velocity coordinates, as a row over u: [x_r, 2 x_omega G(p)
+    / |p|^2] per body (Solver._v_to_u_rows of one row)."""
     if V.nquat == 0:
         for k in range(F.nv):
             out[k] = x[k]
@@ -303,7 +283,7 @@ def constraints_u(F, D, V, u, t, C, Cu, Ct):
         for r in range(F.nc):
             C[nq4 + r] = D.phi[r]
             Ct[nq4 + r] = D.phi_t[r]
-            _v_to_u_row(F, V, D.J, r, u, Cu, nq4 + r)
+            _v_vector_to_u(F, V, D.J[r], u, Cu[nq4 + r])  # row r over v -> over u
 
 
 @njit(**_JIT)
