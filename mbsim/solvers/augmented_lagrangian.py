@@ -23,14 +23,16 @@ converging it would be wrong as well: its exact multiplier divides the constrain
 state by s (conjugate gradients on the same fixed point, tried, reach it in 3 iterations and
 take the slider-crank onto the other branch at the first fold under DOP853). So a direction
 that has stalled counts as lost, as null_space's rank tolerance drops one: when two successive
-iterations each shrink the change by less than STALL (1 %), the singular value they imply,
-s^2 = (1 / ratio - 1) / alpha, is below STALL_RANK (1e-3) times the largest (estimated by the
-largest diagonal of J M^-1 J^T), the iteration stops there and keeps its last iterate. A stall
-that does not meet the second condition (a penalty too small for the masses) still ends the
-run at ``max_iter``.
+iterations each shrink the change by less than 1 % (STALL) and the singular value that rate
+implies, s^2 = (1 / ratio - 1) / alpha, is below 1e-3 (STALL_RANK) times the largest (estimated
+by the largest diagonal of J M^-1 J^T), the iteration stops there and keeps its last iterate.
+A stall that does not meet the second condition (a penalty too small for the masses) still ends
+the run at ``max_iter``.
+
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
-/diagnostics/solver/iterations; non-convergence ends the run (exit 3). Compiled: mbsim.solvers.robust_kernels.
+/diagnostics/solver/iterations; non-convergence ends the run (exit 3). Compiled:
+mbsim.solvers.robust_kernels.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ OPTION_FIELDS = {
     "tol": Field(Number(positive=True), "relative change of the accelerations that ends the iteration", 1e-6),
     "max_iter": Field(
         Number(minimum=1, integer=True),
-        "multiplier iterations at most per solve (near a singular position the iteration slows down)",
+        "multiplier iterations at most per solve (a direction that stalls near a singular position counts as lost)",
         1000,
     ),
     "rank_tol": Field(
