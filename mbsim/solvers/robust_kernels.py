@@ -103,20 +103,26 @@ def min_norm_factor(F, D, rank_tol):
 
 
 @njit(**_JIT)
-def pinv_times(F, D, rank, r, y):
-    """y = J_hat^+ r (nv,): V_r diag(1/s) U_r^T r (MinNorm.pinv_times); uses vec_m."""
-    nv = y.shape[0]
-    _, _, Ut, sv, V, _, _, _, c = buffers(F, D)[:9]
+def _through_svd(P, sv, R, rank, x, out, c):
+    """out = R[:, :rank] diag(1/s) P[:rank] x, with c (rank,) scratch: the inverse of J_hat
+    (P = U^T, R = V) or of J_hat^T (P = V^T, R = U) on the numerical range."""
     for k in range(rank):
         s = 0.0
-        for i in range(r.shape[0]):
-            s += Ut[k, i] * r[i]
+        for i in range(x.shape[0]):
+            s += P[k, i] * x[i]
         c[k] = s / sv[k]
-    for i in range(nv):
+    for i in range(out.shape[0]):
         s = 0.0
         for k in range(rank):
-            s += V[i, k] * c[k]
-        y[i] = s
+            s += R[i, k] * c[k]
+        out[i] = s
+
+
+@njit(**_JIT)
+def pinv_times(F, D, rank, r, y):
+    """y = J_hat^+ r (nv,): V_r diag(1/s) U_r^T r (MinNorm.pinv_times); uses vec_m."""
+    _, _, Ut, sv, V, _, _, _, c = buffers(F, D)[:9]
+    _through_svd(Ut, sv, V, rank, r, y, c)
 
 
 @njit(**_JIT)
@@ -136,16 +142,7 @@ def min_norm_correction(F, D, rank_tol, r, dx):
 def multipliers_into(F, D, rank, z, lam):
     """lam = U_r diag(1/s) V_r^T z: the minimum-norm lambda with J_hat^T lambda = z (MinNorm)."""
     _, _, Ut, sv, V, _, _, _, c = buffers(F, D)[:9]
-    for k in range(rank):
-        s = 0.0
-        for i in range(z.shape[0]):
-            s += V[i, k] * z[i]
-        c[k] = s / sv[k]
-    for i in range(lam.shape[0]):
-        s = 0.0
-        for k in range(rank):
-            s += Ut[k, i] * c[k]
-        lam[i] = s
+    _through_svd(V.T, sv, Ut.T, rank, z, lam, c)
 
 
 @njit(**_JIT)

@@ -118,12 +118,18 @@ def make_var_data(n: int, m: int, nv: int, int_dtype) -> VarData:
     )  # fmt: skip
 
 
+@njit(inline="always")
+def _g_entry(V, p0, p1, p2, p3, j, k):
+    """G(p)[j, k] = sum_i p_i GT[i, j, k]."""
+    return p0 * V.GT[0, j, k] + p1 * V.GT[1, j, k] + p2 * V.GT[2, j, k] + p3 * V.GT[3, j, k]
+
+
 @njit(**_JIT)
 def _g_into(V, p0, p1, p2, p3, G):
     """G = G(p) (3, 4) = sum_i p_i GT[i]."""
     for j in range(3):
         for k in range(4):
-            G[j, k] = p0 * V.GT[0, j, k] + p1 * V.GT[1, j, k] + p2 * V.GT[2, j, k] + p3 * V.GT[3, j, k]
+            G[j, k] = _g_entry(V, p0, p1, p2, p3, j, k)
 
 
 @njit(**_JIT)
@@ -207,8 +213,7 @@ def u_rate_to_v(F, V, u, ud, v):
         for j in range(3):
             s = 0.0
             for k in range(4):
-                g = p0 * V.GT[0, j, k] + p1 * V.GT[1, j, k] + p2 * V.GT[2, j, k] + p3 * V.GT[3, j, k]
-                s += g * ud[o + 3 + k]
+                s += _g_entry(V, p0, p1, p2, p3, j, k) * ud[o + 3 + k]
             v[ov + 3 + j] = 2.0 * s / norm
 
 
@@ -253,9 +258,9 @@ def _v_vector_to_u(F, V, x, u, out):
             out[o + c] = x[ov + c]
         x0, x1, x2 = x[ov + 3], x[ov + 4], x[ov + 5]
         for k in range(4):
-            g0 = p0 * V.GT[0, 0, k] + p1 * V.GT[1, 0, k] + p2 * V.GT[2, 0, k] + p3 * V.GT[3, 0, k]
-            g1 = p0 * V.GT[0, 1, k] + p1 * V.GT[1, 1, k] + p2 * V.GT[2, 1, k] + p3 * V.GT[3, 1, k]
-            g2 = p0 * V.GT[0, 2, k] + p1 * V.GT[1, 2, k] + p2 * V.GT[2, 2, k] + p3 * V.GT[3, 2, k]
+            g0 = _g_entry(V, p0, p1, p2, p3, 0, k)
+            g1 = _g_entry(V, p0, p1, p2, p3, 1, k)
+            g2 = _g_entry(V, p0, p1, p2, p3, 2, k)
             out[o + 3 + k] = (x0 * g0 + x1 * g1 + x2 * g2) * scale
 
 
