@@ -8,6 +8,7 @@ Measured numbers are quoted in the comments next to each bound (CPython 3.11, nu
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -286,6 +287,31 @@ def test_adaptive_integrators_meet_their_tolerance(run_scene, pendulum_reference
         assert summary.steps < 500
         errors[rtol] = error
     assert errors[1e-8] < 0.1 * errors[1e-6]
+
+
+@pytest.mark.parametrize("integrator", ["scipy:Radau", "scipy:BDF"])
+def test_implicit_integrators_survive_coordinates_f_does_not_depend_on(integrator):
+    """y = (phi, x, v, work): phi is cyclic and work is never read, like a spinning shaft's angle
+    and mbsim's work entry; 0 * cos(phi) carries a NaN as the kinematics of an infinite angle do.
+    scipy's own Jacobian estimate grows its step in such a column tenfold per evaluation until it
+    is infinite (the flyball governor, recursive under scipy:Radau at 1e-10, failed with NaNs at
+    t = 5.2 s); mbsim's differences (integrators.jacobian_by_differences) keep a fixed relative step.
+    Van der Pol with mu = 1000 makes the solver take many Jacobians."""
+    from mbsim.solvers.integrators import AdaptiveStepper
+
+    class System:
+        def derivative(self, t, y):
+            phi, x, v, _ = y
+            return np.array([1.0, v, 1000.0 * (1 - x * x) * v - x + 0.0 * np.cos(phi), v * v])
+
+    stepper = AdaptiveStepper(integrator, 1e-8, 1e-8, 3000.0)
+    t, y, h = 0.0, np.array([0.0, 2.0, 0.0, 0.0]), 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's overflow warnings of an infinite step fail the test too
+        while t < 3000.0:
+            t, y, h = stepper.step(System(), t, y, h)
+    assert stepper._solver.njev > 100  # measured: Radau 862, BDF 127 (without the fix both fail)
+    assert np.all(np.isfinite(y)) and y[0] == pytest.approx(3000.0, rel=1e-9)
 
 
 # ----------------------------------------------------------------------------- redundant constraints
