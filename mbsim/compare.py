@@ -253,7 +253,7 @@ def file_stem(choice: SolverChoice, limit: int = 120) -> str:
     return stem
 
 
-def _unique(stem: str, taken: set[str]) -> str:
+def unique_stem(stem: str, taken: set[str]) -> str:
     """``stem``, or ``stem-2``, ``stem-3``... if taken (compared without case, for macOS/Windows)."""
     name, k = stem, 2
     while name.lower() in taken:
@@ -276,7 +276,7 @@ class PreparedChoice:
     prepared: tuple | None = None  # (model, solver) of the check, reused by the first run
 
 
-def _scene_for(base: RawScene, choice: SolverChoice) -> tuple[RawScene, list[str]]:
+def scene_for(base: RawScene, choice: SolverChoice) -> tuple[RawScene, list[str]]:
     """The raw scene with the spec's overrides; scene-level options of another method dropped."""
     raw = copy.deepcopy(base)
     if raw.data.get("solver", {}) is None:  # an empty ``solver:`` section
@@ -330,10 +330,10 @@ def check_all(
         stem = file_stem(choice)
         if choice is reference:
             stem = "reference-" + stem
-        file = outdir / f"{_unique(stem, taken)}.h5"
+        file = outdir / f"{unique_stem(stem, taken)}.h5"
         check_target(file)  # another live run's file, or one that is not ours: refused before anything runs
         try:
-            raw, notes = _scene_for(base, choice)
+            raw, notes = scene_for(base, choice)
             spec = build_spec(raw)
             prepared = prepare(spec)
         except SceneError as exc:

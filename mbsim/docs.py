@@ -129,7 +129,42 @@ def scene_reference() -> str:
         "second time derivatives).",
         "",
     ]
-    return "\n".join(out)
+    return "\n".join(out + verification_problems())
+
+
+def verification_problems() -> list[str]:
+    """The format of a verification problem (``mbsim verify``) and the list of shipped ones."""
+    from mbsim.verify.problem import CHECK_FIELDS, PROBLEM_FIELDS, QUICK_FIELDS, load_problem, shipped_problems
+
+    out = [
+        "## Verification problems (`problem.yaml`, `mbsim verify`)",
+        "",
+        "A problem is a folder with `problem.yaml`, its scene and its reference tables (CSV: `#` comment "
+        "lines, a header `t,NAME,...`, then one row per time). `mbsim verify FOLDER` runs a folder of your "
+        "own; the shipped problems are listed below.",
+        "",
+        table_markdown(PROBLEM_FIELDS),
+        "",
+        "`checks[]`:",
+        "",
+        table_markdown(CHECK_FIELDS),
+        "",
+        "`quick`:",
+        "",
+        table_markdown(QUICK_FIELDS),
+        "",
+        "### Shipped problems",
+        "",
+        "| id | source | problem | methods | expected failures | `--quick` |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for folder in shipped_problems():
+        p = load_problem(folder)
+        methods = ", ".join(f"`{m}`" for m in p.methods)
+        expected = ", ".join(f"`{m}` ({why})" for m, why in p.expected_failures.items()) or "—"
+        quick = p.quick_note or ("the full problem" if not p.quick_set else ", ".join(p.quick_set))
+        out.append(f"| `{p.id}` | {p.source} | {p.title} | {methods} | {expected} | {quick} |")
+    return out + [""]
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plot": ("mbsim.cli.plot", "plot", "Plot quantities of RESULT against time into a PNG file."),
     "compare": ("mbsim.cli.compare", "compare", "Run SCENE once per solver spec and compare wall time,..."),
     "sweep": ("mbsim.cli.sweep", "sweep", "Run SCENE once per combination of --param values, on Dask,..."),
+    "verify": ("mbsim.cli.verify", "verify", "Run the benchmark problems (all shipped ones, or PROBLEM: an id..."),
 }
 
 
@@ -48,7 +49,7 @@ def cli() -> None:
     """mbsim: multibody dynamics from YAML scenes to HDF5 results.
 
     Exit codes: 0 done; 2 the scene or the command line is wrong; 3 the simulation failed
-    (the result file is kept with status failed); 4 an --assert did not hold; 128 + N a
+    (the result file is kept with status failed); 4 an --assert did not hold (verify: a problem failed); 128 + N a
     signal N ended it (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the result file is closed with
     status failed); 1 anything else.
     """
