@@ -36,6 +36,8 @@ Benchmarks:
 8. ``mbsim sweep`` on Dask: 16 four-box cases against one after another (benchmarks/sweep.py).
 9. The peers (benchmarks/peers.py, the ``bench`` extra): MuJoCo, Pinocchio and Exudyn on the cases of
    issue 13, interleaved with mbsim in one run: µs per step and the ratio to the best peer.
+10. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
+   minutes); this script keeps that section of BENCHMARKS.md as it is.
 
 Times are ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go
 to a temporary directory. This module is importable without side effects (the tests import
@@ -2330,9 +2332,9 @@ def main(argv: list[str] | None = None) -> int:
 
     output = args.output if args.output is not None else (None if args.quick else str(DEFAULT_OUTPUT))
     if output and output != "-":
-        Path(output).write_text(
-            report(machine, four, chains, args.quick, elapsed, slider, variational, pile, lcp, extra), encoding="utf-8"
-        )
+        text = report(machine, four, chains, args.quick, elapsed, slider, variational, pile, lcp, extra)
+        kept = _module("verify").kept_section(Path(output))  # benchmarks/verify.py's section stays as it is
+        Path(output).write_text(text.rstrip("\n") + "\n\n" + kept + "\n" if kept else text, encoding="utf-8")
         print(f"wrote {output}")
     return 0
 

@@ -242,3 +242,24 @@ def test_the_quick_verification_passes(mbsim, tmp_path: Path) -> None:
     for method in ("null_space", "gauss", "augmented_lagrangian"):
         assert bricard[method] == "pass"
         assert bricard[f"{method}:integrator=scipy:DOP853,rtol=1e-10,atol=1e-10"] == "pass"
+
+
+def test_the_benchmark_section_is_replaced_in_place(benchmark_module, tmp_path: Path, mbsim) -> None:
+    """benchmarks/verify.py renders saved --json outputs into its marked section of BENCHMARKS.md,
+    replacing only that section; benchmarks/run.py keeps it (kept_section)."""
+    bench = benchmark_module("verify")
+    folder = write_problem(tmp_path / "mine", OWN)
+    saved = tmp_path / "run.json"
+    saved.write_text(
+        mbsim("verify", folder, "--json", "--quiet", "-o", tmp_path / "out", "--method", "lagrange").stdout
+    )
+    target = tmp_path / "BENCHMARKS.md"
+    target.write_text("# mbsim benchmarks\n\n## 9. Peers\n\ntext\n")
+    assert bench.main(["--from-json", str(saved), "--output", str(target)]) == 0
+    first = target.read_text()
+    assert first.startswith("# mbsim benchmarks\n\n## 9. Peers\n\ntext\n")
+    assert "| my_pendulum | my textbook | `lagrange` | x [m] |" in first and "1 passed" in first
+    assert bench.main(["--from-json", str(saved), str(saved), "--output", str(target)]) == 0
+    second = target.read_text()
+    assert second.count(bench.BEGIN) == 1 and "2 passed" in second
+    assert bench.kept_section(target).startswith(bench.BEGIN) and bench.kept_section(target).endswith(bench.END)
