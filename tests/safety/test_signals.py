@@ -106,3 +106,21 @@ def test_sigkill_leaves_running_and_info_says_the_run_died(tmp_path: Path, backg
     # a dead run's file is an mbsim result: a new run may overwrite it
     code, _, stderr = run_mbsim("run", PENDULUM, "-o", out, "--quiet")
     assert code == 0, stderr
+
+
+@pytest.mark.slow
+def test_verify_ends_on_sigterm_with_truthful_files(tmp_path: Path, background) -> None:
+    """mbsim verify: the run under way closes its file as interrupted, the rest are not started, the
+    JSON says interrupted, exit 143."""
+    outdir = tmp_path / "verify"
+    run = background("verify", "A01", "--json", "-o", outdir, "--quiet")  # 2000 s of pendulum: ~20 s per method
+    run.wait_rows(outdir / "A01" / "lagrange.h5", 1)
+    run.signal(signal.SIGTERM)
+    exit_code, stdout, stderr = run.finish(timeout=60)
+    assert exit_code == 143, stderr
+    assert "Traceback" not in stderr
+    assert_truthful(outdir / "A01" / "lagrange.h5", signal.SIGTERM)
+    assert not (outdir / "A01" / "null_space.h5").exists()  # not started
+    data = json.loads(stdout)
+    assert data["interrupted"] is True
+    assert [(r["method"], r["outcome"]) for r in data["rows"]] in ([], [("lagrange", "fail")])
