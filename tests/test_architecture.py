@@ -22,6 +22,7 @@ LAYER = {
     "compare": 4,
     "assertions": 4,
     "sweep": 4,
+    "verify": 4,
     "docs": 5,
     "cli": 6,
     "__main__": 7,
@@ -39,8 +40,11 @@ PURE = {
 }
 
 
+PROBLEMS = PACKAGE / "verify" / "problems"  # data: the derivations of the references, standalone scripts
+
+
 def _modules():
-    return sorted(p for p in PACKAGE.rglob("*.py"))
+    return sorted(p for p in PACKAGE.rglob("*.py") if PROBLEMS not in p.parents)
 
 
 def _part(path: Path) -> str:

@@ -19,7 +19,7 @@ from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
-from mbsim.model.flat import DENSE_LIMIT, FlatModel, flatten, make_data
+from mbsim.model.flat import DENSE_LIMIT, ROBUST_DENSE_LIMIT, FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import ode_kernels
@@ -114,8 +114,11 @@ class OdeSolver(SolverBase):
         self._flat: FlatModel | None = None
         self.compiled_reason = "the method has no compiled step"
         if self.COMPILED is not None:
-            # lagrange's solves follow the envelope of S: compiled for large (sparse) models too
-            flat = flatten(model, dense_limit=DENSE_LIMIT if self.COMPILED == "lagrange" else 0)
+            # lagrange's solves follow the envelope of S: compiled for large (sparse) models too; the
+            # rank-robust ones take that path away from singular positions (ode_kernels.certified_full_rank)
+            # but keep dense SVD / KKT buffers, O((nv + nc)^2): a smaller limit
+            limit = DENSE_LIMIT if self.COMPILED == "lagrange" else ROBUST_DENSE_LIMIT
+            flat = flatten(model, dense_limit=limit)
             if isinstance(flat, FlatModel):
                 # fixed steps run in compiled blocks; an adaptive (scipy) integrator steps in
                 # Python around the compiled right-hand side (derivative())

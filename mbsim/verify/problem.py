@@ -119,10 +119,13 @@ CHECK_FIELDS = {
         "absolute",
     ),
     "match": Field(
-        Choice(("exact", "interpolate")),
+        Choice(("exact", "interpolate", "interpolate_result")),
         "exact: compare at the table's times, which must be recorded times (fixed-step integrators); "
         "interpolate: compare at every recorded time within the table's span, the table interpolated by a "
-        "cubic spline (adaptive integrators record at their own steps; the table must be fine enough)",
+        "cubic spline (adaptive integrators record at their own steps; the table must be fine enough); "
+        "interpolate_result: compare at the table's times within the run, the recorded values interpolated "
+        "by a cubic spline (a sparse table such as published values at a few times; the run must be "
+        "recorded finely enough)",
         "exact",
     ),
     "tolerance": Field(Number(positive=True), "the largest error that passes"),

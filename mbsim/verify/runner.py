@@ -180,6 +180,14 @@ def _differences(
         inside = (times >= check.times[0] - TIME_MATCH) & (times <= check.times[-1] + TIME_MATCH)
         at, got = times[inside], values[inside]
         want = CubicSpline(check.times, check.values, axis=0)(at) if len(check.times) > 1 else check.values
+    elif check.match == "interpolate_result":
+        slack = TIME_MATCH * max(1.0, abs(times[-1]))
+        inside = (check.times >= times[0] - slack) & (check.times <= times[-1] + slack)
+        at, want = check.times[inside], check.values[inside]
+        if len(times) < 2:
+            got = np.repeat(values[:1], len(at), axis=0)
+        else:
+            got = CubicSpline(times, values, axis=0)(np.clip(at, times[0], times[-1]))
     else:
         keep = check.times <= times[-1] + TIME_MATCH * max(1.0, abs(times[-1]))
         at, want = check.times[keep], check.values[keep]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbsim.verify.problem import find_problems, load_problem, shipped_problems
+from mbsim.verify.problem import SHIPPED, find_problems, load_problem, shipped_problems
 
 PENDULUM_SCENE = """\
 mbsim: 1
@@ -192,6 +192,21 @@ def test_every_shipped_problem_loads_and_says_where_it_comes_from() -> None:
         # every problem is in the quick run: shortened, or short enough as it is
         assert problem.quick_set or problem.id in ("two_blocks_elastic", "A03", "sliding_block", "hertz_impact")
     assert [p.id for p in find_problems(["A01"])] == ["A01"]
+
+
+def test_the_references_are_derived_without_mbsim() -> None:
+    """Independent means independent: no problem's derivation imports mbsim (numpy, scipy, trimesh
+    and the standard library only)."""
+    import ast
+
+    scripts = sorted(SHIPPED.glob("*/*.py"))
+    assert len(scripts) >= 8
+    for path in scripts:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not any(n == "mbsim" or n.startswith("mbsim.") for n in names), f"{path} imports {names}"
 
 
 SLOW_DERIVATIONS = ("A04_bricard", "A05_flyball_governor")  # 17 s and 11 s
