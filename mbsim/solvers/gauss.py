@@ -14,7 +14,9 @@ Optimizers (option ``optimizer``, mbsim.solvers.optimize):
   gives the KKT matrix one of about s^2 / m, so this drops directions with s below ~3e-5 of the
   largest. With 1e-12 the IFToMM N four-bar (N = 4) under scipy:DOP853 at 1e-10 stopped at a fold
   with its step size collapsed, as null_space with its old rank tolerance; with 1e-9 it passes
-  within 4e-9 m);
+  within 4e-9 m). The compiled step takes lagrange's Schur-complement solve instead where it
+  certifies that the least-squares solve would drop nothing (mbsim.solvers.ode_kernels.
+  certified_full_rank): the same accelerations at lagrange's cost away from singular positions;
 - ``slsqp``: scipy's SLSQP in mass-scaled accelerations, dependent constraint rows removed;
 - ``pso``: the paper's improved particle swarm -- the unconstrained optimum and the previous
   solve's optimum join the swarm as extra particles, a mutation operator with factor rho = 2

@@ -23,7 +23,10 @@ one-coordinate solution over 20 s, 563 steps); cut at 1e-7 it is 8e-4 m off. A d
 for the brief time its singular value is below the cut follows the free motion there.
 
 Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense (LAPACK gesdd, also in the
-compiled step: mbsim.solvers.robust_kernels.null_space_accelerations).
+compiled step: mbsim.solvers.robust_kernels.null_space_accelerations). The compiled step takes
+lagrange's Schur-complement solve instead where it certifies that the SVD would cut nothing
+(mbsim.solvers.ode_kernels.certified_full_rank): the same accelerations at lagrange's cost away
+from singular positions.
 """
 
 from __future__ import annotations
