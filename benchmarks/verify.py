@@ -37,9 +37,14 @@ def section(rows: list[dict], created: str, seconds: float | None) -> list[str]:
         "the problem says it must (not a pass). Wall: the run's own wall time, seconds.",
         "",
     ]
+
+    def method(r: dict) -> str:
+        own = r.get("overrides") or []
+        return f"`{r['method']}`" + (f" ({', '.join(own)})" if own else "")
+
     body = [
-        [r["problem"], r["source"], f"`{r['method']}`", r["quantity"], cell(r["error"], ".2e"),
-         cell(r["tolerance"], ".0e"), r["outcome"], cell(r["wall_time_s"], ".1f")]
+        [r["problem"], r["source"], method(r), r["quantity"], cell(r["error"], ".2e"), cell(r["tolerance"], ".0e"),
+         r["outcome"], cell(r["wall_time_s"], ".1f")]
         for r in rows
     ]  # fmt: skip
     headers = ["problem", "source", "method", "quantity", "error", "tolerance", "outcome", "wall [s]"]

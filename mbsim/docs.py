@@ -134,7 +134,14 @@ def scene_reference() -> str:
 
 def verification_problems() -> list[str]:
     """The format of a verification problem (``mbsim verify``) and the list of shipped ones."""
-    from mbsim.verify.problem import CHECK_FIELDS, PROBLEM_FIELDS, QUICK_FIELDS, load_problem, shipped_problems
+    from mbsim.verify.problem import (
+        CHECK_FIELDS,
+        PROBLEM_FIELDS,
+        QUICK_FIELDS,
+        RUN_FIELDS,
+        load_problem,
+        shipped_problems,
+    )
 
     out = [
         "## Verification problems (`problem.yaml`, `mbsim verify`)",
@@ -144,6 +151,10 @@ def verification_problems() -> list[str]:
         "own; the shipped problems are listed below.",
         "",
         table_markdown(PROBLEM_FIELDS),
+        "",
+        "`methods[]` (a run given as a mapping):",
+        "",
+        table_markdown(RUN_FIELDS),
         "",
         "`checks[]`:",
         "",
@@ -160,7 +171,7 @@ def verification_problems() -> list[str]:
     ]
     for folder in shipped_problems():
         p = load_problem(folder)
-        methods = ", ".join(f"`{m}`" for m in p.methods)
+        methods = ", ".join(f"`{m}`" + (f" ({', '.join(own)})" if own else "") for m, own in p.methods)
         expected = ", ".join(f"`{m}` ({why})" for m, why in p.expected_failures.items()) or "—"
         quick = p.quick_note or ("the full problem" if not p.quick_set else ", ".join(p.quick_set))
         out.append(f"| `{p.id}` | {p.source} | {p.title} | {methods} | {expected} | {quick} |")

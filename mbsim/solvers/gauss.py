@@ -35,14 +35,15 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.model.constraints import ConstraintValues
+from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm
+from mbsim.solvers.linalg import MinNorm, gap_cut
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
-from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, particle_swarm, slsqp
+from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, kkt_matrix, particle_swarm, slsqp
 
 NAME = "gauss"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -98,13 +99,30 @@ class Solver(OdeSolver):
         self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
         self._last_y: np.ndarray | None = None  # the previous solve's optimum (scaled)
 
+    def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
+        """kkt under an adaptive integrator: the rcond of the coming step in the middle of the KKT
+        matrix's singular-value gap around rank_tol (linalg.gap_cut, ode_kernels.step_cut), so that
+        no singular value crosses it within the step's stages; True if it changed."""
+        if self.optimizer != "kkt":
+            return False
+        if self._flat is not None:
+            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
+            self._params[ode_kernels.CUT] = cut
+        else:
+            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
+            cv = constraint_values(self.model, self.model.frames(q, v), t)
+            J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
+            cut = gap_cut(np.linalg.svd(kkt_matrix(self.mass, J), compute_uv=False), self.rank_tol)
+        changed, self._cut = cut != self._cut, cut
+        return changed
+
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
         gamma = cv.gamma
         if self.optimizer == "kkt":
             J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-            vdot, lam = kkt_least_squares(self.mass, J, Q, gamma, self.rank_tol)
+            vdot, lam = kkt_least_squares(self.mass, J, Q, gamma, self._cut)
             residual = float(np.max(np.abs(J @ vdot - gamma)))
             return Accelerations(vdot, lam, 0, {"acceleration_residual": residual, "optimizer_result": 0})
         mn = MinNorm(self.model, cv.jacobian, self.rank_tol)

@@ -122,11 +122,18 @@ class AdaptiveStepper:
         self._solver = None
         self._y_last: np.ndarray | None = None
 
-    def step(self, system: Any, t: float, y: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
-        """Take one accepted step from (t, y); h is the proposed first step. Returns (t, y, h_next)."""
+    def step(
+        self, system: Any, t: float, y: np.ndarray, h: float, prepare: Any = None
+    ) -> tuple[float, np.ndarray, float]:
+        """Take one accepted step from (t, y); h is the proposed first step. Returns (t, y, h_next).
+
+        ``prepare(t, y) -> bool`` (OdeSolver.before_adaptive_step) sets what the right-hand side
+        keeps fixed over the step's stages (null_space, gauss: the rank cut) and says whether that
+        changed: then the derivative at the step's start is recomputed."""
+        changed = bool(prepare(t, y)) if prepare is not None else False
         solver = self._solver
         fresh = solver is None or solver.t != t
-        if not fresh and not np.array_equal(self._y_last, y):
+        if not fresh and (changed or not np.array_equal(self._y_last, y)):
             fresh = not _continue_from(solver, y, system.derivative)
         if fresh:
             implicit = {"jac": jacobian_by_differences(system.derivative)} if self.method in IMPLICIT else {}

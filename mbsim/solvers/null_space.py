@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.constraints import ConstraintValues
+from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm
+from mbsim.solvers.linalg import MinNorm, gap_cut
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 
 NAME = "null_space"
@@ -58,10 +59,23 @@ class Solver(OdeSolver):
     COMPILED = "null_space"
     EXTRA_DIAGNOSTICS = {"rank": "min", "acceleration_residual": "max"}
 
+    def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
+        """The rank cut of the coming adaptive step, set in the middle of the singular values' gap
+        around rank_tol (ode_kernels.step_cut; see the module docstring); True if it changed."""
+        if self._flat is not None:
+            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
+            self._params[ode_kernels.CUT] = cut
+        else:
+            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
+            cv = constraint_values(self.model, self.model.frames(q, v), t)
+            cut = gap_cut(MinNorm(self.model, cv.jacobian, self.rank_tol).singular_values, self.rank_tol)
+        changed, self._cut = cut != self._cut, cut
+        return changed
+
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
-        mn = MinNorm(self.model, cv.jacobian, self.rank_tol)
+        mn = MinNorm(self.model, cv.jacobian, self._cut)
         y_free = mn.w @ Q  # M^1/2 times the free acceleration M^-1 Q
         y = mn.pinv_times(cv.gamma) + mn.null @ (mn.null.T @ y_free)
         vdot = mn.w @ y

@@ -105,6 +105,7 @@ class OdeSolver(SolverBase):
         self.integrator = self.integrator_label = integrator
         self.projection = projection
         self.rank_tol = rank_tol
+        self._cut = rank_tol  # null_space: the rank cut of the current adaptive step (before_adaptive_step)
         self.nq, self.nv = model.nq, model.nv
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         # derivative at the last recorded state (the next step's first stage) and what its solve counted
@@ -174,6 +175,7 @@ class OdeSolver(SolverBase):
         P[ode_kernels.METHOD] = ode_kernels.METHODS[self.COMPILED]
         P[ode_kernels.INTEGRATOR] = ode_kernels.INTEGRATORS.get(self.integrator, -1)  # -1: adaptive (scipy)
         P[ode_kernels.RANK_TOL] = self.rank_tol
+        P[ode_kernels.CUT] = self.rank_tol
         p = self.projection
         P[ode_kernels.PROJ_POSITION] = float(p.position)
         P[ode_kernels.PROJ_VELOCITY] = float(p.velocity)
@@ -249,6 +251,12 @@ class OdeSolver(SolverBase):
         """Accelerations and multipliers of the constrained system (M, Q, J, gamma) at a state."""
         raise TypeError(f"{type(self).__name__} does not implement accelerations")
 
+    def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
+        """Called by the adaptive integrator before each step from (t, y): set what the right-hand
+        side keeps fixed over the step's stages; True if that changed (null_space and gauss kkt fix
+        their rank cut; the other methods nothing)."""
+        return False
+
     # ------------------------------------------------------------------ dynamics
 
     def _solve(self, t: float, q: np.ndarray, v: np.ndarray, for_record: bool = False):
@@ -313,7 +321,7 @@ class OdeSolver(SolverBase):
         if self._adaptive is not None:
             if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
                 self._data.spr_ref[:] = self.data.spring_reference[0]
-            t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h)
+            t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h, self.before_adaptive_step)
         else:
             f0 = None
             if self._cached is not None and self._cached[0] == state.t and np.array_equal(self._cached[1], y):

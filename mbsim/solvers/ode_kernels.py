@@ -53,6 +53,7 @@ from mbsim.solvers.robust_kernels import (
     buffers,
     gauss_kkt_accelerations,
     min_norm_correction,
+    min_norm_factor,
     null_space_accelerations,
 )
 
@@ -61,7 +62,8 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 # the parameter vector P
 METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL, PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = range(9)
 ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = range(9, 15)
-NPARAMS = 15
+CUT = 15  # null_space, gauss: the rank cut of the current adaptive step (step_cut); rank_tol otherwise
+NPARAMS = 16
 LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = range(4)
 METHODS = {
     "lagrange": LAGRANGE,
@@ -315,7 +317,7 @@ def accelerations(F, D, P, t, q, v, vdot):
     if method == LAGRANGE:
         if not lagrange_accelerations(F, D, P, v, vdot):
             return False, power
-    elif method != AUGMENTED_LAGRANGIAN and certified_full_rank(F, D, P[RANK_TOL], method == GAUSS_KKT):
+    elif method != AUGMENTED_LAGRANGIAN and certified_full_rank(F, D, P[CUT], method == GAUSS_KKT):
         schur_accelerations(F, D, 0.0, 0.0, v, vdot)  # the full-rank solve (see the module docstring)
         residual = 0.0
         for r in range(F.nc):
@@ -325,9 +327,9 @@ def accelerations(F, D, P, t, q, v, vdot):
         stats[2] = max(stats[2], residual)
     else:
         if method == NULL_SPACE:
-            n = null_space_accelerations(F, D, P[RANK_TOL], vdot, stats)
+            n = null_space_accelerations(F, D, P[CUT], vdot, stats)
         elif method == GAUSS_KKT:
-            n = gauss_kkt_accelerations(F, D, P[RANK_TOL], vdot, stats)
+            n = gauss_kkt_accelerations(F, D, P[CUT], vdot, stats)
         else:
             n = augmented_lagrangian_accelerations(
                 F, D, v, P[PENALTY], P[OMEGA], P[MU], P[AL_TOL], int(P[AL_MAX_ITER]), vdot
@@ -338,6 +340,46 @@ def accelerations(F, D, P, t, q, v, vdot):
     for r in range(F.nc):  # drives do work: lambda^T Phi_t
         power += D.lam[r] * D.phi_t[r]
     return True, power
+
+
+@njit(**_JIT)
+def step_cut(F, D, P, t, y):
+    """null_space and gauss (kkt) under an adaptive integrator: the rank cut for the coming step
+    (the singular values of J M^-1/2, of the KKT matrix for gauss, at its start; the methods'
+    before_adaptive_step; mbsim.solvers.linalg.gap_cut in Python). The rank r is
+    decided as always (singular values above rank_tol times the largest); the cut is then put in
+    the middle of the gap around it, sqrt(s_r s_r+1) / s_1 (s_r+1 = 0 at full rank), kept within
+    [rank_tol / 10, 10 rank_tol]. So no singular value crosses the cut within the step unless it
+    moves by a large factor: the right-hand side stays smooth over the integrator's stages, and
+    a direction is dropped or taken back between steps. A full rank certified by
+    certified_full_rank needs no SVD: its cut is rank_tol / 10."""
+    nq, nv = F.nq, F.nv
+    tau = P[RANK_TOL]
+    if F.nc == 0:
+        return tau
+    kkt = int(P[METHOD]) == GAUSS_KKT
+    q, v = y[:nq], y[nq : nq + nv]
+    frames_into(F, D, q, v)
+    constraints_into(F, D, t)
+    if certified_full_rank(F, D, tau, kkt):
+        return 0.1 * tau
+    if kkt:  # the KKT matrix's singular values, as gelsd leaves them (Q does not change them)
+        forces_into(F, D, t, v)
+        if gauss_kkt_accelerations(F, D, tau, D.dx, D.solve_stats) < 0:
+            return tau
+        s = buffers(F, D)[11]
+        rank = 0
+        for k in range(s.shape[0]):
+            if s[k] > tau * s[0]:
+                rank += 1
+    else:
+        rank = min_norm_factor(F, D, tau)
+        s = buffers(F, D)[3]
+    if rank <= 0:
+        return tau
+    below = s[rank] if rank < s.shape[0] else 0.0
+    cut = np.sqrt(s[rank - 1] * below) / s[0]
+    return min(max(cut, 0.1 * tau), 10.0 * tau)
 
 
 @njit(**_JIT)

@@ -33,13 +33,20 @@ def kkt_least_squares(
     """
     import scipy.linalg as sla  # here, not at the top: mbsim.model.sparse
 
+    n = M.shape[0]
+    K = kkt_matrix(M, J)
+    sol = sla.lstsq(K, np.concatenate((Q, gamma)), cond=rcond, lapack_driver="gelsd", check_finite=False)[0]
+    return sol[:n], sol[n:]
+
+
+def kkt_matrix(M: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """[M J^T; J 0]."""
     n, m = M.shape[0], J.shape[0]
     K = np.zeros((n + m, n + m))
     K[:n, :n] = M
     K[:n, n:] = J.T
     K[n:, :n] = J
-    sol = sla.lstsq(K, np.concatenate((Q, gamma)), cond=rcond, lapack_driver="gelsd", check_finite=False)[0]
-    return sol[:n], sol[n:]
+    return K
 
 
 def slsqp(

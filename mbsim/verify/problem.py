@@ -61,6 +61,30 @@ class TextList(Reader):
 
 
 @dataclass
+class RunList(Reader):
+    """A non-empty list of runs: each a solver spec, or {solver: SPEC, set: [KEY=VALUE, ...]} when
+    the run needs scene overrides of its own (an adaptive run recording every step). Returns
+    [(spec, overrides)]."""
+
+    def read(self, ctx: Context, path: KeyPath, value: Any) -> list[tuple[str, list[str]]]:
+        if not isinstance(value, list) or not value:
+            raise ctx.error(path, f"expected {self.describe()}")
+        out = []
+        for i, item in enumerate(value):
+            if isinstance(item, str) and item.strip():
+                out.append((item.strip(), []))
+                continue
+            if not isinstance(item, dict):
+                raise ctx.error((*path, i), f"expected {self.describe()}")
+            run = read_mapping(ctx, (*path, i), item, RUN_FIELDS)
+            out.append((run["solver"].strip(), run["set"] or []))
+        return out
+
+    def describe(self) -> str:
+        return "a non-empty list of solver specs or {solver, set} mappings"
+
+
+@dataclass
 class Section(Reader):
     """A value checked by its own table or by hand after the top level (checks, quick, ...)."""
 
@@ -85,7 +109,7 @@ PROBLEM_FIELDS = {
     ),
     "scene": Field(Text(), "the scene file, relative to the problem's folder", "scene.yaml"),
     "methods": Field(
-        TextList("solver specs"),
+        RunList(),
         "list of solver specs run by default, written as for `compare --solvers` (METHOD or METHOD:key=value,...)",
     ),
     "expected_failures": Field(
@@ -131,6 +155,10 @@ CHECK_FIELDS = {
     "tolerance": Field(Number(positive=True), "the largest error that passes"),
     "label": Field(Text(), "what the table calls the quantity (default: quantity)", None),
 }
+RUN_FIELDS = {
+    "solver": Field(Text(), "the solver spec (METHOD or METHOD:key=value,...)"),
+    "set": Field(TextList("--set overrides"), "scene overrides of this run only (output.every=1)", None),
+}
 QUICK_FIELDS = {
     "set": Field(
         TextList("--set overrides"),
@@ -138,9 +166,7 @@ QUICK_FIELDS = {
         "the shortened end are not compared",
         None,
     ),  # fmt: skip
-    "methods": Field(
-        TextList("solver specs"), "list of solver specs of the quick run (default: the problem's methods)", None
-    ),
+    "methods": Field(RunList(), "list of solver specs of the quick run (default: the problem's methods)", None),
     "note": Field(Text(), "what the quick variant leaves out", ""),
 }
 
@@ -170,14 +196,15 @@ class Problem:
     reference: str
     folder: Path
     scene: Path
-    methods: list[str]
+    methods: list[tuple[str, list[str]]]  # (solver spec, scene overrides of that run)
     checks: list[Check]
     expected_failures: dict[str, str] = field(default_factory=dict)
     quick_set: list[str] = field(default_factory=list)
-    quick_methods: list[str] | None = None
+    quick_methods: list[tuple[str, list[str]]] | None = None
     quick_note: str = ""
 
-    def specs(self, quick: bool) -> list[str]:
+    def runs(self, quick: bool) -> list[tuple[str, list[str]]]:
+        """(solver spec, the run's own scene overrides) of each run."""
         return list(self.quick_methods) if quick and self.quick_methods is not None else list(self.methods)
 
 
@@ -333,4 +360,13 @@ def find_problems(names: list[str] | tuple[str, ...]) -> list[Problem]:
     return out
 
 
-__all__ = ["CHECK_FIELDS", "PROBLEM_FIELDS", "QUICK_FIELDS", "Check", "Problem", "find_problems", "load_problem"]
+__all__ = [
+    "CHECK_FIELDS",
+    "PROBLEM_FIELDS",
+    "QUICK_FIELDS",
+    "RUN_FIELDS",
+    "Check",
+    "Problem",
+    "find_problems",
+    "load_problem",
+]

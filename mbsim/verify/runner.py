@@ -36,7 +36,7 @@ from mbsim.compare import check_choice, file_stem, parse_solver_spec, scene_for,
 from mbsim.errors import Interrupted, MbsimError, SceneError, UsageError
 from mbsim.output.safety import check_target
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
-from mbsim.scene.load import load_raw_scene
+from mbsim.scene.load import apply_override, load_raw_scene
 from mbsim.scene.spec import SceneSpec, build_spec
 from mbsim.simulate import RunSummary, prepare, run
 from mbsim.verify.problem import Check, Problem
@@ -73,6 +73,7 @@ class VerifyRow:
     steps: int | None = None
     t_end: float | None = None
     file: str = ""
+    overrides: list[str] = field(default_factory=list)  # the run's own scene overrides
     checks: list[CheckResult] = field(default_factory=list)
 
 
@@ -84,6 +85,7 @@ class Planned:
     file: Path
     prepared: tuple | None
     expected: str | None
+    overrides: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -134,10 +136,11 @@ def plan(
     out: list[Planned] = []
     wanted = set(methods)
     for problem in problems:
-        texts = problem.specs(quick) + [s for s in problem.expected_failures if s not in problem.specs(quick)]
+        runs = problem.runs(quick)
+        runs += [(s, []) for s in problem.expected_failures if s not in [text for text, _ in runs]]
         base = load_raw_scene(problem.scene, problem.quick_set if quick else [])
         taken: set[str] = set()
-        for text in texts:
+        for text, own in runs:
             where = f"{problem.folder / 'problem.yaml'}: spec '{text}'"
             choice = parse_solver_spec(text, source=where)
             if wanted and choice.method not in wanted:
@@ -147,11 +150,13 @@ def plan(
             check_target(file)
             try:
                 raw, _ = scene_for(base, choice)
+                for assignment in own:
+                    apply_override(raw, assignment)
                 spec = build_spec(raw)
                 prepared = prepare(spec)
             except SceneError as exc:
                 raise SceneError(str(exc), file=f"problem {problem.id}, spec '{text}'") from None
-            out.append(Planned(problem, text, spec, file, prepared, problem.expected_failures.get(text)))
+            out.append(Planned(problem, text, spec, file, prepared, problem.expected_failures.get(text), own))
         note(f"{problem.id}: {sum(p.problem is problem for p in out)} run(s) checked")
     if wanted and not out:
         raise UsageError(f"no problem runs method {', '.join(sorted(wanted))}", key_path="--method")
@@ -244,6 +249,7 @@ def run_one(item: Planned, note: Callable[[str], None], quick: bool = False) -> 
         outcome="fail",
         wall_time_s=None,
         file=str(item.file),
+        overrides=list(item.overrides),
     )
     note(f"{problem.id} {item.spec_text}: running...")
     start = time.perf_counter()
@@ -322,8 +328,8 @@ def render(result: Verification, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(result.to_dict(), indent=2) + "\n"
     body = [
-        [r.problem, r.source, r.method, r.quantity, cell(r.error, ".2e"), cell(r.tolerance, ".0e"), r.outcome,
-         cell(r.wall_time_s, ".1f")]
+        [r.problem, r.source, r.method + (f" ({', '.join(r.overrides)})" if r.overrides else ""), r.quantity,
+         cell(r.error, ".2e"), cell(r.tolerance, ".0e"), r.outcome, cell(r.wall_time_s, ".1f")]
         for r in result.rows
     ]  # fmt: skip
     lines = (markdown_rows if fmt == "markdown" else aligned_rows)(HEADERS, NUMERIC, body)

@@ -141,29 +141,14 @@ def test_slider_crank_passes_the_fold_under_an_adaptive_integrator(run_scene, me
     assert np.max(np.abs(x - reference)) < 1e-6
 
 
-def n_four_bar(n: int, method: str) -> dict:
-    """IFToMM benchmark A02, the N four-bar mechanism: N + 1 cranks (uniform bars, 1 m, 1 kg)
-    hinged to the ground at (i, 0) and standing up, joined at their tips by N couplers (the same
-    bars), gravity -y; B0, the first crank's tip, starts at 1 m/s along +x. All cranks turn
-    together; when they lie horizontal every loop is flat and the degrees of freedom jump from
-    1 to N + 1. scipy:DOP853 at 1e-10, 20 s."""
-    bar = {"mass": 1.0, "inertia": 1.0 / 12.0}
-    cranks = [{"name": f"crank{i}", **bar, "position": [float(i), 0.5], "orientation": float(np.pi / 2),
-               "velocity": [0.5, 0.0], "angular_velocity": -1.0} for i in range(n + 1)]  # fmt: skip
-    couplers = [{"name": f"coupler{i}", **bar, "position": [i + 0.5, 1.0], "velocity": [1.0, 0.0]} for i in range(n)]
-    joints = [{"name": f"A{i}", "type": "revolute", "body1": "ground", "body2": f"crank{i}", "point": [float(i), 0.0]}
-              for i in range(n + 1)]  # fmt: skip
-    for i in range(n):
-        joints.append({"name": f"B{i}L", "type": "revolute", "body1": f"crank{i}", "body2": f"coupler{i}",
-                       "point": [float(i), 1.0]})  # fmt: skip
-        joints.append({"name": f"B{i}R", "type": "revolute", "body1": f"coupler{i}", "body2": f"crank{i + 1}",
-                       "point": [float(i + 1), 1.0]})  # fmt: skip
-    return {
-        "mbsim": 1, "name": f"IFToMM A02, N = {n}", "dimension": 2, "gravity": [0, -9.81],
-        "time": {"end": 20.0, "step": 0.001},
-        "solver": {"method": method, "integrator": "scipy:DOP853", "rtol": 1e-10, "atol": 1e-10},
-        "output": {"every": 1}, "bodies": cranks + couplers, "joints": joints,
-    }  # fmt: skip
+# IFToMM A02 with N = 4 (written by its derivation in the verify problem folder): N + 1 cranks
+# (uniform bars, 1 m, 1 kg) hinged to the ground at (i, 0) and standing up, joined at their tips by
+# N couplers, gravity -y; B0, the first crank's tip, starts at 1 m/s along +x. All cranks turn
+# together; when they lie horizontal every loop is flat and the degrees of freedom jump from 1 to
+# N + 1. scipy:DOP853 at 1e-10, 20 s.
+N_FOUR_BAR_4 = (
+    Path(__file__).resolve().parents[2] / "mbsim" / "verify" / "problems" / "A02_n_four_bar_n4" / "scene.yaml"
+)
 
 
 def n_four_bar_reference(t: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +182,7 @@ def test_n_four_bar_passes_its_folds_under_an_adaptive_integrator(run_scene, met
     fold with the step size collapsed (see their module docstrings). Measured B0 errors: 7e-8 m
     (null_space), 4e-9 m (gauss), 8e-6 m (augmented_lagrangian)."""
     n = 4
-    summary, res = run_scene(n_four_bar(n, method))
+    summary, res = run_scene(N_FOUR_BAR_4, [f"solver.method={method}"])
     assert summary.status == "completed" and summary.t_end == pytest.approx(20.0)
     t = res.time
     centre, angle = res["bodies/crank0/position"], res["bodies/crank0/angle"]
@@ -320,3 +305,36 @@ def test_null_space_multipliers_are_minimum_norm_and_balance_the_forces():
     left_null = u[:, s.size - 1 :] if s[-1] < 1e-9 * s[0] else u[:, len(s) :]
     assert left_null.shape[1] >= 1
     assert np.max(np.abs(left_null.T @ lam)) < 1e-9 * max(1.0, np.max(np.abs(lam)))
+
+
+def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
+    """linalg.gap_cut: the rank decided by rank_tol as always, the cut in the middle (geometric)
+    of the gap around it, within [rank_tol / 10, 10 rank_tol]."""
+    from mbsim.solvers.linalg import gap_cut as step_cut
+
+    tau = 1e-6
+    assert step_cut(np.array([2.0, 1.0, 0.5]), tau) == pytest.approx(0.1 * tau)  # full rank: below all
+    assert step_cut(np.array([1.0, 1e-3, 1e-9]), tau) == pytest.approx(np.sqrt(1e-3 * 1e-9))  # mid-gap
+    assert step_cut(np.array([1.0, 2e-6, 1e-16]), tau) == pytest.approx(0.1 * tau)  # clipped low
+    assert step_cut(np.array([1.0, 0.5, 5e-7]), tau) == pytest.approx(10 * tau)  # clipped high: still in the gap
+    assert step_cut(np.array([0.0, 0.0]), tau) == tau
+
+
+@pytest.mark.slow
+def test_n_four_bar_with_forty_loops_passes_its_folds_under_dop853(run_scene):
+    """IFToMM A02 with N = 40 under scipy:DOP853 at 1e-10, null_space, through its first two folds
+    (0.72 s and 2.69 s). With the cut fixed at rank_tol the second fold took steps of 1e-8 s for
+    minutes: 22 to 40 singular values cross the cut one after another and each crossing inside a
+    step is a jump of the right-hand side the error estimate rejects. With the cut of each step in
+    its singular values' gap (null_space.step_cut) the crossings fall between steps. Measured:
+    0 -> 3.2 s in about 320 steps, B0 within 6e-7 m of the one-coordinate solution."""
+    scene = Path(__file__).resolve().parents[2] / "mbsim" / "verify" / "problems" / "A02_n_four_bar" / "scene.yaml"
+    overrides = ["solver.method=null_space", "solver.integrator=scipy:DOP853", "solver.rtol=1e-10",
+                 "solver.atol=1e-10", "time.end=3.2", "output.every=1"]  # fmt: skip
+    summary, res = run_scene(scene, overrides)
+    assert summary.status == "completed" and summary.steps < 1000
+    t = res.time
+    centre = res["bodies/crank0/position"]
+    rx, ry = n_four_bar_reference(t, 40)
+    assert np.max(np.hypot(2 * centre[:, 0] - rx, 2 * centre[:, 1] - ry)) < 1e-5
+    assert np.nanmin(res["diagnostics/solver/rank"]) < 242 - 20  # it went through rank loss

@@ -278,3 +278,24 @@ def test_the_benchmark_section_is_replaced_in_place(benchmark_module, tmp_path: 
     second = target.read_text()
     assert second.count(bench.BEGIN) == 1 and "2 passed" in second
     assert bench.kept_section(target).startswith(bench.BEGIN) and bench.kept_section(target).endswith(bench.END)
+
+
+def test_a_run_with_scene_overrides_of_its_own(mbsim, tmp_path: Path) -> None:
+    """methods entries {solver: SPEC, set: [...]}: the overrides apply to that run only (here an
+    adaptive run recording every step), and the row says them."""
+    problem = OWN.replace(
+        "methods: [lagrange, null_space]",
+        'methods: [lagrange, {solver: "lagrange:integrator=scipy:DOP853,rtol=1e-11,atol=1e-13",\n'
+        "                     set: [output.every=1]}]",
+    ).replace("reference: reference.csv, tolerance", "reference: reference.csv, match: interpolate_result, tolerance")
+    folder = write_problem(tmp_path / "mine", problem)
+    result = mbsim("verify", folder, "--json", "-o", tmp_path / "out", "--quiet")
+    assert result.exit_code == 0, result.output
+    fixed, adaptive = json.loads(result.stdout)["rows"]
+    assert fixed["overrides"] == [] and adaptive["overrides"] == ["output.every=1"]
+    assert (
+        adaptive["method"] == "lagrange:integrator=scipy:DOP853,rtol=1e-11,atol=1e-13" and adaptive["outcome"] == "pass"
+    )
+    assert adaptive["steps"] > 10 and fixed["steps"] == 2000
+    table = mbsim("verify", folder, "-o", tmp_path / "out2", "--quiet").stdout
+    assert "lagrange:integrator=scipy:DOP853,rtol=1e-11,atol=1e-13 (output.every=1)" in table

@@ -41,8 +41,8 @@ def scene() -> dict:
                        "point": [float(i + 1), 1.0]})  # fmt: skip
     return {
         "mbsim": 1, "name": f"IFToMM A02 N four-bar, N = {N}", "dimension": 2, "gravity": [0, -g],
-        "time": {"end": 20.0, "step": 0.002}, "solver": {"method": "null_space", "integrator": "rk4"},
-        "output": {"every": 5}, "bodies": cranks + couplers, "joints": joints,
+        "time": {"end": 20.0, "step": 0.001}, "solver": {"method": "null_space", "integrator": "rk4"},
+        "output": {"every": 10}, "bodies": cranks + couplers, "joints": joints,
     }  # fmt: skip
 
 
