@@ -53,7 +53,8 @@ def section(rows: list[dict], created: str, seconds: float | None) -> list[str]:
     out += ["", f"{counts['pass']} passed, {counts['expected']} failed as expected, {counts['fail']} failed."]
     for r in rows:
         if r["outcome"] == "fail":
-            out.append(f"- {r['problem']} `{r['method']}`: {r['message']}")
+            checks = [f"{c['label']} {c['error']:.3g} > {c['tolerance']:g}" for c in r["checks"] if not c["passed"]]
+            out.append(f"- {r['problem']} `{r['method']}`: {r['message'] or '; '.join(checks)}")
     return [*out, END]
 
 

@@ -284,9 +284,9 @@ def run_one(item: Planned, note: Callable[[str], None], quick: bool = False) -> 
     worst = next((r for r in row.checks if not r.passed), None)
     worst = worst or next((r for r in row.checks if r.error is not None), row.checks[0])
     row.quantity, row.error, row.tolerance = worst.label, worst.error, worst.tolerance
-    if worst.note:
-        row.message = worst.note
     row.outcome = "pass" if all(r.passed for r in row.checks) else "fail"
+    out_of_tolerance = [f"{r.label} {r.error:.3g} > {r.tolerance:g}" for r in row.checks if not r.passed and r.error]
+    row.message = "; ".join([worst.note] if worst.note else out_of_tolerance)
     return row
 
 
