@@ -16,7 +16,9 @@ Optimizers (option ``optimizer``, mbsim.solvers.optimize):
   with its step size collapsed, as null_space with its old rank tolerance; with 1e-9 it passes
   within 4e-9 m). The compiled step takes lagrange's Schur-complement solve instead where it
   certifies that the least-squares solve would drop nothing (mbsim.solvers.ode_kernels.
-  certified_full_rank): the same accelerations at lagrange's cost away from singular positions;
+  certified_full_rank): the same accelerations at lagrange's cost away from singular positions.
+  Under an adaptive integrator rcond is set once per step in the middle of the KKT matrix's
+  singular-value gap around rank_tol, as null_space does with its cut (before_adaptive_step);
 - ``slsqp``: scipy's SLSQP in mass-scaled accelerations, dependent constraint rows removed;
 - ``pso``: the paper's improved particle swarm -- the unconstrained optimum and the previous
   solve's optimum join the swarm as extra particles, a mutation operator with factor rho = 2

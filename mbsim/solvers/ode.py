@@ -105,7 +105,7 @@ class OdeSolver(SolverBase):
         self.integrator = self.integrator_label = integrator
         self.projection = projection
         self.rank_tol = rank_tol
-        self._cut = rank_tol  # null_space: the rank cut of the current adaptive step (before_adaptive_step)
+        self._cut = rank_tol  # null_space, gauss: the rank cut of the current adaptive step (before_adaptive_step)
         self.nq, self.nv = model.nq, model.nv
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         # derivative at the last recorded state (the next step's first stage) and what its solve counted
