@@ -37,13 +37,12 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.model.constraints import ConstraintValues, constraint_values
+from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
-from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm, gap_cut
+from mbsim.solvers.linalg import MinNorm
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, kkt_matrix, particle_swarm, slsqp
 
@@ -103,20 +102,16 @@ class Solver(OdeSolver):
 
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
         """kkt under an adaptive integrator: the rcond of the coming step in the middle of the KKT
-        matrix's singular-value gap around rank_tol (linalg.gap_cut, ode_kernels.step_cut), so that
-        no singular value crosses it within the step's stages; True if it changed."""
+        matrix's singular-value gap around rank_tol, so that no singular value crosses it within the
+        step's stages; True if it changed."""
         if self.optimizer != "kkt":
             return False
-        if self._flat is not None:
-            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
-            self._params[ode_kernels.CUT] = cut
-        else:
-            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
-            cv = constraint_values(self.model, self.model.frames(q, v), t)
+
+        def kkt_singular_values(cv: ConstraintValues) -> np.ndarray:
             J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-            cut = gap_cut(np.linalg.svd(kkt_matrix(self.mass, J), compute_uv=False), self.rank_tol)
-        changed, self._cut = cut != self._cut, cut
-        return changed
+            return np.linalg.svd(kkt_matrix(self.mass, J), compute_uv=False)
+
+        return self._adaptive_cut(t, y, kkt_singular_values)
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues

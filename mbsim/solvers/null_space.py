@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.constraints import ConstraintValues, constraint_values
+from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number
-from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm, gap_cut
+from mbsim.solvers.linalg import MinNorm
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
 
 NAME = "null_space"
@@ -68,17 +67,9 @@ class Solver(OdeSolver):
     EXTRA_DIAGNOSTICS = {"rank": "min", "acceleration_residual": "max"}
 
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
-        """The rank cut of the coming adaptive step, set in the middle of the singular values' gap
-        around rank_tol (ode_kernels.step_cut; see the module docstring); True if it changed."""
-        if self._flat is not None:
-            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
-            self._params[ode_kernels.CUT] = cut
-        else:
-            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
-            cv = constraint_values(self.model, self.model.frames(q, v), t)
-            cut = gap_cut(MinNorm(self.model, cv.jacobian, self.rank_tol).singular_values, self.rank_tol)
-        changed, self._cut = cut != self._cut, cut
-        return changed
+        """The rank cut of the coming adaptive step, in the middle of J M^-1/2's singular-value gap
+        around rank_tol (see the module docstring); True if it changed."""
+        return self._adaptive_cut(t, y, lambda cv: MinNorm(self.model, cv.jacobian, self.rank_tol).singular_values)
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues

@@ -11,6 +11,7 @@ velocities are projected onto the constraints (mbsim.solvers.projection) when th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,7 @@ from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import Block, SolverBase
 from mbsim.solvers.integrators import stepper
-from mbsim.solvers.linalg import inverse_mass_times
+from mbsim.solvers.linalg import gap_cut, inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
 
 # a compiled block: most steps and rows before Python looks at signals and progress again
@@ -254,8 +255,20 @@ class OdeSolver(SolverBase):
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
         """Called by the adaptive integrator before each step from (t, y): set what the right-hand
         side keeps fixed over the step's stages; True if that changed (null_space and gauss kkt fix
-        their rank cut; the other methods nothing)."""
+        their rank cut: _adaptive_cut; the other methods nothing)."""
         return False
+
+    def _adaptive_cut(self, t: float, y: np.ndarray, singular_values: Callable[[ConstraintValues], np.ndarray]) -> bool:
+        """Set the rank cut of the coming adaptive step: ode_kernels.step_cut in the compiled step,
+        linalg.gap_cut of ``singular_values(cv)`` at (t, y) in Python. True if it changed."""
+        if self._flat is not None:
+            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
+            self._params[ode_kernels.CUT] = cut
+        else:
+            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
+            cut = gap_cut(singular_values(constraint_values(self.model, self.model.frames(q, v), t)), self.rank_tol)
+        changed, self._cut = cut != self._cut, cut
+        return changed
 
     # ------------------------------------------------------------------ dynamics
 

@@ -151,6 +151,30 @@ N_FOUR_BAR_4 = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["null_space", "gauss"])
+def test_the_python_path_cuts_per_step_as_the_compiled_one(run_scene, monkeypatch, method):
+    """A model without a compiled form decides its per-step rank cut in Python (linalg.gap_cut):
+    the folding slider-crank under scipy:DOP853 still follows the one-coordinate solution, and
+    the compiled run's states to the run's own error."""
+    from mbsim.solvers.ode import OdeSolver
+
+    _, compiled = run_scene(folding_slider_crank(method))
+    init = OdeSolver.__init__
+
+    def python_only(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._flat = None
+
+    monkeypatch.setattr(OdeSolver, "__init__", python_only)
+    summary, res = run_scene(folding_slider_crank(method))
+    assert summary.status == "completed"
+    t = res.time
+    reference = slider_crank_reference(t, theta0=np.pi / 4, w0=0.0)
+    assert np.max(np.abs(res["bodies/slider/position"][:, 0] - reference)) < 1e-6
+    assert abs(compiled.time[-1] - t[-1]) < 1e-12
+
+
 def n_four_bar_reference(t: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """B0 of the one-coordinate model: the crank angle phi from +x obeys I phi'' = -k cos(phi) with
     I = (N + 1)/3 + N (cranks about their pivots, couplers translating with the tips) and
