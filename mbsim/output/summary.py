@@ -64,7 +64,20 @@ def _attr(f: h5py.File, key: str, default: Any = None) -> Any:
 
 
 def read_info(path: str | Path) -> dict[str, Any]:
-    """Summary of a result file: attributes, time span, maxima of the diagnostics, contents."""
+    """Summary of a result file: attributes, time span, maxima of the diagnostics, contents. A read
+    of a live file that meets its writer in the middle of a flush (HDF5: "addr overflow") is tried
+    again, as the open is."""
+    for attempt in range(5):
+        try:
+            return _read_info_once(path)
+        except (OSError, RuntimeError):
+            if attempt == 4 or not is_locked(path):
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
+def _read_info_once(path: str | Path) -> dict[str, Any]:
     with open_result(path) as f:
         times = f["time"][:] if "time" in f else np.zeros(0)
         out: dict[str, Any] = {"file": str(path)}
