@@ -804,7 +804,7 @@ class _StepTimers:
 
     Wraps, while active: the solver's ``detector.detect`` (contact detection), ``_contact_rows``
     (contact Jacobians) and ``_solve_lcp`` (the LCP with its warm-start bookkeeping), and the
-    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``...timestepping.pgs``
+    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``mbsim.solvers.contact_lcp.pgs``
     (the whole PGS call) and the numba sweep kernels ``mbsim.solvers.lcp._pgs_csr`` /
     ``_pgs_dense``, which ``pgs`` looks up at call time. Each wrapper adds two ``perf_counter``
     calls. ``acc`` holds seconds per part since the last ``reset``; ``results`` the (PGS result, A)
@@ -837,6 +837,7 @@ class _StepTimers:
         return timed
 
     def __enter__(self) -> _StepTimers:
+        import mbsim.solvers.contact_lcp as contact_lcp_module
         import mbsim.solvers.lcp as lcp_module
         import mbsim.solvers.timestepping as ts_module
 
@@ -846,7 +847,7 @@ class _StepTimers:
         s._solve_lcp = self._timed(s._solve_lcp, "solve")
         for module, name, key, keep in (
             (ts_module, "_schur_product", "schur", False),
-            (ts_module, "pgs", "pgs", True),
+            (contact_lcp_module, "pgs", "pgs", True),
             (lcp_module, "_pgs_csr", "kernel", False),
             (lcp_module, "_pgs_dense", "kernel", False),
         ):
@@ -1219,7 +1220,7 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
     """One run with every step recorded and the solver's LCP calls counted."""
     import h5py
 
-    import mbsim.solvers.timestepping as ts_module
+    import mbsim.solvers.contact_lcp as contact_lcp_module
     from mbsim.scene.spec import load_scene
     from mbsim.simulate import prepare, run
 
@@ -1228,7 +1229,7 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
     calls: list[tuple[float, float, float]] = []
     solve = solver._solve_lcp
     failing: list = []
-    original_lemke = ts_module.lemke
+    original_lemke = contact_lcp_module.lemke
 
     def counted(A, b, batch, k, t):
         x, iterations = solve(A, b, batch, k, t)
@@ -1240,11 +1241,11 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
         return original_lemke(M, q, **kwargs)
 
     solver._solve_lcp = counted
-    ts_module.lemke = keep
+    contact_lcp_module.lemke = keep
     try:
         summary = run(spec, out, prepared=(model, solver))
     finally:
-        ts_module.lemke = original_lemke
+        contact_lcp_module.lemke = original_lemke
     if summary.status != "completed" and r.lcp == "lemke" and failing and "Lemke" in summary.message:
         k = len(failing[1]) // (1 + 2 * (model.dimension - 1) + 1)
         r.failure = _lemke_failure(*failing, k)

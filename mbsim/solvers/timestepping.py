@@ -50,16 +50,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
+from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
+from mbsim.solvers.contact_lcp import contact_lcp
 from mbsim.solvers.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.projection import project_positions, project_velocities
@@ -111,7 +111,7 @@ class Solver(SolverBase):
         self.friction = np.array(friction)
         self._warm_keys: np.ndarray | None = None  # contact features of the last step, sorted
         self._warm_values: np.ndarray | None = None  # their impulses (normal, tangents)
-        self.body_radius = _bounding_radii(model)
+        self.body_radius = bounding_radii(model)
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
 
     @property
@@ -121,48 +121,8 @@ class Solver(SolverBase):
     # ------------------------------------------------------------------ contact Jacobians
 
     def _contact_rows(self, frames, batch):
-        """Normal and tangent rows (J_N (k, nv), J_T (k (d-1), nv)), dense or sparse, and the tangents."""
-        m, d, w = self.model, self.d, self.w
-        k = len(batch.gap)
-        n = batch.normal
-        if d == 3:  # tangents: n x (a helper axis not along n), then n x t1
-            helper = np.where(np.abs(n[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
-            t1 = np.cross(n, helper)
-            t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-            t2 = np.cross(n, t1)
-            directions = [n, t1, t2]
-        else:
-            directions = [n, np.stack((-n[:, 1], n[:, 0]), axis=1)]
-        ri = batch.point_i - frames.pos[batch.body_i]
-        rj = batch.point_j - frames.pos[batch.body_j]
-        blocks_i, blocks_j = [], []
-        for u in directions:
-            if d == 3:
-                rot_i = np.einsum("kji,kj->ki", frames.rot[batch.body_i], np.cross(ri, u))
-                rot_j = np.einsum("kji,kj->ki", frames.rot[batch.body_j], np.cross(rj, u))
-            else:
-                rot_i = (ri[:, 0] * u[:, 1] - ri[:, 1] * u[:, 0])[:, None]
-                rot_j = (rj[:, 0] * u[:, 1] - rj[:, 1] * u[:, 0])[:, None]
-            blocks_i.append(-np.concatenate((u, rot_i), axis=1))
-            blocks_j.append(np.concatenate((u, rot_j), axis=1))
-        nrows = k * len(directions)
-        bi = np.tile(batch.body_i, len(directions))
-        bj = np.tile(batch.body_j, len(directions))
-        Bi, Bj = np.concatenate(blocks_i), np.concatenate(blocks_j)
-        rows = np.arange(nrows)
-        data, r_idx, c_idx = [], [], []
-        for body, block in ((bi, Bi), (bj, Bj)):
-            keep = body < m.nbody
-            cols = body[keep][:, None] * w + np.arange(w)
-            data.append(block[keep].ravel())
-            r_idx.append(np.repeat(rows[keep], w))
-            c_idx.append(cols.ravel())
-        import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
-
-        J = sp.csr_matrix((np.concatenate(data), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(nrows, m.nv))
-        if not m.sparse:
-            J = J.toarray()
-        return J[:k], J[k:]
+        """Normal and tangent rows (J_N (k, nv), J_T (k (d-1), nv)): mbsim.model.contact.jacobian."""
+        return contact_rows(self.model, frames, batch)
 
     # ------------------------------------------------------------------ the step
 
@@ -230,11 +190,7 @@ class Solver(SolverBase):
         return State(state.t + h, q_new, v_new, work), info, h
 
     def _reach(self, v: np.ndarray) -> float:
-        """Largest speed of any point of any body: max over bodies of |v_com| + |omega| R."""
-        nb, d, w = self.model.nbody, self.d, self.w
-        vb = v.reshape(nb, w)
-        omega = np.linalg.norm(vb[:, d:], axis=1)
-        return float(np.max(np.linalg.norm(vb[:, :d], axis=1) + omega * self.body_radius, initial=0.0))
+        return reach(self.model, self.body_radius, v)
 
     def _target(self, approach: np.ndarray, approach_free: np.ndarray, batch, h: float) -> np.ndarray:
         """Target normal velocities r_N (see the module docstring); approach_free is J_N of the
@@ -279,77 +235,23 @@ class Solver(SolverBase):
         return -(mn.U @ ((mn.U.T @ b_E) / mn.s**2))
 
     def _solve_lcp(self, A, b, batch, k, t):
+        """The contact LCP (mbsim.solvers.contact_lcp), PGS warm-started from the previous step's
+        impulses of the same contact features (sorted keys, searchsorted)."""
         d = self.d
-        nt = k * (d - 1)
         mu = self.friction[batch.entry]
-        if self.lcp == "lemke":
-            return self._lemke(A, b, mu, k, nt, t)
-        lo = np.concatenate((np.zeros(k), np.zeros(nt)))
-        hi = np.concatenate((np.full(k, np.inf), np.zeros(nt)))
-        friction_normal = np.concatenate((np.full(k, -1), np.tile(np.arange(k), d - 1)))
-        mu_rows = np.concatenate((np.zeros(k), np.tile(mu, d - 1)))
         x0 = None
         keys = batch.feature
-        if self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
-            # previous impulses of the same contact features (sorted keys, searchsorted)
+        if self.lcp == "pgs" and self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
             where = np.minimum(np.searchsorted(self._warm_keys, keys), len(self._warm_keys) - 1)
             hit = self._warm_keys[where] == keys
             start = np.zeros((k, d))
             start[hit] = self._warm_values[where[hit]]
             x0 = start.T.ravel()
-        A_lcp = A.tocsr() if is_sparse(A) else np.asarray(A)
-        # rows that impulses cannot move (a direction the joints lock) and friction rows with
-        # mu = 0 stay out of the LCP with zero impulse
-        diag = A_lcp.diagonal()
-        active = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
-        active[k:] &= mu_rows[k:] > 0.0
-        active[k:] &= active[friction_normal[k:]]
-        index = np.cumsum(active) - 1
-        sub = np.nonzero(active)[0]
-        fn = friction_normal[sub]
-        fn = np.where(fn >= 0, index[np.maximum(fn, 0)], -1)
-        A_sub = A_lcp if len(sub) == len(active) else A_lcp[sub][:, sub]
-        result = pgs(A_sub, b[sub], lo[sub], hi[sub], None if x0 is None else x0[sub], friction_normal=fn,
-                     mu=mu_rows[sub], iterations=int(self.pgs["iterations"]), tol=self.pgs["tol"],
-                     omega=self.pgs["omega"], unique_entries=True)  # fmt: skip
-        x = np.zeros(k + nt)
-        x[sub] = result.x
-        order = np.argsort(keys, kind="stable")
-        self._warm_keys, self._warm_values = keys[order], x.reshape(d, k).T[order]
-        return x, int(result.iterations)
-
-    def _lemke(self, A, b, mu, k, nt, t):
-        """Stewart-Trinkle LCP with the polyhedral cone (directions +-t of every contact with
-        friction): z = (P_N, beta, lambda), P_T = beta+ - beta-; contacts with mu = 0 have only
-        their normal row."""
-        A = A.toarray() if is_sparse(A) else np.asarray(A)
-        d = self.d
-        rough = np.nonzero(mu > 0.0)[0]
-        f = len(rough)
-        ndir = 2 * (d - 1)  # +t1, -t1 (, +t2, -t2)
-        nb_dir = f * ndir
-        # D (nt, nb_dir) maps direction weights to tangent impulses; E (nb_dir, f) groups them by contact
-        D = np.zeros((nt, nb_dir))
-        E = np.zeros((nb_dir, f))
-        for a in range(d - 1):
-            for slot, c in enumerate(rough):
-                D[a * k + c, (2 * a) * f + slot] = 1.0
-                D[a * k + c, (2 * a + 1) * f + slot] = -1.0
-        for s_ in range(ndir):
-            E[s_ * f : (s_ + 1) * f, :] = np.eye(f)
-        A_NN, A_NT, A_TT = A[:k, :k], A[:k, k:], A[k:, k:]
-        size = k + nb_dir + f
-        M = np.zeros((size, size))
-        M[:k, :k] = A_NN
-        M[:k, k : k + nb_dir] = A_NT @ D
-        M[k : k + nb_dir, :k] = D.T @ A_NT.T
-        M[k : k + nb_dir, k : k + nb_dir] = D.T @ A_TT @ D
-        M[k : k + nb_dir, k + nb_dir :] = E
-        M[k + nb_dir :, :k] = np.eye(k)[rough] * mu[rough][:, None]
-        M[k + nb_dir :, k : k + nb_dir] = -E.T
-        qv = np.concatenate((b[:k], D.T @ b[k:], np.zeros(f)))
-        z, pivots = _lemke_checked(M, qv, t)
-        return np.concatenate((z[:k], D @ z[k : k + nb_dir])), pivots
+        x, iterations = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0)
+        if self.lcp == "pgs":
+            order = np.argsort(keys, kind="stable")
+            self._warm_keys, self._warm_values = keys[order], x.reshape(d, k).T[order]
+        return x, iterations
 
     # ------------------------------------------------------------------ recording
 
@@ -377,52 +279,6 @@ class Solver(SolverBase):
         return Evaluation(
             lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian, kinetic, forces.potential, frames, contacts
         )
-
-
-def _lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, int]:
-    """Lemke's method with its answer checked (natural residual below 1e-7, relative);
-    degenerate contact LCPs (redundant face points give a rank-deficient normal block, and the
-    pivoting can end on a wrong basis) are retried with a small diagonal shift, M + delta I,
-    delta up to 1e-8 (relative), which picks one of their many solutions. Returns (z, pivots)."""
-    scale = max(1.0, float(np.max(np.abs(M))), float(np.max(np.abs(q), initial=0.0)))
-    last = "no attempt"
-    pivots = 0
-    for delta in (0.0, 1e-12, 1e-10, 1e-8):
-        try:
-            result = lemke(M + delta * scale * np.eye(len(q)), q)
-        except LCPError as exc:
-            last = str(exc)
-            continue
-        pivots += int(result.iterations)
-        error = complementarity_error(M, q, result.x)
-        if error <= 1e-7 * scale:
-            return result.x, pivots
-        last = f"the answer's complementarity error is {error:.3g}"
-    raise SimulationError(f"Lemke's method failed on the contact LCP: {last}", t=t)
-
-
-def _bounding_radii(model: Model) -> np.ndarray:
-    """Per body, a radius around the centre of mass that holds all its shapes (m)."""
-    out = np.zeros(model.nbody)
-    for b, name in enumerate(model.body_names):
-        for shape in model.shapes.get(name, []):
-            pose = shape.get("pose")
-            centre = float(np.linalg.norm(pose["position"])) if pose else 0.0
-            kind = shape["type"]
-            if kind in ("sphere", "circle"):
-                size = shape["radius"]
-            elif kind in ("box", "rectangle"):
-                size = 0.5 * float(np.linalg.norm(shape["size"]))
-            elif kind == "capsule":
-                size = shape["radius"] + 0.5 * shape["length"]
-            elif kind == "cylinder":
-                size = float(np.hypot(shape["radius"], 0.5 * shape["length"]))
-            elif kind == "point":
-                centre, size = float(np.linalg.norm(shape["position"])), 0.0
-            else:  # meshes and anything else: their own extent is unknown here, be generous
-                size = 1.0
-            out[b] = max(out[b], centre + size)
-    return out
 
 
 def _schur_product(model: Model, J):
