@@ -50,9 +50,13 @@ class RunSummary:
     max_quaternion_norm_error: float
     energy_drift: float
     assembly: list[dict] = field(default_factory=list)
+    events: int | None = None  # event_driven: the number of events (/events)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["events"] is None:
+            del out["events"]
+        return out
 
 
 def default_output(scene_file: str) -> Path:
@@ -303,6 +307,13 @@ def run(
         message = str(SimulationError(failure.reason, step=steps + 1, t=state.t))
     finally:
         wall = time.perf_counter() - start
+        events = getattr(solver, "event_table", None)
+        n_events = None
+        if events is not None:  # event_driven: /events, also of a failed run
+            table = events()
+            n_events = len(table[0])
+            writer.write_events(*table)
+            writer.set_attrs(events=n_events)
         writer.close(
             status,
             message,
@@ -330,4 +341,5 @@ def run(
         max_quaternion_norm_error=stats.max_quaternion_norm_error,
         energy_drift=stats.energy_drift,
         assembly=model.assembly_report,
+        events=n_events,
     )

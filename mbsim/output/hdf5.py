@@ -179,6 +179,20 @@ class ResultWriter:
         self.file.flush()
         self._last_flush = time.perf_counter()
 
+    def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
+        """/events/time, kind, contact (CONTRACT §3, event_driven): all events so far, replacing
+        what an earlier call wrote."""
+        group = self.file.require_group("events")
+        text = h5py.string_dtype()
+        for name, data, dtype in (
+            ("time", np.asarray(times, float), "f8"),
+            ("kind", kinds, text),
+            ("contact", contacts, text),
+        ):
+            if name in group:
+                del group[name]
+            group.create_dataset(name, data=np.array(data, dtype=object if dtype is text else float), dtype=dtype)
+
     def set_attrs(self, **attrs: Any) -> None:
         for key, value in attrs.items():
             self.file.attrs[key] = value

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
 
 from mbsim.errors import did_you_mean
 from mbsim.model.model import Model
 from mbsim.scene.spec import SceneSpec
-from mbsim.solvers import augmented_lagrangian, gauss, lagrange, null_space, recursive, timestepping, variational
+from mbsim.solvers import (
+    augmented_lagrangian,
+    event_driven,
+    gauss,
+    lagrange,
+    null_space,
+    recursive,
+    timestepping,
+    variational,
+)
 from mbsim.solvers.integrators import INTEGRATORS
 
 SOLVERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (lagrange, augmented_lagrangian, null_space, gauss, variational, recursive, timestepping)
+    m.NAME: m
+    for m in (lagrange, augmented_lagrangian, null_space, gauss, variational, recursive, timestepping, event_driven)
 }
 
 # methods of CONTRACT §1 that later work adds; named so that the message can say so
@@ -66,7 +77,11 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
                 "compliant (SDF mesh) contacts are not available in this "
                 "version; remove the contact or set enabled: false",
             )
-    solver = module.create(model, ctx, spec.solver)
+    solver_spec = spec.solver
+    default = getattr(module, "DEFAULT_INTEGRATOR", None)
+    if default and not (isinstance(section, dict) and "integrator" in section):
+        solver_spec = dataclasses.replace(solver_spec, integrator=default)  # the method's own default
+    solver = module.create(model, ctx, solver_spec)
     if ignored:
         solver.notes = (*solver.notes, ignored)
     return solver

@@ -157,6 +157,11 @@ class AdaptiveStepper:
         return float(solver.t), solver.y.copy(), h_next
 
 
+    def dense_output(self) -> Any:
+        """The interpolant of the last step (scipy's dense output): y(t) for t in that step."""
+        return self._solver.dense_output()
+
+
 def stepper(integrator: str, rtol: float, atol: float, t_end: float, max_step: float | None):
     """(fixed-step function or None, AdaptiveStepper or None) of an integrator name: what the
     ODE-based methods step with."""

@@ -1,0 +1,752 @@
+"""Method ``event_driven``: smooth integration between events, rigid contacts that switch.
+
+papers/unilateral-constraints-lcp-projection-correction.txt §2 (the paragraph after eq. (14)):
+integrate the smooth ODE; detect contact and impact; call the LCP solver; re-initialise the
+velocities, accelerations and contact forces; continue the ODE -- with the position-then-velocity
+projection of §3 before each LCP.
+
+Between events the state y = (q, v, work) goes through the scene's integrator (scipy:DOP853 when
+the scene names none). The accelerations are the index-1 dynamics of the ODE methods with the
+joints and the closed contacts as bilateral constraints, solved rank-robustly as ``null_space``
+does (the M-orthogonal projection onto the joints' tangent space, then the contact forces by least
+squares), so that redundant contact points (a box's four corners on a floor) are no rank problem:
+
+    v_dot = a0 + R W^T f,   K v_dot = gamma_K,
+
+a0 the joint-constrained accelerations of the applied forces, R the joint-constrained response
+to a force, K the rows of the closed contacts' relative accelerations (normal; and tangent when
+sticking), W the directions of their forces (the normal, or n - mu s t for a contact sliding with
+unit relative velocity s, Coulomb's friction opposing it), gamma_K = -dK/dt v taken by central
+differences of K(q) v along the motion.
+
+Each contact is ``open``, ``closed`` and ``stick`` or ``slide``. Events, located to ``event_tol``
+(s) by Brent's method on the integrator's dense output (a cubic Hermite interpolant for the
+fixed-step integrators), never stepped over: an open contact's gap reaches zero (impact, or
+closing when it arrives at less than ``velocity_tol``); a closed contact's normal force reaches
+zero (detach); a sticking contact's friction reaches the cone, mu f_N = |f_T| (slip); a sliding
+contact's relative velocity reaches zero along its sliding direction (stick, or slip on).
+
+At an event, at time t*:
+1. §3's projection: positions onto the joints and the touching contacts (gap = 0), velocities
+   onto the joints and the contacts that stay closed, in the mass-matrix norm;
+2. impacts: the impact LCP of eq. (14) over all touching contacts at once, joints impulses
+   eliminated exactly (R): 0 <= P_N _|_ g_dot+ + e g_dot- >= 0 (Newton's law, eqs. (8)-(9), e
+   of the contact for an approaching one), Coulomb friction impulses where mu > 0;
+3. the modes after it: the acceleration-level LCP (eqs. (5)-(7) in accelerations) over the
+   touching contacts whose normal velocity is below ``velocity_tol``: closed where the normal
+   force is positive, sticking where the friction force is inside the cone, else sliding in the
+   direction of the tangential acceleration;
+4. the integrator starts again from the post-event state.
+
+Accumulation (Zeno): an impact whose approach speed is below ``accumulation_speed`` is the end of
+a sequence of ever smaller bounces. The contact closes (e = 0 for that impact) and the event is
+recorded as ``accumulation`` at the limit of the geometric sequence of its last flights,
+t_k + d_k r / (1 - r) with d_k the last flight and r = d_k / d_(k-1) (the time of the impact
+itself when there are fewer than three impacts or the flights do not shrink); the body then
+rests, having moved by at most its last bounce height (u^2 / 2 g: 5e-12 m at 1e-5 m/s).
+
+Recorded: /events/time, kind (impact, detach, stick, slip, accumulation) and contact (its name),
+in time order; the work of impacts (the kinetic energy they remove) and of sliding friction goes
+to the energy bookkeeping, so that total - work stays constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.errors import SimulationError
+from mbsim.model.constraints import constraint_values
+from mbsim.model.contact import ContactDetector
+from mbsim.model.contact.detect import ContactBatch
+from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
+from mbsim.model.data import new_run_data
+from mbsim.model.dynamics import generalized_forces, kinetic_energy
+from mbsim.model.model import Evaluation, Model, State, StepInfo
+from mbsim.model.sparse import is_sparse
+from mbsim.scene.fields import Choice, Context, Field, Number, Sub
+from mbsim.solvers.base import SolverBase, read_options
+from mbsim.solvers.contact_lcp import contact_lcp
+from mbsim.solvers.integrators import stepper
+from mbsim.solvers.linalg import MinNorm, correction, inverse_mass_times
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
+from mbsim.solvers.timestepping import PGS_FIELDS
+
+NAME = "event_driven"
+CAPABILITIES = {"rigid_contacts": True, "integrators": True}
+DEFAULT_INTEGRATOR = "scipy:DOP853"  # when the scene names none (events are located on its dense output)
+
+OPTION_FIELDS = {
+    **COMMON_OPTION_FIELDS,
+    "lcp": Field(Choice(("lemke", "pgs")), "LCP solver of the impacts and of the contact modes", "lemke"),
+    "pgs": Field(
+        Sub(PGS_FIELDS, "pgs"),
+        "projected Gauss-Seidel settings (lcp: pgs)",
+        {"iterations": 5000, "tol": 1e-14, "omega": 1.0, "warm_start": False},
+    ),
+    "event_tol": Field(Number(positive=True), "time within which an event is located, s", 1e-13),
+    "contact_tol": Field(Number(positive=True), "gap below which a contact touches (impact and mode LCPs), m", 1e-9),
+    "velocity_tol": Field(
+        Number(positive=True),
+        "relative speed below which a touching contact closes without impact, or sticks, m/s",
+        1e-8,
+    ),
+    "accumulation_speed": Field(
+        Number(minimum=0),
+        "approach speed below which an impact ends an accumulation of impacts: the contact closes, m/s",
+        1e-5,
+    ),
+    "rank_tol": Field(Number(positive=True), "rank tolerance of the joint and contact rows (pseudo-inverse)", 1e-10),
+}
+
+# sample points of a step (fractions of it) where the event functions are looked at before Brent's
+# method brackets the first sign change: a contact that closes and opens again within one step
+# between two samples is the only kind of event that can be missed
+SAMPLES = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
+CROSSING = 1e-6  # a gap counts as crossed below -CROSSING * contact_tol (1e-15 m: round-off of the gap)
+MAX_EVENTS_AT_ONCE = 50  # events at one time without progress: the run fails instead of looping
+
+
+@dataclass
+class Mode:
+    """A closed contact: ``stick`` or ``slide`` (with its sliding direction, world, at the start)."""
+
+    kind: str
+    direction: np.ndarray | None = None
+
+
+@dataclass
+class Rows:
+    """The closed contacts at one state: their batch rows, K (rows of relative accelerations),
+    W (force directions), and which row is which."""
+
+    keys: np.ndarray  # (k,) feature keys of the closed contacts, in batch order
+    index: np.ndarray  # (k,) their rows in the batch
+    normal: np.ndarray  # (k, nv) J_N
+    tangent: np.ndarray  # (k, d-1, nv) J_T per contact
+    K: np.ndarray  # (r, nv)
+    W: np.ndarray  # (r, nv)
+    normal_row: np.ndarray  # (k,) row of K/W of each contact's normal force
+    tangent_rows: list  # per contact, its tangent rows in K/W (empty when sliding)
+
+
+@dataclass
+class Solve:
+    """The accelerations at one state and what they came from."""
+
+    vdot: np.ndarray
+    power: float
+    forces: np.ndarray  # (r,) contact force multipliers f
+    rows: Rows
+    lam: np.ndarray  # joint multipliers (mbsim's sign: M v_dot = Q - J^T lambda)
+    potential: float
+    frames: object
+    cv: object
+
+
+class Solver(SolverBase):
+    """Event-driven rigid contacts (see the module docstring)."""
+
+    EXTRA_DIAGNOSTICS = {"events": "last"}
+
+    def __init__(self, model: Model, options: dict, integrator: str, rtol: float, atol: float, friction) -> None:
+        self.model = model
+        self.data = new_run_data(model)
+        self.d, self.w = model.dimension, model.body_width
+        self.nq, self.nv = model.nq, model.nv
+        self.integrator = self.integrator_label = integrator
+        self.projection = projection_options(options["projection"])
+        self.lcp, self.pgs = options["lcp"], options["pgs"]
+        self.event_tol = options["event_tol"]
+        self.contact_tol = options["contact_tol"]
+        self.velocity_tol = options["velocity_tol"]
+        self.accumulation_speed = options["accumulation_speed"]
+        self.rank_tol = options["rank_tol"]
+        self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, options["max_step"])
+        self.detector = ContactDetector(model)
+        self.radii = bounding_radii(model)
+        self.restitution = np.array([float(c.values.get("restitution") or 0.0) for c in model.contacts])
+        self.friction = np.array(friction)
+        self.contact_names = [str(c.values.get("name") or f"contacts[{i}]") for i, c in enumerate(model.contacts)]
+        self.modes: dict[int, Mode] = {}  # closed contacts by feature key
+        self.entries: dict[int, int] = {}  # their contact entries
+        self.events: list[tuple[float, str, str]] = []
+        self._impacts: dict[int, list[float]] = {}  # impact times per feature (accumulation)
+        self._started = False
+        self._at_once = (None, 0)
+
+    @property
+    def adaptive(self) -> bool:
+        return self._adaptive is not None
+
+    @property
+    def extra_diagnostics(self) -> tuple[str, ...]:
+        return tuple(self.EXTRA_DIAGNOSTICS)
+
+    # ------------------------------------------------------------------ contacts and rows
+
+    def _rows(self, frames, batch, v: np.ndarray) -> Rows:
+        """K and W of the closed contacts found in ``batch`` (module docstring)."""
+        m, d = self.model, self.d
+        keys = batch.feature
+        index = np.array([i for i, key in enumerate(keys) if int(key) in self.modes], dtype=np.int64)
+        k = len(index)
+        if k == 0:
+            empty = np.zeros((0, m.nv))
+            return Rows(np.zeros(0, np.int64), index, empty, np.zeros((0, d - 1, m.nv)), empty, empty, index, [])
+        sub = _take(batch, index)
+        J_N, J_T = contact_rows(m, frames, sub)
+        J_N = J_N.toarray() if is_sparse(J_N) else np.asarray(J_N)
+        J_T = (J_T.toarray() if is_sparse(J_T) else np.asarray(J_T)).reshape(d - 1, k, m.nv).transpose(1, 0, 2)
+        K, W, normal_row, tangent_rows = [], [], [], []
+        for c in range(k):
+            key = int(sub.feature[c])
+            mode = self.modes[key]
+            normal_row.append(len(K))
+            K.append(J_N[c])
+            if mode.kind == "frictionless":
+                W.append(J_N[c])
+                tangent_rows.append([])
+            elif mode.kind == "slide":
+                mu = self.friction[sub.entry[c]]
+                s = self._sliding_direction(J_T[c] @ v, mode)
+                W.append(J_N[c] - mu * (s @ J_T[c]))
+                tangent_rows.append([])
+            else:
+                W.append(J_N[c])
+                rows = []
+                for a in range(d - 1):
+                    rows.append(len(K))
+                    K.append(J_T[c, a])
+                    W.append(J_T[c, a])
+                tangent_rows.append(rows)
+        return Rows(sub.feature.copy(), index, J_N, J_T, np.array(K), np.array(W), np.array(normal_row), tangent_rows)
+
+    def _sliding_direction(self, vt: np.ndarray, mode: Mode) -> np.ndarray:
+        """Unit relative tangential velocity of a sliding contact (tangent coordinates): the
+        current one, or the direction it started sliding in when it is slower than velocity_tol."""
+        n = float(np.linalg.norm(vt))
+        if n > self.velocity_tol or mode.direction is None:
+            return vt / n if n > 0 else np.zeros_like(vt)
+        return mode.direction
+
+    # ------------------------------------------------------------------ the smooth dynamics
+
+    def _solve(self, t: float, q: np.ndarray, v: np.ndarray, potential: bool = False) -> Solve:
+        m = self.model
+        frames = m.frames(q, v)
+        forces = generalized_forces(m, self.data, frames, v, t, with_potential=potential)
+        Q = forces.q_force
+        cv = constraint_values(m, frames, t) if m.nc else None
+        joints = MinNorm(m, cv.jacobian, self.rank_tol) if m.nc else None
+        a0 = self._response(joints, Q[:, None])[:, 0]
+        if joints is not None:
+            a0 = a0 + joints.correction(cv.gamma)
+        rows = self._rows(frames, self.detector.detect(frames, 10.0 * self.contact_tol), v) if self.modes else None
+        f = np.zeros(0)
+        vdot = a0
+        contact_power = 0.0
+        if rows is not None and len(rows.keys):
+            gamma_K = self._gamma(t, q, v, rows)
+            RW = self._response(joints, rows.W.T)  # (nv, r)
+            A = rows.K @ RW
+            b = gamma_K - rows.K @ a0
+            f = np.linalg.lstsq(A, b, rcond=self.rank_tol)[0]
+            vdot = a0 + RW @ f
+            contact_power = float((rows.W.T @ f) @ v)
+        elif rows is None:
+            rows = self._rows(frames, ContactBatch.empty(self.d), v)
+        lam = np.zeros(m.nc)
+        power = forces.power_nc + contact_power
+        if joints is not None:  # J^T lambda = Q + W^T f - M v_dot, least squares in the scaled coordinates
+            residual = Q + (rows.W.T @ f if len(f) else 0.0) - _mass_times(m, vdot)
+            lam = joints.multipliers(joints.w @ residual)
+            power += float(lam @ cv.phi_t)
+        return Solve(vdot, power, f, rows, lam, forces.potential, frames, cv)
+
+    def _response(self, joints: MinNorm | None, X: np.ndarray) -> np.ndarray:
+        """R X: the accelerations (nv, k) that forces X (nv, k) give with the joints holding."""
+        if joints is None:
+            return inverse_mass_times(self.model, X)
+        Y = joints.w @ X
+        return joints.w @ (joints.null @ (joints.null.T @ Y))
+
+    def _gamma(self, t: float, q: np.ndarray, v: np.ndarray, rows: Rows) -> np.ndarray:
+        """-dK/dt v of the closed contacts' rows: central differences of K(q) v along q_dot."""
+        m = self.model
+        speed = reach(m, self.radii, v)
+        if speed == 0.0:
+            return np.zeros(len(rows.K))
+        eps = 1e-5 / speed  # a displacement of 1e-5 m of the fastest point
+        out = []
+        for sign in (1.0, -1.0):
+            qs = m.normalize(m.retract(q, sign * eps * v))
+            frames = m.frames(qs, v)
+            batch = self.detector.detect(frames, 10.0 * self.contact_tol + 2e-5)
+            shifted = self._rows(frames, batch, v)
+            if not np.array_equal(shifted.keys, rows.keys):
+                shifted = self._rows_for(frames, batch, rows.keys, v)
+            out.append(shifted.K @ v)
+        return -(out[0] - out[1]) / (2.0 * eps)
+
+    def _rows_for(self, frames, batch, keys: np.ndarray, v: np.ndarray) -> Rows:
+        """Rows of exactly the contacts ``keys`` (in that order) from a batch that may hold others."""
+        where = {int(key): i for i, key in enumerate(batch.feature)}
+        missing = [int(key) for key in keys if int(key) not in where]
+        if missing:
+            raise SimulationError("a closed contact was lost by the contact detection (it jumped by more than 2e-5 m)")
+        order = np.array([where[int(key)] for key in keys], dtype=np.int64)
+        return self._rows(frames, _take(batch, order), v)
+
+    def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
+        nq, nv = self.nq, self.nv
+        q, v = y[:nq], y[nq : nq + nv]
+        s = self._solve(t, q, v)
+        return np.concatenate((self.model.q_rate(q, v), s.vdot, (s.power,)))
+
+    def acceleration(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        s = self._solve(t, q, v)
+        return s.vdot, s.power
+
+    def q_rate(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return self.model.q_rate(q, v)
+
+    # ------------------------------------------------------------------ event functions
+
+    def _watch(self, t: float, y: np.ndarray, y1: np.ndarray, span: float):
+        """The open contacts the event functions look at over a step from (t, y) to y1 after
+        ``span``: feature -> (gap, normal speed) at the start, of all within twice the distance
+        the fastest point moves at the larger of the two ends' speeds; and that distance."""
+        nq, nv = self.nq, self.nv
+        q, v = y[:nq], y[nq : nq + nv]
+        speed = max(reach(self.model, self.radii, v), reach(self.model, self.radii, y1[nq : nq + nv]))
+        margin = 2.0 * span * speed + 10.0 * self.contact_tol
+        frames = self.model.frames(q, v)
+        batch = self.detector.detect(frames, margin)
+        open_ = {}
+        if len(batch.gap):
+            J_N, _ = contact_rows(self.model, frames, batch)
+            rate = np.asarray(J_N @ v).ravel()
+            for i, key in enumerate(batch.feature):
+                if int(key) not in self.modes:
+                    open_[int(key)] = (float(batch.gap[i]), float(rate[i]))
+        return open_, margin
+
+    def _event_values(self, t: float, y: np.ndarray, t0: float, watched: dict, margin: float) -> dict:
+        """Event functions at (t, y): key -> value, an event where a value turns negative.
+        ('gap', f): gap of an open contact (divided by t - t0 when it starts touching: its sign is
+        then that of its mean approach since t0); ('normal', f): a closed contact's normal force;
+        ('cone', f): mu f_N - |f_T| of a sticking one; ('slide', f): its relative velocity along
+        the direction it slides in."""
+        q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
+        values: dict = {}
+        if watched:
+            frames = self.model.frames(q, v)
+            batch = self.detector.detect(frames, margin)
+            gaps = {int(key): float(g) for key, g in zip(batch.feature, batch.gap, strict=True)}
+            crossing = CROSSING * self.contact_tol
+            for key, (g0, rate0) in watched.items():
+                g = gaps.get(key, margin)
+                if g0 <= self.contact_tol:  # touching at t0: the mean rate decides (at t0 the rate)
+                    values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else rate0
+                else:
+                    values[("gap", key)] = g + crossing
+        if self.modes:
+            s = self._solve(t, q, v)
+            rows = s.rows
+            for c, key in enumerate(rows.keys):
+                key = int(key)
+                fn = float(s.forces[rows.normal_row[c]])
+                values[("normal", key)] = fn
+                mode = self.modes[key]
+                mu = self.friction[self.entries[key]]
+                if mode.kind == "stick" and mu > 0:
+                    ft = s.forces[rows.tangent_rows[c]]
+                    values[("cone", key)] = mu * fn - float(np.linalg.norm(ft))
+                elif mode.kind == "slide":
+                    values[("slide", key)] = float(mode.direction @ (rows.tangent[c] @ v))
+        return values
+
+    # ------------------------------------------------------------------ the step
+
+    def initial_state(self) -> State:
+        return State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
+
+    def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
+        m = self.model
+        if not self._started:  # the modes of the start state (and an impact at t = 0)
+            self._started = True
+            state = self._event(state, [])
+        y0 = np.concatenate((state.q, state.v, (state.work,)))
+        t0 = state.t
+        if self._adaptive is not None:
+            t1, y1, h_next = self._adaptive.step(self, t0, y0, h)
+            dense = self._adaptive.dense_output()
+        else:
+            y1 = self._fixed(self, t0, y0, h)
+            t1, h_next = t0 + h, h
+            dense = _hermite(t0, y0, self.derivative(t0, y0), t1, y1, self.derivative(t1, y1))
+        watched, margin = self._watch(t0, y0, y1, t1 - t0)
+        found = self._first_event(t0, y0, t1, dense, watched, margin)
+        events_before = len(self.events)
+        if found is None:
+            y_new, t_new = y1, t1
+            triggers: list = []
+        else:
+            t_new, triggers = found
+            y_new = dense(t_new)
+        new = self._project(
+            State(t_new, m.normalize(y_new[: self.nq]), y_new[self.nq : self.nq + self.nv], float(y_new[-1]))
+        )
+        if found is not None:
+            new = self._event(new, triggers)
+            self._guard(new.t)
+        info = StepInfo(iterations=0, h=new.t - t0)
+        info.extra = {"events": float(len(self.events) - events_before)}
+        return new, info, h_next
+
+    def _guard(self, t: float) -> None:
+        last, count = self._at_once
+        count = count + 1 if last is not None and t - last <= self.event_tol else 1
+        self._at_once = (t, count)
+        if count > MAX_EVENTS_AT_ONCE:
+            raise SimulationError(
+                f"{count} events within {self.event_tol:g} s and no progress (the contact modes do not settle); "
+                "last events: " + ", ".join(f"{k} {c}" for _, k, c in self.events[-4:]),
+                t=t,
+            )
+
+    def _first_event(self, t0, y0, t1, dense, watched, margin):
+        """(time, [event keys]) of the first event in (t0, t1], or None."""
+        if not watched and not self.modes:
+            return None
+        import scipy.optimize  # here: validate stays quick
+
+        previous_t = t0
+        for fraction in SAMPLES:
+            t = t0 + fraction * (t1 - t0)
+            values = self._event_values(t, dense(t), t0, watched, margin)
+            negative = [key for key, value in values.items() if value < 0.0]
+            if not negative:
+                previous_t = t
+                continue
+            roots = []
+            for key in negative:
+
+                def fun(x, key=key):
+                    got = self._event_values(x, dense(x), t0, watched, margin).get(key, 1.0)
+                    return got
+
+                a = previous_t
+                if fun(a) <= 0.0:  # not positive at the start already (a missed event): it is there
+                    roots.append((a, key))
+                    continue
+                roots.append((scipy.optimize.brentq(fun, a, t, xtol=self.event_tol, rtol=4 * np.finfo(float).eps), key))
+            first = min(r for r, _ in roots)
+            return first, [key for r, key in roots if r <= first + self.event_tol]
+        return None
+
+    # ------------------------------------------------------------------ events
+
+    def _touching(self, state: State):
+        """The contacts touching at a state: batch, J_N, J_T (k, d-1, nv), as dense arrays."""
+        m, d = self.model, self.d
+        frames = m.frames(state.q, state.v)
+        batch = self.detector.detect(frames, self.contact_tol)
+        keep = np.nonzero(batch.gap <= self.contact_tol)[0]
+        batch = _take(batch, keep)
+        k = len(keep)
+        if k == 0:
+            return batch, np.zeros((0, m.nv)), np.zeros((0, d - 1, m.nv))
+        J_N, J_T = contact_rows(m, frames, batch)
+        J_N = J_N.toarray() if is_sparse(J_N) else np.asarray(J_N)
+        J_T = (J_T.toarray() if is_sparse(J_T) else np.asarray(J_T)).reshape(d - 1, k, m.nv).transpose(1, 0, 2)
+        return batch, J_N, J_T
+
+    def _event(self, state: State, triggers: list) -> State:
+        """Impacts, then the new modes, at an event (module docstring, steps 1-3)."""
+        state = self._project(state, touching=True)
+        batch, J_N, J_T = self._touching(state)
+        t = state.t
+        v = state.v
+        work = state.work
+        if len(batch.gap):
+            rate = J_N @ v
+            approaching = rate < -self.velocity_tol
+            if np.any(approaching):
+                v, work = self._impact(state, batch, J_N, J_T, rate, approaching)
+        new_modes = self._modes(State(t, state.q, v, work), batch, J_N, J_T)
+        self._record_mode_changes(t, new_modes, batch, triggers)
+        self.modes = new_modes
+        self.entries = {
+            int(key): int(e) for key, e in zip(batch.feature, batch.entry, strict=True) if int(key) in new_modes
+        }
+        new = State(t, state.q, v, work)
+        return self._project(new)
+
+    def _impact(self, state, batch, J_N, J_T, rate, approaching):
+        """The impact LCP of eq. (14) over the touching contacts; returns (v+, work)."""
+        m, d = self.model, self.d
+        t, v = state.t, state.v
+        joints = self._joints(state)
+        k = len(batch.gap)
+        K = np.vstack((J_N, J_T.transpose(1, 0, 2).reshape(k * (d - 1), m.nv)))
+        RK = self._response(joints, K.T)
+        A = K @ RK
+        e = np.where(approaching, self.restitution[batch.entry], 0.0)
+        speed = -rate
+        for c in np.nonzero(approaching)[0]:
+            key = int(batch.feature[c])
+            times = self._impacts.setdefault(key, [])
+            times.append(t)
+            name = self.contact_names[batch.entry[c]]
+            if speed[c] < self.accumulation_speed:
+                e[c] = 0.0
+                self.events.append((self._accumulation_time(times), "accumulation", name))
+                self._impacts.pop(key, None)
+            else:
+                self.events.append((t, "impact", name))
+        b = K @ v
+        b[:k] += e * np.minimum(rate, 0.0)
+        mu = self.friction[batch.entry]
+        P, _ = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t)
+        v_new = v + RK @ P
+        if m.nc:
+            v_new = self._project_velocity_joints(state.q, v_new, t)
+        work = state.work + kinetic_energy(m, v_new) - kinetic_energy(m, v)
+        return v_new, work
+
+    def _accumulation_time(self, times: list[float]) -> float:
+        """The limit of a geometric sequence of flights ending at the last impact time."""
+        if len(times) >= 3:
+            d1, d0 = times[-1] - times[-2], times[-2] - times[-3]
+            if d0 > 0 and 0 < d1 < d0:
+                r = d1 / d0
+                return times[-1] + d1 * r / (1.0 - r)
+        return times[-1]
+
+    def _modes(self, state: State, batch, J_N, J_T) -> dict[int, Mode]:
+        """The acceleration-level LCP of the touching contacts at rest along their normal."""
+        m, d = self.model, self.d
+        k = len(batch.gap)
+        if k == 0:
+            return {}
+        v = state.v
+        rate = J_N @ v
+        candidates = np.nonzero(np.abs(rate) <= self.velocity_tol)[0]
+        if len(candidates) == 0:
+            return {}
+        sub = _take(batch, candidates)
+        JN, JT = J_N[candidates], J_T[candidates]
+        kc = len(candidates)
+        vt = np.einsum("kan,n->ka", JT, v)
+        speed_t = np.linalg.norm(vt, axis=1)
+        mu = self.friction[sub.entry]
+        sliding = (speed_t > self.velocity_tol) & (mu > 0)
+        W_N = JN.copy()
+        for c in np.nonzero(sliding)[0]:
+            W_N[c] = JN[c] - mu[c] * ((vt[c] / speed_t[c]) @ JT[c])
+        K_T = JT.transpose(1, 0, 2).reshape(kc * (d - 1), m.nv)
+        K = np.vstack((JN, K_T))
+        W = np.vstack((W_N, K_T))
+        joints = self._joints(state)
+        frames = m.frames(state.q, v)
+        Q = generalized_forces(m, self.data, frames, v, state.t, with_potential=False).q_force
+        cv = constraint_values(m, frames, state.t) if m.nc else None
+        a0 = self._response(joints, Q[:, None])[:, 0]
+        if joints is not None:
+            a0 = a0 + joints.correction(cv.gamma)
+        # gamma of all candidate rows, as if all were closed and sticking
+        saved = self.modes
+        self.modes = {int(key): Mode("stick") for key in sub.feature}
+        rows_all = self._rows(frames, sub, v)
+        gamma_rows = self._gamma(state.t, state.q, v, rows_all)
+        self.modes = saved
+        gamma = np.zeros(len(K))
+        for c in range(kc):
+            gamma[c] = gamma_rows[rows_all.normal_row[c]]
+            for a, r in enumerate(rows_all.tangent_rows[c]):
+                gamma[kc + a * kc + c] = gamma_rows[r]
+        RW = self._response(joints, W.T)
+        A = K @ RW
+        b = K @ a0 - gamma
+        mu_lcp = np.where(sliding, 0.0, mu)
+        f, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
+        accel = A @ f + b
+        scale = max(float(np.max(np.abs(f), initial=0.0)), 1e-300)
+        modes: dict[int, Mode] = {}
+        for c in range(kc):
+            fn = f[c]
+            if fn <= 1e-12 * scale:
+                continue
+            key = int(sub.feature[c])
+            if sliding[c]:
+                modes[key] = Mode("slide", vt[c] / speed_t[c])
+                continue
+            if mu[c] == 0:
+                modes[key] = Mode("frictionless")
+                continue
+            ft = f[kc + np.arange(d - 1) * kc + c]
+            at = accel[kc + np.arange(d - 1) * kc + c]
+            if mu[c] * fn - np.linalg.norm(ft) > 1e-9 * mu[c] * fn or np.linalg.norm(at) <= 1e-12:
+                modes[key] = Mode("stick")
+            else:
+                direction = at / np.linalg.norm(at)
+                modes[key] = Mode("slide", direction)
+        return modes
+
+    def _record_mode_changes(self, t, new_modes, batch, triggers) -> None:
+        """detach, stick and slip events of the contacts that were closed (a contact that closes
+        does so by an impact or an accumulation, recorded by _impact)."""
+        names = {int(key): self.contact_names[int(e)] for key, e in zip(batch.feature, batch.entry, strict=True)}
+        names.update({key: self.contact_names[e] for key, e in self.entries.items()})
+        reversed_ = {key for kind, key in triggers if kind == "slide"}
+        for key, old in self.modes.items():
+            new = new_modes.get(key)
+            name = names.get(key, "?")
+            if new is None:
+                self.events.append((t, "detach", name))
+            elif old.kind == "slide" and new.kind == "stick":
+                self.events.append((t, "stick", name))
+            elif new.kind == "slide" and (old.kind == "stick" or key in reversed_):
+                self.events.append((t, "slip", name))  # from sticking, or sliding on the other way
+
+    # ------------------------------------------------------------------ projection (§3)
+
+    def _joints(self, state: State) -> MinNorm | None:
+        m = self.model
+        if not m.nc:
+            return None
+        cv = constraint_values(m, m.frames(state.q, np.zeros(m.nv)), state.t)
+        return MinNorm(m, cv.jacobian, self.rank_tol)
+
+    def _project_velocity_joints(self, q, v, t) -> np.ndarray:
+        m = self.model
+        cv = constraint_values(m, m.frames(q, v), t)
+        return v - correction(m, cv.jacobian, cv.jacobian @ v + cv.phi_t, self.rank_tol, t, "velocity projection", True)
+
+    def _project(self, state: State, touching: bool = False) -> State:
+        """§3: positions onto the joints and the closed (or, at an event, all touching) contacts'
+        gaps, then velocities onto the joints and the closed contacts (normal; tangent if sticking)."""
+        m = self.model
+        p = self.projection
+        q, v, t = state.q, state.v, state.t
+        if not (m.nc or self.modes or touching):
+            return state
+        if p.position:
+            for _ in range(p.iterations):
+                J, r = self._position_rows(q, t, touching)
+                if len(r) == 0 or float(np.max(np.abs(r))) <= p.tol:
+                    break
+                q = m.normalize(m.retract(q, -correction(m, J, r, self.rank_tol, t, "position projection", True)))
+        if p.velocity:
+            J, r = self._velocity_rows(q, v, t)
+            if len(r):
+                v = v - correction(m, J, r, self.rank_tol, t, "velocity projection", True)
+        return State(t, q, v, state.work)
+
+    def _position_rows(self, q, t, touching):
+        m = self.model
+        zeros = np.zeros(m.nv)
+        frames = m.frames(q, zeros)
+        Js, rs = [], []
+        if m.nc:
+            cv = constraint_values(m, frames, t)
+            Js.append(cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian))
+            rs.append(cv.phi)
+        batch = self.detector.detect(frames, 10.0 * self.contact_tol)
+        keep = [
+            i
+            for i, key in enumerate(batch.feature)
+            if int(key) in self.modes or (touching and batch.gap[i] <= self.contact_tol)
+        ]
+        if keep:
+            sub = _take(batch, np.array(keep, dtype=np.int64))
+            J_N, _ = contact_rows(m, frames, sub)
+            Js.append(J_N.toarray() if is_sparse(J_N) else np.asarray(J_N))
+            rs.append(sub.gap)
+        if not Js:
+            return np.zeros((0, m.nv)), np.zeros(0)
+        return np.vstack(Js), np.concatenate(rs)
+
+    def _velocity_rows(self, q, v, t):
+        m = self.model
+        frames = m.frames(q, v)
+        Js, rs = [], []
+        if m.nc:
+            cv = constraint_values(m, frames, t)
+            J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
+            Js.append(J)
+            rs.append(J @ v + cv.phi_t)
+        if self.modes:
+            rows = self._rows(frames, self.detector.detect(frames, 10.0 * self.contact_tol), v)
+            if len(rows.keys):
+                K = rows.K
+                Js.append(K)
+                rs.append(K @ v)
+        if not Js:
+            return np.zeros((0, m.nv)), np.zeros(0)
+        return np.vstack(Js), np.concatenate(rs)
+
+    # ------------------------------------------------------------------ recording
+
+    def evaluate(self, state: State) -> Evaluation:
+        m = self.model
+        s = self._solve(state.t, state.q, state.v, potential=True)
+        kinetic = kinetic_energy(m, state.v)
+        batch = self.detector.detect(s.frames, 0.0)
+        penetration = float(max(0.0, -np.min(batch.gap))) if len(batch.gap) else 0.0
+        touching = int(np.sum(batch.gap <= self.contact_tol))
+        contacts = (touching, penetration)
+        if m.nc == 0:
+            empty = np.zeros(0)
+            return Evaluation(empty, empty, empty, None, kinetic, s.potential, s.frames, contacts)
+        cv = s.cv
+        return Evaluation(
+            s.lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian, kinetic, s.potential, s.frames, contacts
+        )
+
+    def event_table(self) -> tuple[np.ndarray, list[str], list[str]]:
+        """The events so far in time order: times, kinds, contact names."""
+        order = sorted(range(len(self.events)), key=lambda i: (self.events[i][0], i))
+        times = np.array([self.events[i][0] for i in order], dtype=float)
+        return times, [self.events[i][1] for i in order], [self.events[i][2] for i in order]
+
+
+def _mass_times(model: Model, x: np.ndarray) -> np.ndarray:
+    """M x (nv,), block by block."""
+    nb, w = model.nbody, model.body_width
+    return (model.mass_diag_blocks @ x.reshape(nb, w, 1)).reshape(-1)
+
+
+def _take(batch, index: np.ndarray):
+    """The rows ``index`` of a ContactBatch."""
+    return ContactBatch(*(getattr(batch, name)[index] for name in ContactBatch.__dataclass_fields__))
+
+
+def _hermite(t0, y0, f0, t1, y1, f1):
+    """Cubic Hermite interpolant of a fixed step (the dense output of the fixed-step integrators)."""
+    h = t1 - t0
+
+    def dense(t):
+        s = (t - t0) / h
+        h00 = (1 + 2 * s) * (1 - s) ** 2
+        h10 = s * (1 - s) ** 2
+        h01 = s * s * (3 - 2 * s)
+        h11 = s * s * (s - 1)
+        return h00 * y0 + h10 * h * f0 + h01 * y1 + h11 * h * f1
+
+    return dense
+
+
+def create(model: Model, ctx: Context, solver_spec) -> Solver:
+    got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
+    friction = []
+    for item in model.contacts:
+        value = item.values.get("friction")
+        if item.values.get("type") == "rigid" and value is not None:
+            friction.append(Number(minimum=0).read(ctx, (*item.path, "friction"), value))
+        else:
+            friction.append(0.0)
+    return Solver(model, got, solver_spec.integrator, solver_spec.rtol, solver_spec.atol, friction)
