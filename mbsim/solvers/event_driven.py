@@ -348,8 +348,8 @@ class Solver(SolverBase):
             crossing = CROSSING * self.contact_tol
             for key, (g0, rate0) in watched.items():
                 g = gaps.get(key, margin)
-                if g0 <= self.contact_tol:  # touching at t0: the mean rate decides (at t0 the rate)
-                    values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else rate0
+                if g0 <= self.contact_tol:  # touching at t0 (and separating): the mean rate decides
+                    values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else max(rate0, self.velocity_tol)
                 else:
                     values[("gap", key)] = g + crossing
         if self.modes:
@@ -574,11 +574,15 @@ class Solver(SolverBase):
         mu_lcp = np.where(sliding, 0.0, mu)
         f, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
         accel = A @ f + b
-        scale = max(float(np.max(np.abs(f), initial=0.0)), 1e-300)
+        # closed: pressed (a normal force) or held at zero normal acceleration; a redundant set of
+        # contacts (a box's corners on a floor) has many force distributions, and a corner the LCP
+        # happens to leave without force stays closed: the smooth phase then shares the force
+        # (least squares). Open: separating, a_N > 0.
+        still = 1e-9 * (1.0 + float(np.max(np.abs(b), initial=0.0)))
         modes: dict[int, Mode] = {}
         for c in range(kc):
             fn = f[c]
-            if fn <= 1e-12 * scale:
+            if accel[c] > still:
                 continue
             key = int(sub.feature[c])
             if sliding[c]:
@@ -708,10 +712,10 @@ class Solver(SolverBase):
         )
 
     def event_table(self) -> tuple[np.ndarray, list[str], list[str]]:
-        """The events so far in time order: times, kinds, contact names."""
-        order = sorted(range(len(self.events)), key=lambda i: (self.events[i][0], i))
-        times = np.array([self.events[i][0] for i in order], dtype=float)
-        return times, [self.events[i][1] for i in order], [self.events[i][2] for i in order]
+        """The events so far in time order: times, kinds, contact names; the points of one
+        contact (a box's corners on the floor) that do the same at the same time are one event."""
+        events = sorted(set(self.events), key=lambda e: (e[0], self.events.index(e)))
+        return np.array([e[0] for e in events], dtype=float), [e[1] for e in events], [e[2] for e in events]
 
 
 def _mass_times(model: Model, x: np.ndarray) -> np.ndarray:
