@@ -367,6 +367,7 @@ class CompareRow:
     max_position_violation: float | None = None
     max_velocity_violation: float | None = None
     energy_drift: float | None = None
+    events: str | None = None  # what the run saw of the contacts' events (event_summary)
     error_rms: float | None = None
     error_max: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -464,9 +465,31 @@ def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], 
         row.max_position_violation = last.max_position_violation
         row.max_velocity_violation = last.max_velocity_violation
         row.energy_drift = last.energy_drift
+        row.events = event_summary(item.file)
     if row.status != "completed":
         note(f"  {choice.text}: failed: {row.message}")
     return row
+
+
+def event_summary(path: str | Path) -> str | None:
+    """What a result file says of contact events: event_driven's /events by kind (``3 impact, 1
+    accumulation``); for timestepping, which does not locate them, the recorded rows where the
+    number of touching contacts rose; None for the other methods."""
+    try:
+        with open_result(path) as f:
+            if "events" in f and "kind" in f["events"]:
+                kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in f["events/kind"][()]]
+                if not kinds:
+                    return "none"
+                counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+                return ", ".join(f"{n} {k}" for k, n in counts.items())
+            if "diagnostics/contacts/count" in f:
+                count = f["diagnostics/contacts/count"][()]
+                if f.attrs.get("method") == "timestepping":  # impacts fall within steps, unlocated
+                    return f"not located; contact onsets in the records {int(np.sum(np.diff(count) > 0))}"
+    except Exception:  # a file that cannot be read has no events to report
+        return None
+    return None
 
 
 def read_positions(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -678,6 +701,7 @@ _COLUMNS = (  # (key, table header, csv header, number format)
     ("max_position_violation", "max pos. violation", "max_position_violation", ".2e"),
     ("max_velocity_violation", "max vel. violation", "max_velocity_violation", ".2e"),
     ("energy_drift", "max rel. energy drift", "energy_drift", ".2e"),
+    ("events", "events", "events", ""),
 )
 _ERROR_COLUMNS = (
     ("error_rms", "RMS error q", "error_rms", ".2e"),

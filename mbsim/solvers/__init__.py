@@ -70,7 +70,9 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
             continue
         kind = item.values["type"]
         if kind == "rigid" and not module.CAPABILITIES.get("rigid_contacts"):
-            raise ctx.error((*item.path, "type"), f"'rigid' needs solver.method 'timestepping', got '{method}'")
+            raise ctx.error(
+                (*item.path, "type"), f"'rigid' needs solver.method 'timestepping' or 'event_driven', got '{method}'"
+            )
         if kind == "compliant" and not module.CAPABILITIES.get("compliant_contacts", True):
             raise ctx.error(
                 (*item.path, "type"),

@@ -156,7 +156,6 @@ class AdaptiveStepper:
         self._y_last = solver.y.copy()
         return float(solver.t), solver.y.copy(), h_next
 
-
     def dense_output(self) -> Any:
         """The interpolant of the last step (scipy's dense output): y(t) for t in that step."""
         return self._solver.dense_output()

@@ -128,4 +128,4 @@ def test_rigid_contacts_need_timestepping(run_scene, tmp_path):
 
     result = CliRunner().invoke(cli, ["validate", str(SCENES / "bouncing_ball.yaml"), "--set", "solver.method=gauss"])
     assert result.exit_code == 2
-    assert "'rigid' needs solver.method 'timestepping'" in result.output
+    assert "'rigid' needs solver.method 'timestepping' or 'event_driven'" in result.output

@@ -1,0 +1,206 @@
+"""Method ``event_driven``: impacts located on the dense output, Newton's restitution, Coulomb
+friction by modes, accumulation of impacts, joints with contacts -- against closed forms (free
+fall, Coulomb's law on a floor and an incline), conservation laws (Newton's cradle) and the
+paper's four-bar against the wall (papers/unilateral-constraints-lcp-projection-correction.txt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
+G = 9.81
+E = 0.8
+
+
+def _ball(end: float = 5.0, restitution: float = E, friction: float = 0.0) -> dict:
+    """A 0.1 m sphere dropped from 1 m (centre at 1.1 m) onto a plane, DOP853 at 1e-12."""
+    return {
+        "mbsim": 1,
+        "name": "bouncing ball",
+        "gravity": [0, 0, -G],
+        "time": {"end": end, "step": 0.01},
+        "solver": {"method": "event_driven", "rtol": 1e-12, "atol": 1e-12},
+        "output": {"every": 1},
+        "ground": {"shapes": [{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}]},
+        "bodies": [
+            {
+                "name": "ball",
+                "mass": 1.0,
+                "inertia": [0.004, 0.004, 0.004],
+                "position": [0, 0, 1.1],
+                "shapes": [{"type": "sphere", "radius": 0.1}],
+            }
+        ],
+        "contacts": [
+            {
+                "name": "floor",
+                "type": "rigid",
+                "body1": "ground",
+                "body2": "ball",
+                "restitution": restitution,
+                "friction": friction,
+            }
+        ],
+    }
+
+
+def _events(res) -> list[tuple[float, str, str]]:
+    kinds = [k.decode() if isinstance(k, bytes) else k for k in res["events/kind"]]
+    names = [k.decode() if isinstance(k, bytes) else k for k in res["events/contact"]]
+    return list(zip(res["events/time"].tolist(), kinds, names, strict=True))
+
+
+@pytest.fixture(scope="module")
+def ball(simulate, tmp_path_factory):
+    return simulate(_ball(), (), tmp_path_factory.mktemp("ball"))
+
+
+def test_ball_impacts_apexes_and_accumulation_match_free_fall(ball):
+    """Impacts at t_k = t1 (1 + 2 (e + ... + e^(k-1))), t1 = sqrt(2/g); apex k at e^(2k) m; the
+    impacts accumulate at t1 (1 + e) / (1 - e) = 4.0637 s, then the ball rests. Measured: impact
+    times to 6e-12 s, apexes to 3e-12 relative, accumulation to 5e-11 s."""
+    summary, res = ball
+    events = _events(res)
+    t1 = np.sqrt(2.0 / G)
+    impacts = np.array([t for t, kind, _ in events if kind == "impact"])
+    expected = t1 * (1 + 2 * np.cumsum(np.r_[0.0, E ** np.arange(1, len(impacts))]))
+    assert len(impacts) > 40  # down to the accumulation speed, 1e-5 m/s
+    np.testing.assert_allclose(impacts, expected, rtol=0, atol=1e-9)
+    assert [name for _, _, name in events] == ["floor"] * len(events)
+    # apex from the row of each impact: free flight conserves z + vz^2 / 2g
+    t, z = res.time, res["bodies/ball/position"][:, 2] - 0.1
+    vz = res["bodies/ball/velocity"][:, 2]
+    rows = [int(np.searchsorted(t, ti)) for ti in impacts[:10]]  # the post-impact state, recorded at ti
+    apex = z[rows] + vz[rows] ** 2 / (2 * G)
+    np.testing.assert_allclose(apex, E ** (2 * np.arange(1, 11)), rtol=1e-8)
+    # accumulation: the last event, at the geometric limit, then nothing
+    t_acc, kind, _ = events[-1]
+    assert kind == "accumulation"
+    assert t_acc == pytest.approx(t1 * (1 + E) / (1 - E), abs=1e-6)
+    assert summary.events == len(events) and res.attrs["events"] == len(events)
+    after = t > t_acc + 1e-3
+    assert after.sum() >= 1 and np.max(np.abs(z[after])) < 1e-12 and np.max(np.abs(vz[after])) < 1e-12
+    assert np.max(res["diagnostics/contacts/max_penetration"]) < 1e-12
+
+
+def test_ball_total_minus_work_is_conserved(ball):
+    """Impacts book the kinetic energy they remove as work: total - work constant to 1e-9."""
+    _, res = ball
+    conserved = res["diagnostics/energy/total"] - res["diagnostics/energy/work"]
+    assert np.max(np.abs(conserved - conserved[0])) < 1e-9 * abs(res["diagnostics/energy/total"][0])
+    # and the work is the sum of the impacts' losses: (1 - e^2) per bounce of the energy before it
+    assert res["diagnostics/energy/work"][-1] == pytest.approx(-G * 1.0, rel=1e-9)
+
+
+def test_ball_under_rk4_locates_the_impacts_on_the_hermite_interpolant(run_scene):
+    """A fixed-step integrator: the events are located on the cubic Hermite interpolant of each
+    step, which is exact for free fall (a quadratic): same impact times."""
+    _, res = run_scene(_ball(end=2.0), ["solver.integrator=rk4", "time.step=0.01"])
+    impacts = np.array([t for t, kind, _ in _events(res) if kind == "impact"])
+    t1 = np.sqrt(2.0 / G)
+    expected = t1 * (1 + 2 * np.cumsum(np.r_[0.0, E ** np.arange(1, len(impacts))]))
+    assert len(impacts) == 3
+    np.testing.assert_allclose(impacts, expected, rtol=0, atol=1e-9)
+
+
+def test_sliding_block_stops_in_one_stick_event(run_scene):
+    """v0 = 2 m/s, mu = 0.3: stops at v0/(mu g) after v0^2/(2 mu g), both 0.67958 (measured to
+    2e-16 relative); the stop is one stick event of the floor (its four corners together), no
+    chattering; the block neither sinks nor tips."""
+    _, res = run_scene(SCENES / "sliding_block.yaml", ["solver.method=event_driven", "output.every=1"])
+    events = _events(res)
+    mu, v0 = 0.3, 2.0
+    assert [(kind, name) for _, kind, name in events] == [("stick", "floor")]
+    assert events[0][0] == pytest.approx(v0 / (mu * G), rel=1e-8)
+    assert res["bodies/block/position"][-1, 0] == pytest.approx(v0**2 / (2 * mu * G), rel=1e-8)
+    assert np.max(np.abs(res["bodies/block/position"][:, 2] - 0.1)) < 1e-12
+    assert np.max(np.abs(res["bodies/block/angular_velocity"])) < 1e-12
+    conserved = res["diagnostics/energy/total"] - res["diagnostics/energy/work"]
+    assert np.max(np.abs(conserved - conserved[0])) < 1e-9 * 0.5 * v0**2
+
+
+@pytest.mark.parametrize("angle", [0.2, 0.4])
+def test_block_on_an_incline_sticks_or_slides_by_the_friction_angle(run_scene, angle):
+    """Gravity tilted by the incline's angle, mu = 0.3 (friction angle 0.2915 rad): at 0.2 rad the
+    block sticks from t = 0, at 0.4 rad it slides with g (sin a - mu cos a); no events either way."""
+    mu = 0.3
+    gravity = f"gravity=[{float(G * np.sin(angle))!r}, 0, {float(-G * np.cos(angle))!r}]"
+    overrides = ["solver.method=event_driven", gravity, "bodies.0.velocity=[0, 0, 0]", "output.every=1"]
+    _, res = run_scene(SCENES / "sliding_block.yaml", overrides)
+    t, x = res.time, res["bodies/block/position"][:, 0]
+    assert _events(res) == []
+    a = G * (np.sin(angle) - mu * np.cos(angle))
+    if a < 0:
+        assert np.max(np.abs(x)) < 1e-12
+    else:
+        np.testing.assert_allclose(x, 0.5 * a * t**2, rtol=1e-9, atol=1e-12)
+
+
+def test_four_bar_against_the_wall_comes_to_rest_on_it(run_scene):
+    """The paper's §4 four-bar (T = 10 N m on bar 1, e = 0.8, wall 0.06 m from point a): repeated
+    impacts of point a, shrinking, then an accumulation and rest on the wall; the joints held to
+    round-off by the projection at every step and event."""
+    summary, res = run_scene(
+        SCENES / "four_bar_wall_2d.yaml",
+        ["solver.method=event_driven", "solver.rtol=1e-10", "solver.atol=1e-10", "output.every=1"],
+    )
+    events = _events(res)
+    kinds = [kind for _, kind, _ in events]
+    assert kinds.count("impact") > 10 and kinds[-1] == "accumulation"
+    times = np.array([t for t, kind, _ in events if kind == "impact"])
+    gaps = np.diff(times)
+    assert np.all(gaps[1:] < gaps[:-1])  # ever smaller bounces
+    assert summary.max_position_violation < 1e-12
+    after = res.time > events[-1][0] + 1e-3
+    angle = res["bodies/bar1/angle"]
+    assert np.max(np.abs(res["bodies/bar1/angular_velocity"][after])) < 1e-9
+    # point a (bar 1's top end) rests on the wall: x = -0.06
+    tip_x = res["bodies/bar1/position"][after, 0] + 0.1 * np.cos(angle[after])
+    np.testing.assert_allclose(tip_x, -0.06, atol=1e-12)
+
+
+def test_newtons_cradle_conserves_momentum_and_energy(run_scene, tmp_path):
+    """e = 1, ball 1 at 1 m/s onto four touching balls: the simultaneous-impact LCP treats the
+    touching four as one body of 4 kg, so ball 1 leaves at -0.6 m/s and the four at 0.4 m/s
+    (an elastic impact of 1 kg on 4 kg); momentum and energy to 1e-12."""
+    text = (SCENES / "newtons_cradle.yaml").read_text()
+    text = "\n".join(line for line in text.splitlines() if "margin:" not in line and "pgs:" not in line)
+    scene = tmp_path / "cradle.yaml"
+    scene.write_text(text)
+    _, res = run_scene(scene, ["solver.method=event_driven"])
+    v = np.array([res[f"bodies/ball{i}/velocity"][-1, 0] for i in range(1, 6)])
+    assert abs(v.sum() - 1.0) < 1e-12
+    assert abs(0.5 * np.sum(v**2) - 0.5) < 1e-12
+    np.testing.assert_allclose(v, [-0.6, 0.4, 0.4, 0.4, 0.4], atol=1e-12)
+    assert [kind for _, kind, _ in _events(res)] == ["impact"]
+
+
+def test_compare_sets_time_stepping_against_event_driven(tmp_path):
+    """compare runs both families on one contact scene and reports the events each saw."""
+    from click.testing import CliRunner
+
+    from mbsim.cli.main import cli
+
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(
+        cli,
+        ["compare", str(SCENES / "bouncing_ball.yaml"), "--solvers", "timestepping,event_driven", "-o", str(out),
+         "--format", "json", "--set", "time.end=1.5"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    import json
+
+    rows = {row["method"]: row for row in json.loads((out / "compare.json").read_text())["rows"]}
+    assert rows["event_driven"]["events"] == "2 impact"
+    assert rows["timestepping"]["events"].startswith("not located")
+
+
+def test_rigid_contacts_need_a_contact_method(run_scene, tmp_path):
+    """Any other method refuses a rigid contact, naming both that take it (exit 2 at load)."""
+    from mbsim.errors import SceneError
+
+    with pytest.raises(SceneError, match="'timestepping' or 'event_driven'"):
+        run_scene(_ball(), ["solver.method=lagrange"])
