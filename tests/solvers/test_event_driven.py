@@ -204,3 +204,12 @@ def test_rigid_contacts_need_a_contact_method(run_scene, tmp_path):
 
     with pytest.raises(SceneError, match="'timestepping' or 'event_driven'"):
         run_scene(_ball(), ["solver.method=lagrange"])
+
+
+def test_a_stack_of_flat_sided_bodies_is_refused_with_the_reason(run_scene):
+    """Box on box (face-face, redundant corner sets) is refused at compile time, naming the two
+    bodies and what to use instead; box on the ground (the sliding block) runs."""
+    from mbsim.errors import SceneError
+
+    with pytest.raises(SceneError, match=r"two moving flat-sided bodies \('box1' and 'box2'.*'timestepping'"):
+        run_scene(SCENES / "box_stack.yaml", ["solver.method=event_driven"])
