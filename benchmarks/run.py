@@ -38,6 +38,8 @@ Benchmarks:
    issue 13, interleaved with mbsim in one run: µs per step and the ratio to the best peer.
 10. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
    minutes); this script keeps that section of BENCHMARKS.md as it is.
+11. Impacts (benchmarks/events.py): ``event_driven`` against ``timestepping`` on the bouncing ball
+   and the paper's four-bar against the wall, wall time at the accuracy each reaches.
 
 Times are ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go
 to a temporary directory. This module is importable without side effects (the tests import
@@ -2200,7 +2202,7 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
 
 
 # sections 6-8: modules of their own, each with section(quick) -> markdown lines
-EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers")
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events")
 
 
 def _module(name: str):

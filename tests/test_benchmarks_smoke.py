@@ -263,3 +263,18 @@ def test_contact_section_short_run(bench, tmp_path):
     assert "### Lemke against PGS" in text and "| four-bar against a wall (2D) | lemke |" in text
     assert "| box stack (3D) | pgs | completed |" in text
     assert "Not run." in "\n".join(bench.contact_section(None, None))
+
+
+@pytest.mark.slow
+def test_events_section_quick_run(benchmark_module, tmp_path):
+    """Section 11 on short runs: every row has its numbers, event_driven's impact times are exact
+    to 1e-9 s on the ball and the ratio line is there; the figure is written."""
+    events = benchmark_module("events")
+    m = events.measure(quick=True)
+    ball = {(r[0], r[1]): r for r in m["ball"]}
+    assert all(np.isfinite(r[4]) for r in m["ball"])
+    assert max(r[4] for r in m["ball"] if r[0] == "event_driven") < 1e-9
+    assert min(r[4] for r in m["ball"] if r[0] == "timestepping") > 1e-6  # first order at impacts
+    assert len(ball) == 4 and len(m["four_bar"]) == 3
+    events.figure(m["curves"], tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").stat().st_size > 10_000
