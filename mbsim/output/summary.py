@@ -113,6 +113,9 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
         if "diagnostics/constraints/quaternion_norm_error" in f:
             out["max_quaternion_norm_error"] = max_of("diagnostics/constraints/quaternion_norm_error")
         out["energy_drift"] = energy_drift(f)
+        if "events" in f and "kind" in f["events"]:  # event_driven: how many of each kind
+            kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in f["events/kind"][()]]
+            out["events"] = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"
         out["bodies"] = sorted(f["bodies"].keys()) if "bodies" in f else []
         out["joints"] = sorted(f["joints"].keys()) if "joints" in f else []
         datasets: list[str] = []

@@ -86,6 +86,11 @@ OPTION_FIELDS = {
         {"iterations": 5000, "tol": 1e-14, "omega": 1.0, "warm_start": False},
     ),
     "event_tol": Field(Number(positive=True), "time within which an event is located, s", 1e-13),
+    "margin": Field(
+        Number(positive=True),
+        "detection margin, m: nearer contacts are followed exactly, farther ones count as this far",
+        1e-3,
+    ),
     "contact_tol": Field(Number(positive=True), "gap below which a contact touches (impact and mode LCPs), m", 1e-9),
     "velocity_tol": Field(
         Number(positive=True),
@@ -160,6 +165,7 @@ class Solver(SolverBase):
         self.projection = projection_options(options["projection"])
         self.lcp, self.pgs = options["lcp"], options["pgs"]
         self.event_tol = options["event_tol"]
+        self.margin = options["margin"]
         self.contact_tol = options["contact_tol"]
         self.velocity_tol = options["velocity_tol"]
         self.accumulation_speed = options["accumulation_speed"]
@@ -186,6 +192,12 @@ class Solver(SolverBase):
         return tuple(self.EXTRA_DIAGNOSTICS)
 
     # ------------------------------------------------------------------ contacts and rows
+
+    def _detect(self, frames):
+        """The contacts within ``margin``: every detection of this method uses the same margin, so
+        that narrow phases whose points depend on it (a cylinder's cap lying flat within it rests
+        on four rim points, else on its lowest one) report the same features throughout."""
+        return self.detector.detect(frames, self.margin)
 
     def _rows(self, frames, batch, v: np.ndarray) -> Rows:
         """K and W of the closed contacts found in ``batch`` (module docstring)."""
@@ -244,7 +256,7 @@ class Solver(SolverBase):
         a0 = self._response(joints, Q[:, None])[:, 0]
         if joints is not None:
             a0 = a0 + joints.correction(cv.gamma)
-        rows = self._rows(frames, self.detector.detect(frames, 10.0 * self.contact_tol), v) if self.modes else None
+        rows = self._rows(frames, self._detect(frames), v) if self.modes else None
         f = np.zeros(0)
         vdot = a0
         contact_power = 0.0
@@ -288,7 +300,7 @@ class Solver(SolverBase):
         for sign in (1.0, -1.0):
             qs = m.normalize(m.retract(q, sign * eps * v))
             frames = m.frames(qs, v)
-            found = self._rows(frames, self.detector.detect(frames, 10.0 * self.contact_tol + 2e-5), v)
+            found = self._rows(frames, self._detect(frames), v)
             shifted.append((found, found.K @ v, {int(key): c for c, key in enumerate(found.keys)}))
         for c, key in enumerate(rows.keys):
             at = [where.get(int(key)) for _, _, where in shifted]
@@ -318,16 +330,12 @@ class Solver(SolverBase):
 
     # ------------------------------------------------------------------ event functions
 
-    def _watch(self, t: float, y: np.ndarray, y1: np.ndarray, span: float):
-        """The open contacts the event functions look at over a step from (t, y) to y1 after
-        ``span``: feature -> (gap, normal speed) at the start, of all within twice the distance
-        the fastest point moves at the larger of the two ends' speeds; and that distance."""
-        nq, nv = self.nq, self.nv
-        q, v = y[:nq], y[nq : nq + nv]
-        speed = max(reach(self.model, self.radii, v), reach(self.model, self.radii, y1[nq : nq + nv]))
-        margin = 2.0 * span * speed + 10.0 * self.contact_tol
+    def _watch(self, t: float, y: np.ndarray) -> dict:
+        """The open contacts within the detection margin at the start of a step: feature ->
+        (gap, normal speed) there."""
+        q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
         frames = self.model.frames(q, v)
-        batch = self.detector.detect(frames, margin)
+        batch = self._detect(frames)
         open_ = {}
         if len(batch.gap):
             J_N, _ = contact_rows(self.model, frames, batch)
@@ -335,32 +343,45 @@ class Solver(SolverBase):
             for i, key in enumerate(batch.feature):
                 if int(key) not in self.modes:
                     open_[int(key)] = (float(batch.gap[i]), float(rate[i]))
-        return open_, margin
+        if any(mode.kind == "slide" for mode in self.modes.values()):  # sliding speeds at the start
+            rows = self._rows(frames, batch, v)
+            for c, key in enumerate(rows.keys):
+                if self.modes[int(key)].kind == "slide":
+                    open_[("slide", int(key))] = float(np.linalg.norm(rows.tangent[c] @ v))
+        return open_
 
-    def _event_values(self, t: float, y: np.ndarray, t0: float, watched: dict, margin: float) -> dict:
+    def _event_values(self, t: float, y: np.ndarray, t0: float, watched: dict) -> dict:
         """Event functions at (t, y): key -> value, an event where a value turns negative.
-        ('gap', f): gap of an open contact (divided by t - t0 when it starts touching: its sign is
-        then that of its mean approach since t0); ('normal', f): a closed contact's normal force;
+        ('gap', f): min(gap, margin) of an open contact (a continuous function: the detection
+        reports every contact within the margin), divided by t - t0 for one touching at t0 (its
+        sign is then that of its mean approach since t0); ('normal', f): a closed contact's normal force;
         ('cone', f): mu f_N - |f_T| of a sticking one; ('slide', f): its relative velocity along
-        the direction it slides in."""
+        the direction it slides in; ('lost', f): -1 once the detection no longer finds it."""
         q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
         values: dict = {}
-        if watched:
-            frames = self.model.frames(q, v)
-            batch = self.detector.detect(frames, margin)
-            gaps = {int(key): float(g) for key, g in zip(batch.feature, batch.gap, strict=True)}
-            crossing = CROSSING * self.contact_tol
-            for key, (g0, rate0) in watched.items():
-                g = gaps.get(key, margin)
-                if g0 <= self.contact_tol:  # touching at t0 (and separating): the mean rate decides
-                    values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else max(rate0, self.velocity_tol)
-                else:
-                    values[("gap", key)] = g + crossing
+        frames = self.model.frames(q, v)
+        batch = self._detect(frames)
+        gaps = {
+            int(key): float(g) for key, g in zip(batch.feature, batch.gap, strict=True) if int(key) not in self.modes
+        }
+        crossing = CROSSING * self.contact_tol
+        for key in {*gaps, *(k for k in watched if not isinstance(k, tuple))}:
+            g = min(gaps.get(key, self.margin), self.margin)
+            g0, rate0 = watched.get(key, (self.margin, 0.0))
+            if g0 <= self.contact_tol:  # touching at t0 (and separating): the mean rate decides
+                values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else max(rate0, self.velocity_tol)
+            else:
+                values[("gap", key)] = g + crossing
         if self.modes:
             s = self._solve(t, q, v)
             rows = s.rows
             # round-off of the least-squares forces of a redundant set is no detachment or slip
             slack = FORCE_TOL * float(np.max(np.abs(s.forces), initial=0.0))
+            # a closed contact the detection no longer reports (its feature changed: a cylinder's
+            # rim point, a box corner leaving a face) is an event: the modes are taken again there
+            found = {int(key) for key in rows.keys}
+            for key in self.modes:
+                values[("lost", key)] = 1.0 if key in found else -1.0
             for c, key in enumerate(rows.keys):
                 key = int(key)
                 fn = float(s.forces[rows.normal_row[c]])
@@ -371,7 +392,10 @@ class Solver(SolverBase):
                     ft = s.forces[rows.tangent_rows[c]]
                     values[("cone", key)] = mu * fn - float(np.linalg.norm(ft)) + slack
                 elif mode.kind == "slide":
-                    values[("slide", key)] = float(mode.direction @ (rows.tangent[c] @ v))
+                    along = float(mode.direction @ (rows.tangent[c] @ v))
+                    if watched.get(("slide", key), np.inf) <= self.velocity_tol:  # starts from rest
+                        along = along / (t - t0) if t > t0 else self.velocity_tol
+                    values[("slide", key)] = along
         return values
 
     # ------------------------------------------------------------------ the step
@@ -393,8 +417,7 @@ class Solver(SolverBase):
             y1 = self._fixed(self, t0, y0, h)
             t1, h_next = t0 + h, h
             dense = _hermite(t0, y0, self.derivative(t0, y0), t1, y1, self.derivative(t1, y1))
-        watched, margin = self._watch(t0, y0, y1, t1 - t0)
-        found = self._first_event(t0, y0, t1, dense, watched, margin)
+        found = self._first_event(t0, y0, t1, dense, self._watch(t0, y0))
         events_before = len(self.events)
         if found is None:
             y_new, t_new = y1, t1
@@ -423,16 +446,14 @@ class Solver(SolverBase):
                 t=t,
             )
 
-    def _first_event(self, t0, y0, t1, dense, watched, margin):
+    def _first_event(self, t0, y0, t1, dense, watched):
         """(time, [event keys]) of the first event in (t0, t1], or None."""
-        if not watched and not self.modes:
-            return None
         import scipy.optimize  # here: validate stays quick
 
         previous_t = t0
         for fraction in SAMPLES:
             t = t0 + fraction * (t1 - t0)
-            values = self._event_values(t, dense(t), t0, watched, margin)
+            values = self._event_values(t, dense(t), t0, watched)
             negative = [key for key, value in values.items() if value < 0.0]
             if not negative:
                 previous_t = t
@@ -441,7 +462,7 @@ class Solver(SolverBase):
             for key in negative:
 
                 def fun(x, key=key):
-                    got = self._event_values(x, dense(x), t0, watched, margin).get(key, 1.0)
+                    got = self._event_values(x, dense(x), t0, watched).get(key, 1.0)
                     return got
 
                 a = previous_t
@@ -459,7 +480,7 @@ class Solver(SolverBase):
         """The contacts touching at a state: batch, J_N, J_T (k, d-1, nv), as dense arrays."""
         m, d = self.model, self.d
         frames = m.frames(state.q, state.v)
-        batch = self.detector.detect(frames, self.contact_tol)
+        batch = self._detect(frames)
         keep = np.nonzero(batch.gap <= self.contact_tol)[0]
         batch = _take(batch, keep)
         k = len(keep)
@@ -483,13 +504,46 @@ class Solver(SolverBase):
             if np.any(approaching):
                 v, work = self._impact(state, batch, J_N, J_T, rate, approaching)
         new_modes = self._modes(State(t, state.q, v, work), batch, J_N, J_T)
-        self._record_mode_changes(t, new_modes, batch, triggers)
-        self.modes = new_modes
+        old_modes, old_entries = self.modes, self.entries
         self.entries = {
             int(key): int(e) for key, e in zip(batch.feature, batch.entry, strict=True) if int(key) in new_modes
         }
+        self.modes = self._settle(t, state.q, v, new_modes)
+        self.modes, new_modes = old_modes, self.modes
+        entries, self.entries = self.entries, old_entries
+        self._record_mode_changes(t, new_modes, batch, triggers)
+        self.modes, self.entries = new_modes, entries
         new = State(t, state.q, v, work)
         return self._project(new)
+
+    def _settle(self, t: float, q: np.ndarray, v: np.ndarray, modes: dict[int, Mode]) -> dict[int, Mode]:
+        """Modes the smooth phase can start from: the LCP's, unless the smooth solve's forces
+        already stand at or past a limit (a contact that rolls with its friction at the cone, a
+        force of a redundant set that the least-squares share makes negative): then slide (in the
+        direction opposite its friction force) or open, so that no event function starts at or
+        below zero and the same event is not found again at once."""
+        for _ in range(5):
+            self.modes = modes
+            solve = self._solve(t, q, v)
+            rows, f = solve.rows, solve.forces
+            slack = FORCE_TOL * float(np.max(np.abs(f), initial=0.0))
+            changed = False
+            for c, key in enumerate(rows.keys):
+                key = int(key)
+                fn = float(f[rows.normal_row[c]])
+                mode = modes[key]
+                if fn + slack <= 0.0:
+                    modes = {k: m for k, m in modes.items() if k != key}
+                    changed = True
+                elif mode.kind == "stick" and self.friction[self.entries[key]] > 0:
+                    ft = f[rows.tangent_rows[c]]
+                    size = float(np.linalg.norm(ft))
+                    if self.friction[self.entries[key]] * fn - size + slack <= 0.0 and size > 0:
+                        modes = {**modes, key: Mode("slide", -ft / size)}
+                        changed = True
+            if not changed:
+                break
+        return modes
 
     def _impact(self, state, batch, J_N, J_T, rate, approaching):
         """The impact LCP of eq. (14) over the touching contacts; returns (v+, work)."""
@@ -665,7 +719,7 @@ class Solver(SolverBase):
             cv = constraint_values(m, frames, t)
             Js.append(cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian))
             rs.append(cv.phi)
-        batch = self.detector.detect(frames, 10.0 * self.contact_tol)
+        batch = self._detect(frames)
         keep = [
             i
             for i, key in enumerate(batch.feature)
@@ -690,7 +744,7 @@ class Solver(SolverBase):
             Js.append(J)
             rs.append(J @ v + cv.phi_t)
         if self.modes:
-            rows = self._rows(frames, self.detector.detect(frames, 10.0 * self.contact_tol), v)
+            rows = self._rows(frames, self._detect(frames), v)
             if len(rows.keys):
                 K = rows.K
                 Js.append(K)
@@ -705,7 +759,7 @@ class Solver(SolverBase):
         m = self.model
         s = self._solve(state.t, state.q, state.v, potential=True)
         kinetic = kinetic_energy(m, state.v)
-        batch = self.detector.detect(s.frames, 0.0)
+        batch = self._detect(s.frames)
         penetration = float(max(0.0, -np.min(batch.gap))) if len(batch.gap) else 0.0
         touching = int(np.sum(batch.gap <= self.contact_tol))
         contacts = (touching, penetration)
