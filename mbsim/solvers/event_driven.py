@@ -396,6 +396,11 @@ class Solver(SolverBase):
                     if watched.get(("slide", key), np.inf) <= self.velocity_tol:  # starts from rest
                         along = along / (t - t0) if t > t0 else self.velocity_tol
                     values[("slide", key)] = along
+                    # in 3D the sliding direction can turn as the speed vanishes without ever
+                    # reversing: a stop below velocity_tol is an event too
+                    speed = float(np.linalg.norm(rows.tangent[c] @ v))
+                    if watched.get(("slide", key), np.inf) > 2.0 * self.velocity_tol:
+                        values[("stop", key)] = speed - self.velocity_tol
         return values
 
     # ------------------------------------------------------------------ the step
@@ -603,7 +608,7 @@ class Solver(SolverBase):
         vt = np.einsum("kan,n->ka", JT, v)
         speed_t = np.linalg.norm(vt, axis=1)
         mu = self.friction[sub.entry]
-        sliding = (speed_t > self.velocity_tol) & (mu > 0)
+        sliding = (speed_t > 2.0 * self.velocity_tol) & (mu > 0)  # a stop event ends at velocity_tol
         W_N = JN.copy()
         for c in np.nonzero(sliding)[0]:
             W_N[c] = JN[c] - mu[c] * ((vt[c] / speed_t[c]) @ JT[c])
