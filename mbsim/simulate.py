@@ -307,10 +307,9 @@ def run(
         message = str(SimulationError(failure.reason, step=steps + 1, t=state.t))
     finally:
         wall = time.perf_counter() - start
-        events = getattr(solver, "event_table", None)
+        table = solver.event_table()
         n_events = None
-        if events is not None:  # event_driven: /events, also of a failed run
-            table = events()
+        if table is not None:  # event_driven: /events, also of a failed run
             n_events = len(table[0])
             writer.write_events(*table)
             writer.set_attrs(events=n_events)

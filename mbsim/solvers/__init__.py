@@ -80,7 +80,7 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
                 "version; remove the contact or set enabled: false",
             )
     solver_spec = spec.solver
-    default = getattr(module, "DEFAULT_INTEGRATOR", None)
+    default = module.CAPABILITIES.get("default_integrator")
     if default and not (isinstance(section, dict) and "integrator" in section):
         solver_spec = dataclasses.replace(solver_spec, integrator=default)  # the method's own default
     solver = module.create(model, ctx, solver_spec)

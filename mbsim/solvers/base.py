@@ -89,6 +89,10 @@ class Solver(Protocol):
     def evaluate(self, state: State) -> Evaluation:
         """Multipliers, residuals and energies at a state (for recording)."""
 
+    def event_table(self) -> tuple[np.ndarray, list[str], list[str]] | None:
+        """The events so far (times, kinds, contact names; /events of CONTRACT §3), or None for
+        a method that does not locate events."""
+
 
 class SolverBase:
     """The defaults of the Solver protocol: a method in the model's body coordinates, stepped
@@ -124,6 +128,9 @@ class SolverBase:
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
         raise TypeError(f"{type(self).__name__} steps one step at a time (block_stepping is False)")
+
+    def event_table(self) -> tuple[np.ndarray, list[str], list[str]] | None:
+        return None
 
 
 def read_options(ctx: Context, path: KeyPath, raw: dict[str, Any], table: dict[str, Field]) -> dict[str, Any]:

@@ -74,8 +74,8 @@ from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.timestepping import PGS_FIELDS
 
 NAME = "event_driven"
-CAPABILITIES = {"rigid_contacts": True, "integrators": True}
-DEFAULT_INTEGRATOR = "scipy:DOP853"  # when the scene names none (events are located on its dense output)
+# default_integrator: when the scene names none (events are located on its dense output)
+CAPABILITIES = {"rigid_contacts": True, "integrators": True, "default_integrator": "scipy:DOP853"}
 
 OPTION_FIELDS = {
     **COMMON_OPTION_FIELDS,
@@ -789,9 +789,13 @@ def _mass_times(model: Model, x: np.ndarray) -> np.ndarray:
     return (model.mass_diag_blocks @ x.reshape(nb, w, 1)).reshape(-1)
 
 
-def _take(batch, index: np.ndarray):
+def _take(batch: ContactBatch, index: np.ndarray) -> ContactBatch:
     """The rows ``index`` of a ContactBatch."""
-    return ContactBatch(*(getattr(batch, name)[index] for name in ContactBatch.__dataclass_fields__))
+    b = batch
+    return ContactBatch(
+        b.body_i[index], b.body_j[index], b.entry[index], b.point_i[index], b.point_j[index], b.normal[index],
+        b.gap[index], b.feature[index],
+    )  # fmt: skip
 
 
 def _hermite(t0, y0, f0, t1, y1, f1):
@@ -812,15 +816,12 @@ def _hermite(t0, y0, f0, t1, y1, f1):
 ROUND_SHAPES = frozenset({"sphere", "circle", "point", "capsule"})
 
 
-def _refuse_stacks(model: Model, ctx: Context) -> None:
+def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
     """Contacts between two moving bodies that both have only flat-sided shapes (box on box, mesh
     on box: a stack) are refused. Their face-face contact is a redundant set of clipped corner
     points whose names change as the faces tilt; the mode LCP of such a set has many solutions,
     Lemke's method meets degenerate bases and PGS stops short, so the closed set does not settle
     (a ten-box stack produced hundreds of detach events in 0.03 s). timestepping handles them."""
-    pairs = getattr(model, "contact_pairs", None)
-    if pairs is None:
-        return
     flat = [
         bool(model.shapes.get(name)) and all(shape["type"] not in ROUND_SHAPES for shape in model.shapes[name])
         for name in model.body_names
@@ -841,7 +842,7 @@ def _refuse_stacks(model: Model, ctx: Context) -> None:
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
-    _refuse_stacks(model, ctx)
+    _refuse_stacks(model, ctx, ContactDetector(model).pairs)
     friction = []
     for item in model.contacts:
         value = item.values.get("friction")
