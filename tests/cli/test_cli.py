@@ -521,7 +521,7 @@ def test_sigint_leaves_a_readable_failed_file(tmp_path: Path) -> None:
             try:  # the writer holds the file open; read without locking, tolerate half-written states
                 with h5py.File(out, "r", locking=False) as f:
                     rows = len(f["time"]) if "time" in f else 0
-            except (OSError, KeyError):
+            except (OSError, KeyError, RuntimeError):  # RuntimeError: a link lookup mid-flush (h5l)
                 rows = 0
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)

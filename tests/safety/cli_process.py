@@ -54,7 +54,7 @@ def recorded_rows(path: Path) -> int:
     try:
         with h5py.File(path, "r") as f:
             return len(f["time"]) if "time" in f else 0
-    except (OSError, KeyError):
+    except (OSError, KeyError, RuntimeError):  # RuntimeError: a link lookup mid-flush (h5l)
         return 0
 
 
