@@ -66,6 +66,7 @@ from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
+from mbsim.solvers import null_space
 from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.contact_lcp import contact_lcp
 from mbsim.solvers.integrators import stepper
@@ -171,6 +172,11 @@ class Solver(SolverBase):
         self.accumulation_speed = options["accumulation_speed"]
         self.rank_tol = options["rank_tol"]
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, options["max_step"])
+        # while no contact is closed the right-hand side is null_space's: its compiled one (the
+        # same M-orthogonal projection onto the joints), when the model flattens
+        self._free = null_space.Solver(
+            model, integrator, rtol, atol, self.projection, options["max_step"], self.rank_tol
+        )
         self.detector = ContactDetector(model)
         self.radii = bounding_radii(model)
         self.restitution = np.array([float(c.values.get("restitution") or 0.0) for c in model.contacts])
@@ -315,7 +321,17 @@ class Solver(SolverBase):
             ) / (2.0 * eps)
         return gamma
 
+    def load_compiled(self) -> None:
+        """The compiled free-phase right-hand side, and scipy's integrators and root finder (set-up,
+        not the timed loop)."""
+        import scipy.integrate  # noqa: F401
+        import scipy.optimize  # noqa: F401
+
+        self._free.load_compiled()
+
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
+        if not self.modes and self._free.compiled:  # free of contacts: the compiled null_space one
+            return self._free.derivative(t, y)
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq : nq + nv]
         s = self._solve(t, q, v)

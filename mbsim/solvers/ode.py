@@ -134,6 +134,11 @@ class OdeSolver(SolverBase):
             else:
                 self.compiled_reason = flat
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the right-hand side runs in compiled code (the model flattened)."""
+        return self._flat is not None
+
     def load_compiled(self) -> None:
         """Load the compiled step (numba loads or compiles it on its first call: from its cache
         about 0.1 s) by a call that takes no step."""
