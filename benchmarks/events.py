@@ -198,7 +198,7 @@ def section(quick: bool = False) -> list[str]:
     m = measure(quick)
     figure(m["curves"])
     out = [
-        "## 11. Impacts: `event_driven` against `timestepping`",
+        "## Impacts: `event_driven` against `timestepping`",
         "",
         f"`benchmarks/events.py` ({platform.processor() or platform.machine()}; "
         + ("quick runs" if quick else "full runs")

@@ -36,10 +36,10 @@ Benchmarks:
 8. ``mbsim sweep`` on Dask: 16 four-box cases against one after another (benchmarks/sweep.py).
 9. The peers (benchmarks/peers.py, the ``bench`` extra): MuJoCo, Pinocchio and Exudyn on the cases of
    issue 13, interleaved with mbsim in one run: µs per step and the ratio to the best peer.
-10. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
-   minutes); this script keeps that section of BENCHMARKS.md as it is.
-11. Impacts (benchmarks/events.py): ``event_driven`` against ``timestepping`` on the bouncing ball
+10. Impacts (benchmarks/events.py): ``event_driven`` against ``timestepping`` on the bouncing ball
    and the paper's four-bar against the wall, wall time at the accuracy each reaches.
+11. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
+   minutes); this script keeps that section of BENCHMARKS.md as it is.
 
 Times are ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go
 to a temporary directory. This module is importable without side effects (the tests import
