@@ -833,8 +833,9 @@ ROUND_SHAPES = frozenset({"sphere", "circle", "point", "capsule"})
 
 
 def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
-    """Contacts between two moving bodies that both have only flat-sided shapes (box on box, mesh
-    on box: a stack) are refused. Their face-face contact is a redundant set of clipped corner
+    """Rigid contacts of meshes are refused (see the message), and contacts between two moving
+    bodies that both have only flat-sided shapes (box on box: a stack). Their face-face contact
+    is a redundant set of clipped corner
     points whose names change as the faces tilt; the mode LCP of such a set has many solutions,
     Lemke's method meets degenerate bases and PGS stops short, so the closed set does not settle
     (a ten-box stack produced hundreds of detach events in 0.03 s). timestepping handles them."""
@@ -843,6 +844,15 @@ def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
         for name in model.body_names
     ]
     for entry in pairs.entries:
+        for b in (*entry.bodies1, *entry.bodies2):  # meshes: tens of vertices touch a face at once
+            if b < model.nbody and any(shape["type"] == "mesh" for shape in model.shapes.get(model.body_names[b], [])):
+                raise ctx.error(
+                    (*model.contacts[entry.index].path, "body2"),
+                    f"event_driven does not take rigid contact of a mesh ('{model.body_names[b]}'): a mesh lying on "
+                    "a face touches it at tens of vertices at once, whose least-squares force shares leave the "
+                    "friction cone and whose modes do not settle; use solver.method 'timestepping', or a compliant "
+                    "(SDF) contact",
+                )
         for b1 in entry.bodies1:
             for b2 in entry.bodies2:
                 if b1 != b2 and b1 < model.nbody and b2 < model.nbody and flat[b1] and flat[b2]:

@@ -213,3 +213,16 @@ def test_a_stack_of_flat_sided_bodies_is_refused_with_the_reason(run_scene):
 
     with pytest.raises(SceneError, match=r"two moving flat-sided bodies \('box1' and 'box2'.*'timestepping'"):
         run_scene(SCENES / "box_stack.yaml", ["solver.method=event_driven"])
+
+
+def test_a_rigid_mesh_contact_is_refused_with_the_reason(run_scene):
+    """A mesh in a rigid contact is refused at compile time (tens of vertices on a face at once)."""
+    from mbsim.errors import SceneError
+
+    scene = _ball()
+    scene["bodies"][0]["shapes"] = [
+        {"type": "mesh", "generate": {"kind": "rippled_torus", "major": 0.1, "minor": 0.03, "ripple": 0.0,
+                                      "waves": 12, "segments": [24, 12]}}
+    ]  # fmt: skip
+    with pytest.raises(SceneError, match=r"rigid contact of a mesh \('ball'\).*'timestepping'"):
+        run_scene(scene)
