@@ -27,6 +27,20 @@ from mbsim.model.sparse import is_sparse
 from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
 
 
+def rigid_friction(model, ctx) -> list[float]:
+    """Coulomb's coefficient of each entry of model.contacts (0 where none or not rigid), checked."""
+    from mbsim.scene.fields import Number
+
+    friction = []
+    for item in model.contacts:  # a rigid contact's friction is one Coulomb coefficient
+        value = item.values.get("friction")
+        if item.values.get("type") == "rigid" and value is not None:
+            friction.append(Number(minimum=0).read(ctx, (*item.path, "friction"), value))
+        else:
+            friction.append(0.0)
+    return friction
+
+
 def contact_lcp(A, b: np.ndarray, mu: np.ndarray, d: int, method: str, pgs_options: dict, t: float, x0=None):
     """Solve the contact LCP (module docstring). ``mu`` (k,) per contact; ``pgs_options`` the
     PGS settings (iterations, tol, omega); ``x0`` a PGS start. Returns (x, iterations: PGS

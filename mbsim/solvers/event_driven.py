@@ -68,7 +68,7 @@ from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers import null_space
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.contact_lcp import contact_lcp
+from mbsim.solvers.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import MinNorm, correction, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
@@ -869,11 +869,5 @@ def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
 def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
     _refuse_stacks(model, ctx, ContactDetector(model).pairs)
-    friction = []
-    for item in model.contacts:
-        value = item.values.get("friction")
-        if item.values.get("type") == "rigid" and value is not None:
-            friction.append(Number(minimum=0).read(ctx, (*item.path, "friction"), value))
-        else:
-            friction.append(0.0)
+    friction = rigid_friction(model, ctx)
     return Solver(model, got, solver_spec.integrator, solver_spec.rtol, solver_spec.atol, friction)

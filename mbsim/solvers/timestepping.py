@@ -59,7 +59,7 @@ from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.contact_lcp import contact_lcp
+from mbsim.solvers.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.projection import project_positions, project_velocities
@@ -290,13 +290,7 @@ def _schur_product(model: Model, J):
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
-    friction = []
-    for item in model.contacts:  # a rigid contact's friction is one Coulomb coefficient
-        value = item.values.get("friction")
-        if item.values.get("type") == "rigid" and value is not None:
-            friction.append(Number(minimum=0).read(ctx, (*item.path, "friction"), value))
-        else:
-            friction.append(0.0)
+    friction = rigid_friction(model, ctx)
     return Solver(model, got, friction)
 
 
