@@ -29,13 +29,15 @@ by the largest diagonal of J M^-1 J^T), the iteration stops there and keeps its 
 A stall that does not meet the second condition (a penalty too small for the masses) still ends
 the run at ``max_iter``.
 
-Default ``tol`` 1e-8: near a fold a direction converging at a rate r leaves an error of about
+Default ``tol`` 1e-9: near a fold a direction converging at a rate r leaves an error of about
 change * r / (1 - r) when the iteration stops, up to a hundred times ``tol``, and under an
 adaptive integrator that error is integrated through every fold: on the N four-bar with N = 40
-(IFToMM A02, DOP853 at 1e-10, 20 folds) tol 1e-6 ended 3.3e-3 m off B0, 1e-8 ends 1.9e-5 m off
-(the published value's precision is 1e-3 m). Away from singular positions the contraction per
-iteration is ~1 / (1 + alpha s^2), about 1e-6 at the default penalty, so the stricter tol costs
-at most one iteration there.
+(IFToMM A02, DOP853 at 1e-10, 20 folds) tol 1e-6 ended 8.7e-4 m off B0 / 2 (the one-coordinate
+model), 1e-8 1.9e-5 m, 1e-9 9.4e-6 m (bit-identical with one BLAS thread or two). Away from
+singular positions the contraction per iteration is ~1 / (1 + alpha s^2), about 1e-6 at the
+default penalty, so the stricter tol costs at most one iteration there. Default ``max_iter``
+3000: at tol 1e-9 the slider-crank's fold creeps at ratios just under STALL (0.98-0.99 per
+iteration, a direction of s ~ 1e-4 that is not lost) and needs up to ~1500 iterations there.
 
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
@@ -65,11 +67,11 @@ OPTION_FIELDS = {
     "penalty": Field(Number(positive=True), "alpha, the penalty factor", 1e6),
     "omega": Field(Number(minimum=0), "Omega, natural frequency of the constraint stabilisation, 1/s", 10.0),
     "mu": Field(Number(minimum=0), "mu, damping ratio of the constraint stabilisation", 1.0),
-    "tol": Field(Number(positive=True), "relative change of the accelerations that ends the iteration", 1e-8),
+    "tol": Field(Number(positive=True), "relative change of the accelerations that ends the iteration", 1e-9),
     "max_iter": Field(
         Number(minimum=1, integer=True),
         "multiplier iterations at most per solve (a direction that stalls near a singular position counts as lost)",
-        1000,
+        3000,
     ),
     "rank_tol": Field(
         Number(positive=True), "rank tolerance of the (pseudo-inverse) projections after each step", 1e-9
