@@ -11,6 +11,8 @@ from mbsim.model.forces import FORCE_TYPES
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.meshgen import GENERATORS
 from mbsim.model.shapes import SHAPE_TYPES
+from mbsim.models import MODEL_FIELDS
+from mbsim.models import __doc__ as models_doc
 from mbsim.scene.expr import FUNCTIONS
 from mbsim.scene.fields import STATE_2D, STATE_3D, table_markdown
 from mbsim.scene.spec import (
@@ -114,6 +116,12 @@ def scene_reference() -> str:
         "## `contacts[]`",
         "",
         table_markdown(CONTACT_FIELDS),
+        "",
+        "## `models[]`",
+        "",
+        (models_doc or "").strip().split("\n\n")[0].replace("\n", " "),
+        "",
+        table_markdown(MODEL_FIELDS),
         "",
         "## Expressions",
         "",

@@ -14,6 +14,7 @@ LAYER = {
     "errors": 0,
     "interrupts": 0,
     "scene": 1,
+    "models": 1,
     "model": 2,
     "diagnostics": 3,
     "output": 3,
@@ -145,6 +146,10 @@ def test_one_file_per_joint_type_holds_all_of_that_type() -> None:
     for path in _modules():
         rel = str(path.relative_to(PACKAGE))
         if rel.startswith("model/joints/") or rel == "solvers/soa_kernels.py":
+            continue
+        # the importers translate URDF/MJCF joint types into mbsim's, and `base: fixed` is a
+        # model entry's base mode (models:, mbsim import --base), not a joint type
+        if rel.startswith("models/") or rel == "cli/import_model.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -58,6 +58,10 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "assembly": model.assembly_report,
         "notes": list(solver.notes),
         "mass_properties": mass_properties(spec, model),
+        "imported": [
+            {"file": m.file, "format": m.format, "bodies": m.bodies, "joints": m.joints, "skipped": m.skipped}
+            for m in spec.imported
+        ],
     }
     if as_json:
         emit_json(report)
@@ -68,6 +72,10 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         f"{plural(dof, 'degree', 'degrees')} of freedom if independent; "
         f"{spec.solver.method}/{solver.integrator_label}, t_end {model.t_end:g} s, step {model.step:g} s"
     )
+    for item in spec.imported:
+        click.echo(f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')} imported")
+        for what in item.skipped:
+            click.echo(f"    skipped: {what} (actuators are not imported; scene drives and forces take their place)")
     for item in report["mass_properties"]:
         if item["from_density"]:
             inertia = item["inertia"]

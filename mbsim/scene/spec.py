@@ -318,6 +318,9 @@ SCENE_FIELDS = {
     "joints": Field(Custom(_read_list, "a list of joints"), "joints between bodies", []),
     "forces": Field(Custom(_read_list, "a list of forces"), "force elements", []),
     "contacts": Field(Custom(_read_list, "a list of contacts"), "contact pairs", []),
+    "models": Field(
+        Raw("a list of models"), "bodies and joints from URDF and MJCF files (see the models reference)", None
+    ),
 }
 
 
@@ -385,6 +388,7 @@ class SceneSpec:
     forces: list[ItemSpec]
     contacts: list[ItemSpec]
     body_names: tuple[str, ...] = field(default=())
+    imported: list = field(default_factory=list)  # mbsim.models.Imported per models: entry
 
 
 def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
@@ -466,6 +470,13 @@ def build_spec(raw: RawScene) -> SceneSpec:
     if raw.data.get("dimension") is not None:
         ctx.dimension = int(SCENE_FIELDS["dimension"].reader.read(ctx, ("dimension",), raw.data["dimension"]))
     ctx.parameters = _read_parameters(ctx, raw.data.get("parameters"))
+    if raw.data.get("models") is not None:  # bodies and joints from robot files (mbsim.models)
+        from mbsim.models import expand_models
+
+        raw, imported = expand_models(raw, ctx)
+        ctx.scene = raw
+    else:
+        imported = []
     top = read_mapping(ctx, (), raw.data, SCENE_FIELDS)
     dim = ctx.dimension
 
@@ -546,6 +557,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
         forces=_read_items(ctx, "forces", top["forces"], {}, need_name=False),
         contacts=_read_items(ctx, "contacts", top["contacts"], CONTACT_FIELDS, need_name=False, strict=True),
         body_names=tuple(b.name for b in bodies),
+        imported=imported,
     )
 
 

@@ -1,0 +1,101 @@
+"""``mbsim import``: a URDF or MJCF file as a standalone scene (CONTRACT §5)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from mbsim.cli.options import debug_option, handle_errors
+from mbsim.errors import SceneError
+
+HEADER = "# written by mbsim import from "  # the first line of every scene this command writes
+
+
+def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
+    """The YAML text of the scene equivalent to ``models: [{file: model_file, base: base}]``:
+    every body and joint spelled out, the file's gravity, a time section and a method."""
+    import yaml
+
+    from mbsim.models import expand_models, model_format, read_model
+    from mbsim.scene.fields import Context
+    from mbsim.scene.load import RawScene
+
+    path = Path(model_file)
+    if not path.is_file():
+        raise SceneError(f"model file not found: {model_file}", file=model_file)
+    fmt = model_format(path, fmt)
+    if fmt is None:
+        raise SceneError("cannot tell the format from the extension; expected .urdf, .xml or .mjcf", file=model_file)
+    tree = read_model(path.resolve(), fmt, {}, False)
+    raw = RawScene(
+        {"models": [{"file": str(path.resolve()), "format": fmt, "base": base}]}, file=model_file, base_dir=Path.cwd()
+    )
+    expanded, imported = expand_models(raw, Context(scene=raw))
+    data = expanded.data
+    tree_like = not tree.couplings
+    scene = {
+        "mbsim": 1,
+        "name": f"{Path(model_file).stem} (imported)",
+        "description": f"Imported by mbsim import from {path.name} ({fmt.upper()}, base {base}).",
+        "gravity": [float(g) for g in tree.gravity],
+        "time": {"end": 1.0, "step": 0.001},
+        "solver": {"method": "recursive" if tree_like else "lagrange", "integrator": "rk4"},
+    }
+    if data.get("ground"):
+        scene["ground"] = data["ground"]
+    scene["bodies"] = data["bodies"]
+    scene["joints"] = data["joints"]
+    skipped = [s for item in imported for s in item.skipped]
+    text = yaml.safe_dump(scene, sort_keys=False, default_flow_style=None, width=100)
+    lines = [f"{HEADER}{path.name}"]
+    lines += [f"# skipped (not imported): {s}" for s in skipped]
+    return "\n".join(lines) + "\n" + text
+
+
+@click.command(name="import")
+@click.argument("model_file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="Scene file to write (default: print it); replaces only a file this command wrote.")  # fmt: skip
+@click.option("--base", type=click.Choice(["fixed", "free"]), default="fixed", show_default=True,
+              help="fixed: the root is welded to the ground; free: a floating base.")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["urdf", "mjcf"]), default=None,
+              help="urdf or mjcf (default: from the extension).")  # fmt: skip
+@debug_option
+@handle_errors
+def import_model(model_file: str, output: str | None, base: str, fmt: str | None, debug: bool) -> None:
+    """Write MODEL_FILE (URDF or MJCF) as a standalone scene: every body and joint spelled out."""
+    text = standalone_scene(model_file, base, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    target = Path(output)
+    if target.exists():
+        try:
+            with open(target, encoding="utf-8", errors="replace") as f:
+                first = f.readline()
+        except OSError as exc:
+            raise SceneError(f"cannot use this path: {exc.strerror}", file=output) from None
+        if not target.is_file() or not first.startswith(HEADER):
+            raise SceneError(
+                "exists and was not written by mbsim import; mbsim does not overwrite it (choose another name, "
+                "or move the file away)",
+                file=output,
+            )
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise SceneError(f"the folder {folder} does not exist", file=output)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file (mkstemp makes it private)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    click.echo(f"{output}: scene written from {model_file}", err=True)

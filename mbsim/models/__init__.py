@@ -1,0 +1,211 @@
+"""Models from robot description files: the scene's ``models:`` key (CONTRACT §5).
+
+Each entry names a URDF (mbsim.models.urdf) or MJCF (mbsim.models.mjcf) file; its links and
+joints become the scene's bodies and joints (mbsim.models.tree.scene_parts) before the scene is
+checked, as if they had been written in the scene by hand (``mbsim import`` writes exactly that
+scene). An entry of ``joints:`` without a ``type`` that names an imported joint (prefix
+included) amends it: its keys (``drive``, ``spring``) are added to the imported joint, in the
+amending entry's place.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mbsim.errors import SceneError
+from mbsim.scene.fields import Boolean, Choice, Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
+from mbsim.scene.load import KeyPath, RawScene
+
+FORMATS = {".urdf": "urdf", ".xml": "mjcf", ".mjcf": "mjcf"}
+
+
+def _read_names(ctx: Context, path: KeyPath, value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise ctx.error(path, "expected a mapping of the file's joint names to numbers")
+    return {str(k): Number().read(ctx, (*path, k), v) for k, v in value.items()}
+
+
+def _read_paths(ctx: Context, path: KeyPath, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
+        raise ctx.error(path, "expected a mapping of package names to folders")
+    return {str(k): v for k, v in value.items()}
+
+
+def _orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
+    from mbsim.scene.spec import _read_orientation
+
+    return _read_orientation(ctx, path, value)
+
+
+MODEL_FIELDS = {
+    "file": Field(Text(), "URDF (.urdf) or MJCF (.xml) file, relative to the scene file"),
+    "format": Field(Choice(("urdf", "mjcf")), "urdf or mjcf; from the file's extension when not given", None),
+    "prefix": Field(Raw("a text"), "prepended to every body and joint name from this file", ""),
+    "base": Field(Choice(("fixed", "free")), "fixed: the root is welded to the ground; free: a floating base", "fixed"),
+    "position": Field(Vector(3), "position of the model's root frame in the world at t = 0, m", [0.0, 0.0, 0.0]),
+    "orientation": Field(
+        Custom(_orientation, "{euler: ...}, {quaternion: [w,x,y,z]} or {axis_angle: ...}"),
+        "orientation of the model's root frame at t = 0",
+        None,
+    ),
+    "base_velocity": Field(Vector(3), "free base: velocity of the root link's origin, world frame, m/s", None),
+    "base_angular_velocity": Field(Vector(3), "free base: angular velocity of the root link, world frame, rad/s", None),
+    "joint_positions": Field(
+        Custom(_read_names, "a mapping of joint names to numbers"),
+        "initial joint coordinates by the file's joint names (no prefix); default 0 (URDF) or qpos0 (MJCF)",
+        None,
+    ),
+    "joint_velocities": Field(
+        Custom(_read_names, "a mapping of joint names to numbers"),
+        "initial joint rates by the file's names; default 0",
+        None,
+    ),
+    "collisions": Field(Boolean(), "true: the file's collision geometry becomes the bodies' shapes", False),
+    "package_paths": Field(
+        Custom(_read_paths, "a mapping of package names to folders"),
+        "where package:// URIs resolve (relative to the scene file; then the model file's parent folders)",
+        None,
+    ),
+}
+
+
+@dataclass
+class Imported:
+    """One model entry after import: for validate and the result file's notes."""
+
+    file: str
+    format: str
+    bodies: int
+    joints: int
+    skipped: list[str]
+
+
+def read_model(file: Path, fmt: str, package_paths: dict[str, Path], collisions: bool):
+    """The :class:`~mbsim.models.tree.ModelTree` of a model file."""
+    if fmt == "urdf":
+        from mbsim.models.urdf import read_urdf
+
+        return read_urdf(file, package_paths, collisions)
+    from mbsim.models.mjcf import read_mjcf
+
+    return read_mjcf(file, collisions)
+
+
+def model_format(file: str | Path, given: str | None = None) -> str | None:
+    return given or FORMATS.get(Path(file).suffix.lower())
+
+
+def _vector(value) -> np.ndarray:
+    return np.zeros(3) if value is None else np.asarray(value, float)
+
+
+def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]]:
+    """The scene with its ``models:`` entries replaced by bodies and joints (a copy; ``raw`` is
+    left as it is), and what each entry imported."""
+    from mbsim.models.tree import scene_parts, transform
+    from mbsim.scene.spec import _kind_of
+
+    entries = raw.data.get("models")
+    if entries is None:
+        return raw, []
+    if not isinstance(entries, list):
+        raise ctx.error(("models",), f"expected a list of models, got {_kind_of(entries)}")
+    if ctx.dimension != 3:
+        raise ctx.error(("models",), "models from URDF and MJCF files need a 3D scene (dimension: 3)")
+    data = copy.deepcopy({k: v for k, v in raw.data.items() if k != "models"})
+    data.setdefault("bodies", [])
+    data.setdefault("joints", [])
+    if not isinstance(data["bodies"], list) or not isinstance(data["joints"], list):
+        return raw, []  # build_spec says what is wrong with them
+    imported: list[Imported] = []
+    taken_bodies = {b.get("name") for b in data["bodies"] if isinstance(b, dict)}
+    imported_joints: dict[str, dict] = {}
+    for i, entry in enumerate(entries):
+        path = ("models", i)
+        got = read_mapping(ctx, path, entry, MODEL_FIELDS)
+        file = raw.base_dir / got["file"]
+        fmt = model_format(file, got["format"])
+        if fmt is None:
+            raise ctx.error(
+                (*path, "file"),
+                f"cannot tell the format of '{got['file']}' from its extension; give format: urdf or mjcf",
+            )
+        if not file.is_file():
+            raise ctx.error((*path, "file"), f"model file not found: {file}")
+        prefix = got["prefix"]
+        if not isinstance(prefix, str):
+            raise ctx.error((*path, "prefix"), f"expected a text, got {_kind_of(prefix)}")
+        packages = {k: raw.base_dir / v for k, v in (got["package_paths"] or {}).items()}
+        tree = read_model(file, fmt, packages, got["collisions"])
+        for key in ("joint_positions", "joint_velocities"):
+            names = {j.name for j in tree.joints if j.kind in ("revolute", "prismatic")}
+            for name in got[key] or {}:
+                if name not in names:
+                    from mbsim.errors import did_you_mean
+
+                    raise ctx.error(
+                        (*path, key, name),
+                        f"no joint '{name}' with one coordinate in {got['file']}",
+                        did_you_mean(name, sorted(names)),
+                    )
+        R = np.eye(3)
+        if got["orientation"] is not None:
+            from scipy.spatial.transform import Rotation
+
+            w, x, y, z = got["orientation"]
+            R = Rotation.from_quat([x, y, z, w]).as_matrix()
+        free = got["base"] == "free"
+        if free and fmt == "mjcf":  # the root is MJCF's world: its welded children float instead
+            for j in tree.joints:
+                if j.parent == tree.root and j.kind == "fixed":
+                    j.kind = "free"
+        for key in ("base_velocity", "base_angular_velocity"):
+            if got[key] is not None and not (free or tree.free_root):
+                raise ctx.error((*path, key), "only a free base moves at t = 0; set base: free")
+        parts = scene_parts(
+            tree,
+            prefix,
+            free and fmt != "mjcf",
+            transform(R, np.asarray(got["position"], float)),
+            got["joint_positions"] or {},
+            got["joint_velocities"] or {},
+            _vector(got["base_velocity"]),
+            _vector(got["base_angular_velocity"]),
+        )
+        if tree.couplings:
+            c = tree.couplings[0]
+            raise SceneError(
+                "joint couplings (URDF <mimic>, MJCF equality joint) are not imported yet",
+                file=tree.file,
+                line=c.line,
+                key_path=c.element,
+            )
+        for body in parts.bodies:
+            if body["name"] in taken_bodies:
+                raise ctx.error(
+                    (*path, "prefix"),
+                    f"body '{body['name']}' from {got['file']} is already in the scene; give the model a prefix",
+                )
+            taken_bodies.add(body["name"])
+        for joint in parts.joints:
+            imported_joints[joint["name"]] = joint
+        data["bodies"].extend(parts.bodies)
+        if parts.ground_shapes:
+            data.setdefault("ground", {}) or data.__setitem__("ground", {})
+            data["ground"].setdefault("shapes", [])
+            data["ground"]["shapes"].extend(parts.ground_shapes)
+        imported.append(Imported(str(file), fmt, len(parts.bodies), len(parts.joints), parts.skipped))
+    # amendments: an entry without a type naming an imported joint takes its place
+    joints = []
+    for item in data["joints"]:
+        if isinstance(item, dict) and "type" not in item and item.get("name") in imported_joints:
+            joints.append({**imported_joints.pop(item["name"]), **item})
+        else:
+            joints.append(item)
+    data["joints"] = joints + list(imported_joints.values())
+    return RawScene(data, raw.file, raw.marks, raw.base_dir, raw.overridden, raw.created), imported

@@ -1,0 +1,124 @@
+"""MJCF reader: a MuJoCo model file as a :class:`mbsim.models.tree.ModelTree`.
+
+The file goes through MuJoCo's own compiler (``mujoco.MjModel.from_xml_path``), so that defaults,
+``<compiler angle>``, ``density``, ``inertiafromgeom`` and every other rule that decides mass
+properties are exactly MuJoCo's: the compiled ``body_mass``, ``body_ipos`` and ``body_inertia``
+about the principal axes ``body_iquat`` are read back. Each body has at most one joint: ``hinge``
+-> revolute about ``jnt_axis`` through ``jnt_pos`` (body frame), ``slide`` -> prismatic, ``free`` ->
+a free body, none -> welded to its parent; the coordinate of zero motion is qpos0 (the body's
+pose in the file), as MuJoCo's kinematics. Joint ``damping``, ``stiffness`` and ``springref``
+carry over; ``range`` is kept as the joint's limits. Actuators are listed as skipped. Content
+that changes the dynamics and that mbsim cannot represent is a scene error naming the element:
+tendons, joint ``frictionloss``, ``armature``, ``ball`` joints, several joints on one body, and
+(for now) equality constraints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from mbsim.errors import SceneError
+from mbsim.models.tree import Link, ModelTree, TreeJoint, transform
+
+
+def _quat_matrix(q: np.ndarray) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    w, x, y, z = q
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def _line_finder(path: Path):
+    """(tag, name) -> line in the top file (lxml), for messages; None when not found."""
+    try:
+        from lxml import etree
+
+        root = etree.parse(str(path), parser=etree.XMLParser(remove_comments=True, resolve_entities=False)).getroot()
+        lines = {(el.tag, el.get("name")): el.sourceline for el in root.iter() if isinstance(el.tag, str)}
+    except Exception:  # the compiler has read it; lines are a courtesy
+        lines = {}
+    return lambda tag, name: lines.get((tag, name))
+
+
+def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
+    """The kinematic tree of an MJCF file, as MuJoCo compiles it."""
+    import mujoco
+
+    path = Path(path)
+    file = str(path)
+    try:
+        m = mujoco.MjModel.from_xml_path(file)
+    except ValueError as exc:  # MuJoCo's compiler: "Error: ...\nElement 'joint', line 12"
+        text = str(exc).strip()
+        found = re.search(r"line (\d+)", text)
+        element = re.search(r"Element name '([^']*)', id", text) or re.search(r"Element '([^']*)'", text)
+        reason = text.splitlines()[0].removeprefix("Error: ").strip() if text else "MuJoCo cannot compile it"
+        if text.startswith("XML Error"):
+            reason = "not a valid MJCF/XML file: " + " ".join(text.split())
+        raise SceneError(
+            f"MuJoCo's compiler refuses the model: {reason}",
+            file=file,
+            line=int(found.group(1)) if found else None,
+            key_path=f"<{element.group(1)}>" if element else "",
+        ) from None
+    line = _line_finder(path)
+
+    def name(kind, i: int) -> str:
+        return mujoco.mj_id2name(m, kind, i) or ""
+
+    def refuse(reason: str, tag: str, label: str) -> SceneError:
+        return SceneError(reason, file=file, line=line(tag, label), key_path=f"{tag} '{label}'")
+
+    body_names = []
+    for b in range(m.nbody):
+        label = "world" if b == 0 else name(mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+        body_names.append(label)
+    if m.ntendon:
+        raise refuse("tendons change the dynamics and mbsim cannot represent them", "tendon",
+                     name(mujoco.mjtObj.mjOBJ_TENDON, 0))  # fmt: skip
+    if m.neq:
+        raise refuse("equality constraints are not imported yet", "equality", name(mujoco.mjtObj.mjOBJ_EQUALITY, 0))
+    links = {"world": Link("world")}
+    joints: list[TreeJoint] = []
+    for b in range(1, m.nbody):
+        label = body_names[b]
+        R_in = _quat_matrix(m.body_iquat[b])
+        links[label] = Link(
+            label, float(m.body_mass[b]), np.array(m.body_ipos[b], float),
+            R_in @ np.diag(m.body_inertia[b]) @ R_in.T, line=line("body", label),
+        )  # fmt: skip
+        parent = body_names[int(m.body_parentid[b])]
+        origin = transform(_quat_matrix(m.body_quat[b]), np.array(m.body_pos[b], float))
+        count = int(m.body_jntnum[b])
+        if count == 0:
+            joints.append(TreeJoint(f"{label}_weld", "fixed", parent, label, origin, line=line("body", label)))
+            continue
+        if count > 1:
+            raise refuse(f"the body has {count} joints; mbsim joins two bodies by one joint", "body", label)
+        j = int(m.body_jntadr[b])
+        jname = name(mujoco.mjtObj.mjOBJ_JOINT, j) or f"{label}_joint"
+        jtype = int(m.jnt_type[j])
+        qa, da = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        if jtype == mujoco.mjtJoint.mjJNT_FREE:
+            joints.append(TreeJoint(jname, "free", parent, label, origin, line=line("joint", jname)))
+            continue
+        if jtype == mujoco.mjtJoint.mjJNT_BALL:
+            raise refuse("ball joints are not imported yet (their quaternion coordinates)", "joint", jname)
+        for what, value in (("frictionloss", m.dof_frictionloss[da]), ("armature", m.dof_armature[da])):
+            if value != 0.0:
+                raise refuse(f"joint {what} {value:g} changes the dynamics and mbsim cannot represent it yet",
+                             "joint", jname)  # fmt: skip
+        kind = "revolute" if jtype == mujoco.mjtJoint.mjJNT_HINGE else "prismatic"
+        tj = TreeJoint(
+            jname, kind, parent, label, origin, np.array(m.jnt_axis[j], float), np.array(m.jnt_pos[j], float),
+            ref=float(m.qpos0[qa]), default=float(m.qpos0[qa]), damping=float(m.dof_damping[da]),
+            stiffness=float(m.jnt_stiffness[j]), spring_ref=float(m.qpos_spring[qa]), line=line("joint", jname),
+        )  # fmt: skip
+        if m.jnt_limited[j]:
+            tj.limits = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1]))
+        joints.append(tj)
+    skipped = [f"actuator '{name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) or a}'" for a in range(m.nu)]
+    return ModelTree(file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), skipped=skipped)

@@ -1,0 +1,317 @@
+"""A robot description file as a kinematic tree, and the scene's bodies and joints made from it.
+
+The readers (mbsim.models.urdf, mbsim.models.mjcf) fill a :class:`ModelTree`: links with their
+mass properties in the link frame, and one joint per non-root link to its parent, placed as
+
+    T_child = T_parent @ joint.origin @ motion(q),
+
+with ``motion`` the joint's own displacement about (or along) its axis through its point, both
+in the child's frame: a rotation by (q - ref) for ``revolute``, a translation by (q - ref) for
+``prismatic`` (URDF: point 0, ref 0; MJCF: the joint's ``pos`` and qpos0). :func:`scene_parts`
+then places the links at the initial joint coordinates, merges links on ``fixed`` joints into
+their parent (masses and inertias added about the common centre of mass), makes links welded to
+the ground part of the ground, and writes bodies and joints in CONTRACT §1's format (world
+positions and axes at t = 0; the joint coordinates of mbsim's scene are zero there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbsim.errors import SceneError
+
+JOINT_KINDS = ("revolute", "prismatic", "fixed", "spherical", "free")
+
+
+@dataclass
+class Link:
+    """A link (MJCF: body): mass properties about its centre of mass, in its own frame."""
+
+    name: str
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    shapes: list[dict] = field(default_factory=list)  # scene shapes with poses in the link frame
+    line: int | None = None
+
+
+@dataclass
+class TreeJoint:
+    """The joint of ``child`` to ``parent`` (see the module docstring)."""
+
+    name: str
+    kind: str  # one of JOINT_KINDS
+    parent: str
+    child: str
+    origin: np.ndarray  # (4, 4) parent frame -> child frame at motion zero
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))  # child frame, unit
+    point: np.ndarray = field(default_factory=lambda: np.zeros(3))  # child frame
+    ref: float = 0.0  # the coordinate of zero motion
+    default: float = 0.0  # the coordinate when joint_positions does not name the joint
+    damping: float = 0.0
+    stiffness: float = 0.0
+    spring_ref: float = 0.0  # the coordinate where the stiffness is relaxed
+    limits: tuple[float, float] | None = None
+    line: int | None = None
+    tag: str = "joint"
+
+
+@dataclass
+class Coupling:
+    """A linear relation between two joints' coordinates: q_joint = multiplier * q_leader + offset
+    (URDF ``<mimic>``, MJCF equality ``joint`` with a linear polynomial)."""
+
+    joint: str
+    leader: str
+    multiplier: float
+    offset: float
+    element: str
+    line: int | None = None
+
+
+@dataclass
+class ModelTree:
+    """What a reader found in one file."""
+
+    file: str
+    format: str
+    root: str
+    links: dict[str, Link]
+    joints: list[TreeJoint]  # one per non-root link
+    gravity: np.ndarray
+    couplings: list[Coupling] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # actuators and other ignored content, for validate
+    free_root: bool = False  # the file itself makes the root a floating base (MJCF free joint)
+
+    def error(self, reason: str, element: str, line: int | None = None) -> SceneError:
+        return SceneError(reason, file=self.file, line=line, key_path=element)
+
+
+def transform(rotation: np.ndarray | None = None, translation: np.ndarray | None = None) -> np.ndarray:
+    T = np.eye(4)
+    if rotation is not None:
+        T[:3, :3] = rotation
+    if translation is not None:
+        T[:3, 3] = translation
+    return T
+
+
+def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation by ``angle`` about the unit ``axis`` (Rodrigues)."""
+    x, y, z = axis
+    c, s = np.cos(angle), np.sin(angle)
+    C = 1.0 - c
+    return np.array(
+        [
+            [c + x * x * C, x * y * C - z * s, x * z * C + y * s],
+            [y * x * C + z * s, c + y * y * C, y * z * C - x * s],
+            [z * x * C - y * s, z * y * C + x * s, c + z * z * C],
+        ]
+    )
+
+
+def motion(joint: TreeJoint, q: float) -> np.ndarray:
+    """The child's displacement by its joint coordinate ``q`` (child frame)."""
+    if joint.kind == "revolute":
+        R = axis_rotation(joint.axis, q - joint.ref)
+        return transform(R, joint.point - R @ joint.point)
+    if joint.kind == "prismatic":
+        return transform(None, joint.axis * (q - joint.ref))
+    return np.eye(4)
+
+
+@dataclass
+class Placed:
+    """World poses and twists of the links at the initial state."""
+
+    pose: dict[str, np.ndarray]  # link -> (4, 4) world
+    omega: dict[str, np.ndarray]  # link -> world angular velocity
+    velocity: dict[str, np.ndarray]  # link -> world velocity of the link frame's origin
+
+
+def place(
+    tree: ModelTree,
+    root_pose: np.ndarray,
+    positions: dict[str, float],
+    velocities: dict[str, float],
+    root_velocity: np.ndarray,
+    root_omega: np.ndarray,
+) -> Placed:
+    """Forward kinematics (poses, then twists base to tip) at the initial joint coordinates."""
+    pose = {tree.root: root_pose}
+    omega = {tree.root: np.asarray(root_omega, float)}
+    velocity = {tree.root: np.asarray(root_velocity, float)}
+    for j in tree.joints:  # parents before children (the readers order them so)
+        q = positions.get(j.name, j.default)
+        qd = velocities.get(j.name, 0.0)
+        parent = pose[j.parent]
+        T = parent @ j.origin @ motion(j, q)
+        pose[j.child] = T
+        R = T[:3, :3]
+        w, v = omega[j.parent], velocity[j.parent]
+        o_parent, o_child = parent[:3, 3], T[:3, 3]
+        v_child = v + np.cross(w, o_child - o_parent)
+        axis_w = R @ j.axis
+        if j.kind == "revolute":
+            p_w = T[:3, :3] @ j.point + o_child
+            w = w + axis_w * qd
+            v_child = v_child + np.cross(axis_w * qd, o_child - p_w)
+        elif j.kind == "prismatic":
+            v_child = v_child + axis_w * qd
+        omega[j.child], velocity[j.child] = w, v_child
+    return Placed(pose, omega, velocity)
+
+
+def combine(parts: list[tuple[float, np.ndarray, np.ndarray]]) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass, centre of mass and inertia about it of rigidly joined parts, each (mass, com, inertia
+    about its com), all in one frame."""
+    mass = sum(m for m, _, _ in parts)
+    if mass <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    com = sum(m * c for m, c, _ in parts) / mass
+    inertia = np.zeros((3, 3))
+    for m, c, I in parts:
+        d = c - com
+        inertia += I + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return mass, com, inertia
+
+
+def quaternion(R: np.ndarray) -> list[float]:
+    """[w, x, y, z] of a rotation matrix (scalar first, as the scene format)."""
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return [float(w), float(x), float(y), float(z)]
+
+
+def _floats(x: np.ndarray) -> list[float]:
+    return [float(v) for v in np.asarray(x).ravel()]
+
+
+@dataclass
+class SceneParts:
+    """Bodies, joints and ground shapes in the scene format, and what was left out."""
+
+    bodies: list[dict]
+    joints: list[dict]
+    ground_shapes: list[dict]
+    joint_names: dict[str, str]  # the file's joint name -> the scene's (prefix added)
+    body_of_link: dict[str, str]  # link -> scene body (or "ground")
+    skipped: list[str]
+
+
+def scene_parts(
+    tree: ModelTree,
+    prefix: str,
+    free_base: bool,
+    root_pose: np.ndarray,
+    positions: dict[str, float],
+    velocities: dict[str, float],
+    root_velocity: np.ndarray,
+    root_omega: np.ndarray,
+) -> SceneParts:
+    """The scene's bodies and joints of ``tree`` (see the module docstring)."""
+    placed = place(tree, root_pose, positions, velocities, root_velocity, root_omega)
+    free_root = free_base or tree.free_root
+    group = {tree.root: tree.root if free_root else "ground"}
+    for j in tree.joints:
+        group[j.child] = group[j.parent] if j.kind == "fixed" else j.child
+    members: dict[str, list[str]] = {}
+    for link, g in group.items():
+        members.setdefault(g, []).append(link)
+
+    def shape_world(link: str, shape: dict) -> tuple[dict, np.ndarray]:
+        pose = shape.get("pose", {})
+        local = transform(pose_rotation(pose), np.array(pose.get("position", [0.0, 0.0, 0.0]), float))
+        return {k: v for k, v in shape.items() if k != "pose"}, placed.pose[link] @ local
+
+    bodies, ground_shapes = [], []
+    body_of_link = {link: ("ground" if g == "ground" else prefix + g) for link, g in group.items()}
+    for g, links in members.items():
+        if g == "ground":
+            for link in links:
+                for shape in tree.links[link].shapes:
+                    base, T = shape_world(link, shape)
+                    ground_shapes.append({**base, "pose": _pose_dict(T)})
+            continue
+        T_g = placed.pose[g]
+        R_g, o_g = T_g[:3, :3], T_g[:3, 3]
+        parts = []
+        for link in links:
+            L, T = tree.links[link], placed.pose[link]
+            R_l = T[:3, :3]
+            com_w = T[:3, :3] @ L.com + T[:3, 3]
+            R = R_g.T @ R_l
+            parts.append((L.mass, R_g.T @ (com_w - o_g), R @ L.inertia @ R.T))
+        mass, com_g, inertia = combine(parts)
+        root_link = tree.links[g]
+        if mass <= 0.0:
+            merged = f" (with {', '.join(repr(n) for n in links if n != g)} merged into it)" if len(links) > 1 else ""
+            raise tree.error(
+                f"the moving link '{g}'{merged} has no mass; give it an <inertial> with a positive mass "
+                "(a moving body needs one)",
+                f"link '{g}'",
+                root_link.line,
+            )
+        com_w = R_g @ com_g + o_g
+        inertia = 0.5 * (inertia + inertia.T)
+        w = placed.omega[g]
+        body = {
+            "name": prefix + g,
+            "mass": float(mass),
+            "inertia": [_floats(row) for row in inertia],
+            "position": _floats(com_w),
+            "orientation": {"quaternion": quaternion(R_g)},
+            "velocity": _floats(placed.velocity[g] + np.cross(w, com_w - o_g)),
+            "angular_velocity": _floats(w),
+        }
+        T_body = transform(R_g, com_w)
+        shapes = []
+        for link in links:
+            for shape in tree.links[link].shapes:
+                base, T = shape_world(link, shape)
+                shapes.append({**base, "pose": _pose_dict(np.linalg.inv(T_body) @ T)})
+        if shapes:
+            body["shapes"] = shapes
+        bodies.append(body)
+
+    joints, joint_names = [], {}
+    for j in tree.joints:
+        joint_names[j.name] = prefix + j.name
+        if j.kind in ("fixed", "free"):
+            continue
+        T = placed.pose[j.child]
+        item = {
+            "name": prefix + j.name,
+            "type": j.kind,
+            "body1": body_of_link[j.parent],
+            "body2": body_of_link[j.child],
+            "point": _floats(T[:3, :3] @ j.point + T[:3, 3]),
+        }
+        if j.kind in ("revolute", "prismatic"):
+            item["axis"] = _floats(T[:3, :3] @ j.axis)
+            if j.damping > 0.0 or j.stiffness > 0.0:
+                q0 = positions.get(j.name, j.default)
+                item["spring"] = {
+                    "stiffness": float(j.stiffness),
+                    "damping": float(j.damping),
+                    "rest": float(j.spring_ref - q0),
+                }
+        joints.append(item)
+    return SceneParts(bodies, joints, ground_shapes, joint_names, body_of_link, list(tree.skipped))
+
+
+def pose_rotation(pose: dict) -> np.ndarray | None:
+    q = pose.get("orientation", {}).get("quaternion") if isinstance(pose.get("orientation"), dict) else None
+    if q is None:
+        return None
+    from scipy.spatial.transform import Rotation
+
+    w, x, y, z = q
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def _pose_dict(T: np.ndarray) -> dict:
+    return {"position": _floats(T[:3, 3]), "orientation": {"quaternion": quaternion(T[:3, :3])}}
