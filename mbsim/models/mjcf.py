@@ -9,8 +9,9 @@ a free body, none -> welded to its parent; the coordinate of zero motion is qpos
 pose in the file), as MuJoCo's kinematics. Joint ``damping``, ``stiffness`` and ``springref``
 carry over; ``range`` is kept as the joint's limits. Actuators are listed as skipped. Content
 that changes the dynamics and that mbsim cannot represent is a scene error naming the element:
-tendons, joint ``frictionloss``, ``armature``, ``ball`` joints, several joints on one body, and
-(for now) equality constraints.
+tendons, joint ``frictionloss``, ``armature``, ``ball`` joints, several joints on one body.
+Equality constraints: ``connect`` -> a spherical joint between the two bodies, ``weld`` -> a
+fixed joint, ``joint`` (linear) -> a coupling of the coordinates, so that loops stay closed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.errors import SceneError
-from mbsim.models.tree import Link, ModelTree, TreeJoint, transform
+from mbsim.models.tree import Coupling, Link, Loop, ModelTree, TreeJoint, transform
 
 
 def _quat_matrix(q: np.ndarray) -> np.ndarray:
@@ -79,8 +80,6 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
     if m.ntendon:
         raise refuse("tendons change the dynamics and mbsim cannot represent them", "tendon",
                      name(mujoco.mjtObj.mjOBJ_TENDON, 0))  # fmt: skip
-    if m.neq:
-        raise refuse("equality constraints are not imported yet", "equality", name(mujoco.mjtObj.mjOBJ_EQUALITY, 0))
     links = {"world": Link("world")}
     joints: list[TreeJoint] = []
     for b in range(1, m.nbody):
@@ -120,5 +119,55 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
         if m.jnt_limited[j]:
             tj.limits = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1]))
         joints.append(tj)
+    loops, couplings = _equalities(m, body_names, line, refuse, file)
     skipped = [f"actuator '{name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) or a}'" for a in range(m.nu)]
-    return ModelTree(file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), skipped=skipped)
+    return ModelTree(
+        file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), couplings, loops, skipped=skipped
+    )
+
+
+def _equalities(m, body_names, line, refuse, file):
+    """MJCF equality constraints: connect -> a spherical loop joint, weld -> a fixed one (the
+    bodies' relative pose in the file), joint (linear) -> a coupling; inactive ones are left out."""
+    import mujoco
+
+    loops, couplings = [], []
+    data = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, data)  # at qpos0: the poses the file describes
+    for e in range(m.neq):
+        label = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, e) or f"equality{e}"
+        etype, a, b, d = int(m.eq_type[e]), int(m.eq_obj1id[e]), int(m.eq_obj2id[e]), np.array(m.eq_data[e])
+        kind = {mujoco.mjtEq.mjEQ_CONNECT: "connect", mujoco.mjtEq.mjEQ_WELD: "weld", mujoco.mjtEq.mjEQ_JOINT: "joint"}
+        tag = kind.get(etype, "equality")
+        if not m.eq_active0[e]:
+            continue
+        if etype in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD) and m.eq_objtype[e] != mujoco.mjtObj.mjOBJ_BODY:
+            raise refuse("an equality between sites is not supported; name the bodies", tag, label)
+        if etype == mujoco.mjtEq.mjEQ_CONNECT:
+            loops.append(Loop("spherical", label, body_names[a], body_names[b], d[0:3], d[3:6], f"{tag} '{label}'",
+                              line(tag, label)))  # fmt: skip
+        elif etype == mujoco.mjtEq.mjEQ_WELD:
+            R1, R2 = data.xmat[a].reshape(3, 3), data.xmat[b].reshape(3, 3)
+            rel_pos, rel_rot = R1.T @ (data.xpos[b] - data.xpos[a]), R1.T @ R2
+            if np.linalg.norm(rel_pos - d[3:6]) > 1e-9 or np.linalg.norm(rel_rot - _quat_matrix(d[6:10])) > 1e-9:
+                raise refuse("a weld whose relpose differs from the bodies' relative pose in the file is not "
+                             "supported (mbsim welds the pose they have)", tag, label)  # fmt: skip
+            anchor = d[0:3]  # in body 2's frame
+            world = R2 @ anchor + data.xpos[b]
+            loops.append(Loop("fixed", label, body_names[a], body_names[b], R1.T @ (world - data.xpos[a]), anchor,
+                              f"{tag} '{label}'", line(tag, label)))  # fmt: skip
+        elif etype == mujoco.mjtEq.mjEQ_JOINT:
+            if np.any(d[2:5] != 0.0):
+                raise refuse("a joint equality with a nonlinear polynomial is not supported (only a0 + a1 x)", tag,
+                             label)  # fmt: skip
+            follower = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, a)
+            if b < 0:
+                raise refuse("a joint equality that fixes a joint is not supported; use a drive", tag, label)
+            leader = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, b)
+            y0, x0 = m.qpos0[m.jnt_qposadr[a]], m.qpos0[m.jnt_qposadr[b]]
+            couplings.append(Coupling(follower, leader, float(d[1]), float(y0 + d[0] - d[1] * x0), f"{tag} '{label}'",
+                                      line(tag, label)))  # fmt: skip
+        else:
+            raise refuse("this kind of equality constraint changes the dynamics and mbsim cannot represent it", tag,
+                         label)  # fmt: skip
+    return loops, couplings

@@ -72,6 +72,22 @@ class Coupling:
 
 
 @dataclass
+class Loop:
+    """A constraint that closes a loop between two links: ``spherical`` (MJCF equality connect:
+    anchors in each link's frame coincide) or ``fixed`` (equality weld: the links keep their
+    relative pose of the file)."""
+
+    kind: str
+    name: str
+    link1: str
+    link2: str
+    anchor1: np.ndarray
+    anchor2: np.ndarray
+    element: str
+    line: int | None = None
+
+
+@dataclass
 class ModelTree:
     """What a reader found in one file."""
 
@@ -82,6 +98,7 @@ class ModelTree:
     joints: list[TreeJoint]  # one per non-root link
     gravity: np.ndarray
     couplings: list[Coupling] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # actuators and other ignored content, for validate
     free_root: bool = False  # the file itself makes the root a floating base (MJCF free joint)
 
@@ -299,6 +316,24 @@ def scene_parts(
                     "damping": float(j.damping),
                     "rest": float(j.spring_ref - q0),
                 }
+        joints.append(item)
+    frames = {"ground": (np.eye(3), np.zeros(3))}
+    for body in bodies:
+        frames[body["name"]] = (pose_rotation(body) if "orientation" in body else np.eye(3), np.array(body["position"]))
+    for loop in tree.loops:
+        b1, b2 = body_of_link[loop.link1], body_of_link[loop.link2]
+        if b1 == b2:
+            raise tree.error(f"it joins link '{loop.link1}' to '{loop.link2}', which move as one body", loop.element,
+                             loop.line)  # fmt: skip
+        p1 = placed.pose[loop.link1] @ np.append(loop.anchor1, 1.0)
+        p2 = placed.pose[loop.link2] @ np.append(loop.anchor2, 1.0)
+        item = {"name": prefix + loop.name, "type": loop.kind, "body1": b1, "body2": b2}
+        if loop.kind == "fixed" or np.linalg.norm(p1[:3] - p2[:3]) <= 1e-12:
+            item["point"] = _floats(p1[:3])
+        else:  # anchors apart at the start: each body's own point (the start is assembled)
+            for key, body, p in (("point1", b1, p1), ("point2", b2, p2)):
+                R, com = frames[body]
+                item[key] = _floats(R.T @ (p[:3] - com))
         joints.append(item)
     return SceneParts(bodies, joints, ground_shapes, joint_names, body_of_link, list(tree.skipped))
 
