@@ -202,7 +202,7 @@ def record_row(
     reaction, drive = reactions(model, frames, ev)
     row: dict[str, np.ndarray | float] = {
         "time": state.t,
-        "q": state.q,
+        "q": state.q if ev.q_recorded is None else ev.q_recorded,
         "v": state.v,
         "bodies/{body}/position": frames.pos[:nb],
         "bodies/{body}/velocity": frames.vel[:nb],

@@ -48,6 +48,8 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
         scene["ground"] = data["ground"]
     scene["bodies"] = data["bodies"]
     scene["joints"] = data["joints"]
+    if data.get("couplings"):
+        scene["couplings"] = data["couplings"]
     skipped = [s for item in imported for s in item.skipped]
     text = yaml.safe_dump(scene, sort_keys=False, default_flow_style=None, width=100)
     lines = [f"{HEADER}{path.name}"]

@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("mbsim.cli.compare", "compare", "Run SCENE once per solver spec and compare wall time,..."),
     "sweep": ("mbsim.cli.sweep", "sweep", "Run SCENE once per combination of --param values, on Dask,..."),
     "verify": ("mbsim.cli.verify", "verify", "Run the benchmark problems (all shipped ones, or PROBLEM: an id..."),
-    "import": ("mbsim.cli.import_model", "import_model", "Write MODEL_FILE (URDF or MJCF) as a standalone scene..."),
+    "import": ("mbsim.cli.import_model", "import_model", "Write MODEL_FILE (URDF or MJCF) as a standalone..."),
 }
 
 

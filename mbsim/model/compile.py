@@ -149,6 +149,35 @@ def _body(ctx: Context, path: KeyPath, name: str, body_index: dict[str, int]) ->
     return body_index[name]
 
 
+def _couplings(spec: SceneSpec, ctx: Context, joint_parts: list[tuple]) -> list[Primitive]:
+    """One ``coupling`` primitive per couplings: entry: joint = ratio * leader + offset in the
+    coordinates that count from each joint's ``initial`` (mbsim.model.constraints)."""
+    by_name = {part[0]: part for part in joint_parts}
+    out = []
+    for item in spec.couplings:
+        v = item.values
+        coords = []
+        for key in ("joint", "leader"):
+            part = by_name.get(v[key])
+            if part is None:
+                raise ctx.error((*item.path, key), f"no joint '{v[key]}'", did_you_mean(v[key], by_name))
+            kind = JOINT_TYPES[part[1]]
+            prim = kind.coordinate_primitive(part[7])
+            if prim is None:
+                raise ctx.error((*item.path, key), f"joint '{v[key]}' ({kind.name}) has no coordinate to couple")
+            coords.append((prim, part[9]))
+        (a, init_a), (b, init_b) = coords
+        if v["joint"] == v["leader"]:
+            raise ctx.error((*item.path, "leader"), "a joint cannot follow itself")
+        offset = v["ratio"] * init_b + v["offset"] - init_a  # (value_a - off_a) - ratio (value_b - off_b)
+        out.append(
+            Primitive(
+                "coupling", a.body_i, a.body_j, {}, [f"{item.name}: coupling"], offset=offset, parts=(a, b, v["ratio"])
+            )  # fmt: skip
+        )
+    return out
+
+
 def compile_model(spec: SceneSpec) -> Model:
     """Build the Model of a checked scene (initial state as given; see solvers.projection.assemble)."""
     ctx = spec.ctx
@@ -190,9 +219,11 @@ def compile_model(spec: SceneSpec) -> Model:
         for p in prims:
             p.labels = [f"{item.name}: {label}" for label in p.labels]
         drive_prim = None
+        initial = item.values.get("initial") or 0.0  # only the types with one coordinate take the key
         if item.values["drive"] is not None:
             drive = read_mapping(ctx, (*path, "drive"), item.values["drive"], DRIVE_FIELDS)
             drive_prim = kind.coordinate_primitive(frame)
+            drive_prim.offset -= initial  # the primitive measures from t = 0; the drive from `initial`
             drive_prim.drive = drive["position"]
             drive_prim.labels = [f"{item.name}: drive {kind.coordinate}"]
             prims = [*prims, drive_prim]
@@ -200,15 +231,16 @@ def compile_model(spec: SceneSpec) -> Model:
         if item.values["spring"] is not None:
             spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
             sp_prim = kind.coordinate_primitive(frame)
-            sp_prim.offset += spring["rest"]
-            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"], spring["rest"]))
-            spring_values = (spring["stiffness"], spring["damping"], spring["rest"])
+            sp_prim.offset += spring["rest"] - initial
+            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"], spring["rest"] - initial))
+            spring_values = (spring["stiffness"], spring["damping"], spring["rest"] - initial)
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append(
-            (item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2, frame, spring_values)
+            (item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2, frame, spring_values, initial)
         )
 
+    constraint_prims += _couplings(spec, ctx, joint_parts)
     groups, nc = batch(constraint_prims, 0, d)
     row_labels = [""] * nc
     for p in constraint_prims:
@@ -226,8 +258,9 @@ def compile_model(spec: SceneSpec) -> Model:
             frame=frame,
             drive=drive.drive if drive is not None else None,
             spring=spring_values,
+            initial=initial,
         )
-        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values in joint_parts
+        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial in joint_parts
     ]
     springs = []
     if spring_prims:
@@ -290,6 +323,7 @@ def compile_model(spec: SceneSpec) -> Model:
         q0=q0,
         v0=v0,
         groups=groups,
+        couplings=tuple(c.name for c in spec.couplings),
         row_labels=row_labels,
         joints=joints,
         springs=springs,

@@ -7,7 +7,10 @@ primitive kind is evaluated in one batched call over all joints that use it:
 - ``dot1``: (R_i a_i) . (R_j b_j) = 0, a body-i vector stays normal to a body-j vector;
 - ``dot2``: (R_i a_i) . (p_j - p_i) = c(t), distance along a body-i direction;
 - ``angle``: rotation of body j relative to body i about a body-i axis = c(t)
-  (3D: atan2 of reference vectors; 2D: angle_j - angle_i).
+  (3D: atan2 of reference vectors; 2D: angle_j - angle_i);
+- ``coupling``: two one-row primitives (joint coordinates, ``angle`` or ``dot2``) in one row,
+  (value_a - offset_a) - ratio (value_b - offset_b) = offset, touching up to four bodies
+  (URDF mimic). It runs in the Python path only (mbsim.model.flat refuses it).
 
 Symbols (for each row): Phi = value - offset - c(t); the Jacobian J is taken with respect to
 the generalized *velocities* (v = (v_com world, omega body) in 3D), so Phi_dot = J v + Phi_t;
@@ -53,6 +56,7 @@ class Primitive:
     offset: float = 0.0
     drive: Expression | None = None
     rows: np.ndarray | None = None  # assigned by batch()
+    parts: tuple[Primitive, Primitive, float] | None = None  # coupling: (a, b, ratio)
 
 
 @dataclass
@@ -69,6 +73,9 @@ class PrimitiveGroup:
     # (item index, c, c', c'')
     wrap: bool = False  # angle rows are wrapped to (-pi, pi]
     dense_index: tuple | None = None  # cached scatter indices of the dense Jacobian
+    parts: list[PrimitiveGroup] | None = None  # coupling: the groups of its two primitives
+    ratio: float = 0.0  # coupling: value_a - ratio value_b
+    accumulate: bool = False  # a coupling part: its Jacobian block adds to its row (shared bodies)
 
 
 def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[list[PrimitiveGroup], int]:
@@ -103,6 +110,29 @@ def batch(primitives: list[Primitive], first_row: int, dimension: int) -> tuple[
                 wrap=(kind == "angle" and dimension == 3),
             )
         )
+    for p in primitives:  # couplings: one row each, after the plain kinds
+        if p.kind != "coupling":
+            continue
+        a, b, ratio = p.parts
+        p.rows = np.array([row])
+        parts = []
+        for part in (a, b):
+            (g,), _ = batch([part], row, dimension)
+            g.accumulate = True
+            parts.append(g)
+        groups.append(
+            PrimitiveGroup(
+                kind="coupling",
+                body_i=np.array([a.body_i]),
+                body_j=np.array([a.body_j]),
+                params={},
+                rows=np.array([[row]]),
+                offset=np.array([[p.offset]]),
+                parts=parts,
+                ratio=ratio,
+            )  # fmt: skip
+        )
+        row += 1
     return groups, row
 
 
@@ -174,6 +204,18 @@ def evaluate_groups(
     blocks = []
     kernels = KERNELS[dimension]
     for g in groups:
+        if g.kind == "coupling":
+            values = []
+            for part, scale in zip(g.parts, (1.0, -g.ratio), strict=True):
+                value, Ji, Jj, bias = kernels[part.kind](frames, part)
+                residual = value - part.offset
+                if part.wrap:
+                    residual = (residual + np.pi) % (2.0 * np.pi) - np.pi
+                values.append((scale * residual, scale * bias))
+                blocks.append((part, scale * Ji, scale * Jj))
+            phi[g.rows] = values[0][0] + values[1][0] - g.offset
+            gamma[g.rows] = -(values[0][1] + values[1][1])
+            continue
         value, Ji, Jj, bias = kernels[g.kind](frames, g)
         if g.drives:
             target = g.offset.copy()
@@ -212,8 +254,12 @@ def assemble_jacobian(
                     (rows, np.broadcast_to(g.body_i[:, None, None] * width + cols, Ji.shape)),
                     (rows, np.broadcast_to(g.body_j[:, None, None] * width + cols, Jj.shape)),
                 )
-            J[g.dense_index[0]] = Ji
-            J[g.dense_index[1]] = Jj
+            if g.accumulate:  # a coupling's two parts share its row (and maybe a body)
+                np.add.at(J, g.dense_index[0], Ji)
+                np.add.at(J, g.dense_index[1], Jj)
+            else:
+                J[g.dense_index[0]] = Ji
+                J[g.dense_index[1]] = Jj
         return J[:, :nv]
     import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
 

@@ -275,6 +275,8 @@ def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> F
     if model.sparse and dense_algebra and model.nc * model.nv > dense_limit:
         return f"{model.nv} velocity coordinates use sparse linear algebra (compiled: dense only)"
     d, nb = model.dimension, model.nbody
+    if model.couplings:
+        return "joint couplings (rows over four bodies) step through the Python path"
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
     if model.springs:

@@ -73,6 +73,7 @@ class Evaluation:
     quaternion_norm_error: float | None = None
     reactions: tuple[np.ndarray, np.ndarray] | None = None
     datasets: dict[str, Any] | None = None  # more rows of the method's own: path -> value (as record_row's)
+    q_recorded: np.ndarray | None = None  # /q when it is not the state's q (joint coordinates from `initial`)
 
 
 @dataclass
@@ -111,7 +112,8 @@ class JointInfo:
     # (mbsim.model.joints.JointFrame), its drive c(t) and its spring (stiffness, damping, rest)
     frame: Any = None
     drive: Any = None
-    spring: tuple[float, float, float] | None = None
+    spring: tuple[float, float, float] | None = None  # rest counted from the coordinate at t = 0
+    initial: float = 0.0  # the joint coordinate at t = 0 (the scene's `initial`)
 
 
 @dataclass
@@ -152,6 +154,7 @@ class Model:
     q0: np.ndarray
     v0: np.ndarray
     groups: list[Any]
+    couplings: tuple[str, ...]  # names of the joint couplings (their rows follow the joints')
     row_labels: list[str]
     joints: list[JointInfo]
     springs: list[Any]

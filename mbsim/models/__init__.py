@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.errors import SceneError
 from mbsim.scene.fields import Boolean, Choice, Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath, RawScene
 
@@ -167,24 +166,31 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
         for key in ("base_velocity", "base_angular_velocity"):
             if got[key] is not None and not (free or tree.free_root):
                 raise ctx.error((*path, key), "only a free base moves at t = 0; set base: free")
+        positions, velocities = dict(got["joint_positions"] or {}), dict(got["joint_velocities"] or {})
+        defaults = {j.name: j.default for j in tree.joints}
+        for c in tree.couplings:  # a follower starts where (and as) its leader puts it unless given
+            if c.joint not in positions:
+                positions[c.joint] = c.multiplier * positions.get(c.leader, defaults.get(c.leader, 0.0)) + c.offset
+            if c.joint not in velocities:
+                velocities[c.joint] = c.multiplier * velocities.get(c.leader, 0.0)
         parts = scene_parts(
             tree,
             prefix,
             free and fmt != "mjcf",
             transform(R, np.asarray(got["position"], float)),
-            got["joint_positions"] or {},
-            got["joint_velocities"] or {},
+            positions,
+            velocities,
             _vector(got["base_velocity"]),
             _vector(got["base_angular_velocity"]),
         )
-        if tree.couplings:
-            c = tree.couplings[0]
-            raise SceneError(
-                "joint couplings (URDF <mimic>, MJCF equality joint) are not imported yet",
-                file=tree.file,
-                line=c.line,
-                key_path=c.element,
-            )
+        for c in tree.couplings:
+            data.setdefault("couplings", [])
+            if not isinstance(data["couplings"], list):
+                raise ctx.error(("couplings",), "expected a list of couplings")
+            data["couplings"].append(
+                {"name": prefix + (c.name or f"{c.joint}_mimic"), "joint": prefix + c.joint,
+                 "leader": prefix + c.leader, "ratio": c.multiplier, "offset": c.offset}
+            )  # fmt: skip
         for body in parts.bodies:
             if body["name"] in taken_bodies:
                 raise ctx.error(

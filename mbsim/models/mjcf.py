@@ -166,7 +166,7 @@ def _equalities(m, body_names, line, refuse, file):
             leader = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, b)
             y0, x0 = m.qpos0[m.jnt_qposadr[a]], m.qpos0[m.jnt_qposadr[b]]
             couplings.append(Coupling(follower, leader, float(d[1]), float(y0 + d[0] - d[1] * x0), f"{tag} '{label}'",
-                                      line(tag, label)))  # fmt: skip
+                                      line(tag, label), label))  # fmt: skip
         else:
             raise refuse("this kind of equality constraint changes the dynamics and mbsim cannot represent it", tag,
                          label)  # fmt: skip

@@ -69,6 +69,7 @@ class Coupling:
     offset: float
     element: str
     line: int | None = None
+    name: str = ""  # the coupling's name in the scene (default: JOINT_mimic)
 
 
 @dataclass
@@ -309,12 +310,14 @@ def scene_parts(
         }
         if j.kind in ("revolute", "prismatic"):
             item["axis"] = _floats(T[:3, :3] @ j.axis)
+            q0 = float(positions.get(j.name, j.default))
+            if q0:  # the file's coordinate: drives, springs and /q count from it
+                item["initial"] = q0
             if j.damping > 0.0 or j.stiffness > 0.0:
-                q0 = positions.get(j.name, j.default)
                 item["spring"] = {
                     "stiffness": float(j.stiffness),
                     "damping": float(j.damping),
-                    "rest": float(j.spring_ref - q0),
+                    "rest": float(j.spring_ref),
                 }
         joints.append(item)
     frames = {"ground": (np.eye(3), np.zeros(3))}

@@ -263,6 +263,20 @@ JOINT_FIELDS = {
     "axes": Field(Raw("two axes"), "universal: first axis fixed in body1, second in body2 (world, t = 0)", None),
     "drive": Field(Raw("{position: expression of t}"), "prescribed joint coordinate", None),
     "spring": Field(Raw("{stiffness, damping, rest}"), "spring on the joint coordinate", None),
+    "initial": Field(
+        Number(),
+        "the joint coordinate at t = 0 (rad or m): its drive, spring rest, couplings and /q (recursive) "
+        "count from the origin this puts it at; joints with one coordinate",
+        0.0,
+    ),
+}
+
+COUPLING_FIELDS = {
+    "name": Field(Text(), "unique coupling name"),
+    "joint": Field(Text(), "the coupled joint (revolute or prismatic): its coordinate = ratio * leader's + offset"),
+    "leader": Field(Text(), "the joint whose coordinate it follows"),
+    "ratio": Field(Number(), "the coordinates' ratio (URDF mimic multiplier)", 1.0),
+    "offset": Field(Number(), "rad or m (URDF mimic offset); coordinates count from each joint's initial", 0.0),
 }
 
 FORCE_FIELDS_COMMON = ("type",)
@@ -318,6 +332,11 @@ SCENE_FIELDS = {
     "joints": Field(Custom(_read_list, "a list of joints"), "joints between bodies", []),
     "forces": Field(Custom(_read_list, "a list of forces"), "force elements", []),
     "contacts": Field(Custom(_read_list, "a list of contacts"), "contact pairs", []),
+    "couplings": Field(
+        Custom(_read_list, "a list of couplings"),
+        "linear relations between joint coordinates (constraints; URDF mimic, MJCF joint equality)",
+        [],
+    ),
     "models": Field(
         Raw("a list of models"), "bodies and joints from URDF and MJCF files (see the models reference)", None
     ),
@@ -389,6 +408,7 @@ class SceneSpec:
     contacts: list[ItemSpec]
     body_names: tuple[str, ...] = field(default=())
     imported: list = field(default_factory=list)  # mbsim.models.Imported per models: entry
+    couplings: list = field(default_factory=list)  # ItemSpec per couplings: entry (type "coupling")
 
 
 def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
@@ -558,7 +578,24 @@ def build_spec(raw: RawScene) -> SceneSpec:
         contacts=_read_items(ctx, "contacts", top["contacts"], CONTACT_FIELDS, need_name=False, strict=True),
         body_names=tuple(b.name for b in bodies),
         imported=imported,
+        couplings=_read_couplings(ctx, top["couplings"]),
     )
+
+
+def _read_couplings(ctx: Context, items: list) -> list[ItemSpec]:
+    out, seen = [], {}
+    for i, item in enumerate(items):
+        path = ("couplings", i)
+        if not isinstance(item, dict):
+            raise ctx.error(path, f"expected a mapping, got {_kind_of(item)}")
+        values = read_mapping(ctx, path, item, COUPLING_FIELDS)
+        if values["name"] in seen:
+            raise ctx.error(
+                (*path, "name"), f"duplicate name '{values['name']}' (also couplings[{seen[values['name']]}])"
+            )
+        seen[values["name"]] = i
+        out.append(ItemSpec(name=values["name"], type="coupling", path=path, values=values, raw=item))
+    return out
 
 
 def load_scene(path: str, overrides: list[str] | tuple[str, ...] = ()) -> SceneSpec:

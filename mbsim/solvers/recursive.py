@@ -72,6 +72,16 @@ def _embed_rotation(R: np.ndarray) -> np.ndarray:
     return R
 
 
+class _Shifted:
+    """A drive c(t) given from the joint's ``initial``, as the method's coordinate (zero at t = 0)."""
+
+    def __init__(self, c, initial: float) -> None:
+        self.c, self.initial = c, initial
+
+    def __call__(self, env: dict) -> float:
+        return float(self.c(env)) - self.initial
+
+
 @dataclass
 class JointSpace:
     """The tree in joint coordinates: the kernels' arrays (mbsim.solvers.soa_kernels), one row per
@@ -119,6 +129,7 @@ class JointSpace:
     scalar_v: np.ndarray
     driven: list
     springs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    q_initial: np.ndarray  # (nq,) the joints' `initial`: /q = q + q_initial (q is zero at t = 0)
     motions: list[TreeMotion | None]
 
 
@@ -197,12 +208,16 @@ def joint_space(model: Model) -> JointSpace:
     # drives and springs act on the joint's coordinate: its first degree of freedom
     carrier = {int(tree.joint[k]): k for k in range(nb) if tree.joint[k] >= 0}
     driven = []
+    q_initial = np.zeros(nq)
     dofs, qdofs, stiffness, damping, rest = [], [], [], [], []
     for j, info in enumerate(model.joints):
         k = carrier[j]
+        if info.initial:  # joints with one coordinate (compile_model checks)
+            q_initial[qadr[k]] = info.initial
         if info.drive is not None:
             d1 = info.drive.derivative("t")
-            driven.append((int(vadr[k]), int(qadr[k]), info.drive, d1, d1.derivative("t")))
+            c = info.drive if not info.initial else _Shifted(info.drive, info.initial)
+            driven.append((int(vadr[k]), int(qadr[k]), c, d1, d1.derivative("t")))
         if info.spring is not None:
             dofs.append(int(vadr[k]))
             qdofs.append(int(qadr[k]))
@@ -242,6 +257,7 @@ def joint_space(model: Model) -> JointSpace:
         scalar_v=np.array(scalar_v, dtype=np.int64),
         driven=driven,
         springs=springs,
+        q_initial=q_initial,
         motions=motions,
     )
 
@@ -431,6 +447,8 @@ class Solver(SolverBase):
             BLOCK_STEPS, rows, out,
         )  # fmt: skip
         steps = int(out[2])
+        if np.any(self.space.q_initial):  # /q counts each joint coordinate from its `initial`
+            rows[: int(out[3]), 1 : 1 + self.space.nq] += self.space.q_initial
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
         info = StepInfo(iterations=0, h=float(out[4]), position_violation=0.0)
         return Block(new, steps, rows[: int(out[3])], info, 0.0, "ok" if code == rk.OK else "python")
@@ -795,6 +813,7 @@ class Solver(SolverBase):
             quaternion_norm_error=self.quaternion_norm_error(state.q),
             reactions=(reaction, dyn.drive_force),
             datasets={"joints/{joint}/reaction_body": reaction_body} if m.joints else None,
+            q_recorded=state.q + self.space.q_initial if np.any(self.space.q_initial) else None,
         )
 
     def _reactions(self, dyn: Dynamics) -> tuple[np.ndarray, np.ndarray]:
@@ -832,6 +851,12 @@ class Solver(SolverBase):
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
+    if model.couplings:
+        raise ctx.error(
+            ("couplings", 0),
+            f"coupling '{model.couplings[0]}' is a constraint between joint coordinates; method 'recursive' takes "
+            "trees without constraints (use a method in body coordinates such as lagrange)",
+        )
     try:
         space = joint_space(model)
     except LoopClosure as exc:
