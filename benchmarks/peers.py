@@ -1275,7 +1275,84 @@ def case_pile(plan: dict, workdir: Path) -> Case:
     return case
 
 
-CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile")
+PANDA_URDF = SCENES / "robots" / "panda_description" / "urdf" / "panda.urdf"
+
+
+def arm7_scene(workdir: Path, steps: int) -> Path:
+    """The Panda arm (7 revolute axes) imported from its URDF with its fingers welded to the hand
+    (their prismatic joints made fixed and the mimic dropped, in a copy: recursive takes trees
+    without couplings) and without its joint dampers (the peers' models, built from mbsim's
+    bodies and joints, have none; the arm is chaotic enough that 0.003 N m s/rad moves its wrist
+    by 0.2 m in 1 s), released from a bent pose under gravity, recursive + rk4 at 1 ms."""
+    from lxml import etree
+
+    tree = etree.parse(str(PANDA_URDF))
+    for joint in tree.getroot().iter("joint"):
+        for child in list(joint):
+            if child.tag == "dynamics":
+                joint.remove(child)
+        if joint.get("name", "").startswith("panda_finger_joint"):
+            joint.set("type", "fixed")
+            for child in list(joint):
+                if child.tag in ("mimic", "axis", "limit", "dynamics"):
+                    joint.remove(child)
+    urdf = workdir / "panda_arm.urdf"
+    tree.write(str(urdf), xml_declaration=True, encoding="utf-8")
+    scene = workdir / "arm7.yaml"
+    scene.write_text(
+        "mbsim: 1\nname: Panda arm (7 axes, URDF)\ngravity: [0, 0, -9.81]\n"
+        f"time: {{end: {steps * 1e-3!r}, step: 0.001}}\nsolver: {{method: recursive, integrator: rk4}}\n"
+        "output: {every: 10}\n"
+        "models:\n  - file: panda_arm.urdf\n"
+        "    joint_positions: {panda_joint2: 0.3, panda_joint4: -1.5, panda_joint6: 1.2}\n",
+        encoding="utf-8",
+    )
+    return scene
+
+
+def case_arm7(plan: dict, workdir: Path) -> Case:
+    """Issue 16's speed case: a 7-axis arm from a URDF, recursive + rk4, per step against
+    Pinocchio's RK4 loop and MuJoCo's RK4 on the same compiled model."""
+    from mbsim.scene.spec import load_scene
+
+    steps = plan["chain10_steps"]
+    scene = arm7_scene(workdir, steps)
+    system = system_of(load_scene(str(scene)))
+    mbsim = [
+        MbsimRun(scene, (), workdir, "arm7_recursive"),
+        MbsimRun(scene, ("output.every=1",), workdir, "arm7_recursive_every"),
+        MbsimRun(scene, ("solver.method=lagrange",), workdir, "arm7_lagrange"),
+    ]
+    labels = (
+        "recursive + rk4 (imported URDF), recording every 10th step",
+        "recursive + rk4, recording every step (extra)",
+        "lagrange + rk4, every 10th (extra)",
+    )
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(mjcf_tree(system), system))
+    pn, pn_note = _peer_or_note("pinocchio", lambda: PinocchioSim(system))
+    contenders = [Contender("mbsim", label, m.run) for label, m in zip(labels, mbsim, strict=True)]
+    contenders += [
+        _contender("mujoco", "RK4, 7 hinge joints", mj, mj_note),
+        _contender("pinocchio", "Python RK4 loop around aba, 7 revolute joints", pn, pn_note),
+        _absent("exudyn", "not run for this case (issue 16 compares with MuJoCo and Pinocchio)"),
+    ]
+    t_check = min(CHECK_T, steps * system.step)
+    runs = list(zip(labels, mbsim, strict=True))[::2]
+    sims = [("mujoco", "MuJoCo", mj, 1e-3), ("pinocchio", "Pinocchio", pn, 1e-3)]
+    check = _checks_tree(system, "panda_link7", t_check, runs, sims)
+    title = f"Panda arm, 7 axes from its URDF ({steps * system.step:g} s, h = {system.step:g})"
+    case = Case("arm7", title, steps, plan["repeats"], contenders, check)
+    case.notes.append(
+        "arm7: mbsim records a row of the result file (joint coordinates, body states, joint reactions by "
+        "inverse dynamics, energies) every 10th step, as a 100 Hz log; the peers record nothing. The extra row "
+        "records every step: the row costs about as much as the RK4 step itself"
+    )
+    if pn is not None:
+        case.notes.append(f"arm7: Pinocchio's bare `aba`: {pn.aba_us():.1f} µs per call (4 per RK4 step)")
+    return case
+
+
+CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile", "arm7")
 
 
 def _build(key: str, plan: dict, workdir: Path) -> Case:
@@ -1291,6 +1368,8 @@ def _build(key: str, plan: dict, workdir: Path) -> Case:
         return case_blocks(plan, workdir)
     if key == "pile":
         return case_pile(plan, workdir)
+    if key == "arm7":
+        return case_arm7(plan, workdir)
     raise ValueError(f"unknown case {key!r}; expected one of {CASES}")
 
 

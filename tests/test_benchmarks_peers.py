@@ -54,3 +54,16 @@ def test_peer_rows_and_markdown(benchmark_module):
     text = peers.markdown(rows)
     assert text.startswith("## Peers: µs per step, same session")
     assert "| four-box chain" in text and "MuJoCo" in text and "Versions:" in text
+
+
+def test_arm7_case_peers_follow_the_imported_arm(benchmark_module, tmp_path):
+    """Issue 16's speed case: the Panda arm imported from its URDF; MuJoCo and Pinocchio built
+    from mbsim's model of it end where mbsim's recursive run ends (0.2 s), the check says so."""
+    pytest.importorskip("mujoco")
+    pytest.importorskip("pinocchio")
+    peers = benchmark_module("peers")
+    plan = dict(peers.QUICK, repeats=1, chain10_steps=200)
+    case = peers.case_arm7(plan, tmp_path)
+    assert [c.column for c in case.contenders][:3] == ["mbsim"] * 3
+    results = case.check()
+    assert len(results) == 2 and all(r["ok"] and r["distance"] < 1e-6 for r in results), results
