@@ -23,10 +23,18 @@ from mbsim.scene.load import KeyPath, RawScene
 FORMATS = {".urdf": "urdf", ".xml": "mjcf", ".mjcf": "mjcf"}
 
 
-def _read_names(ctx: Context, path: KeyPath, value: Any) -> dict[str, float]:
+def _read_names(ctx: Context, path: KeyPath, value: Any) -> dict[str, float | list[float]]:
+    """Joint name -> a number, or a list of numbers (a ball joint: quaternion w, x, y, z; rates:
+    its angular velocity in the child's frame, as MuJoCo's qvel)."""
     if not isinstance(value, dict):
         raise ctx.error(path, "expected a mapping of the file's joint names to numbers")
-    return {str(k): Number().read(ctx, (*path, k), v) for k, v in value.items()}
+    out: dict[str, float | list[float]] = {}
+    for k, v in value.items():
+        if isinstance(v, list):
+            out[str(k)] = [Number().read(ctx, (*path, k, i), x) for i, x in enumerate(v)]
+        else:
+            out[str(k)] = Number().read(ctx, (*path, k), v)
+    return out
 
 
 def _read_paths(ctx: Context, path: KeyPath, value: Any) -> dict[str, str]:
@@ -141,15 +149,25 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
             raise ctx.error((*path, "prefix"), f"expected a text, got {_kind_of(prefix)}")
         packages = {k: raw.base_dir / v for k, v in (got["package_paths"] or {}).items()}
         tree = read_model(file, fmt, packages, got["collisions"])
-        for key in ("joint_positions", "joint_velocities"):
-            names = {j.name for j in tree.joints if j.kind in ("revolute", "prismatic")}
-            for name in got[key] or {}:
+        sizes = {j.name: (1, 1) for j in tree.joints if j.kind in ("revolute", "prismatic")}
+        sizes.update({j.name: (4, 3) for j in tree.joints if j.kind == "spherical"})
+        for key, which in (("joint_positions", 0), ("joint_velocities", 1)):
+            names = set(sizes)
+            for name, value in (got[key] or {}).items():
+                if name in names:
+                    size = sizes[name][which]
+                    given = len(value) if isinstance(value, list) else 1
+                    if given != size or (size == 1) != (not isinstance(value, list)):
+                        what = "a number" if size == 1 else f"a list of {size} numbers"
+                        raise ctx.error((*path, key, name), f"joint '{name}' takes {what} here")
+                    if which == 0 and size == 4 and not 0.5 < float(np.linalg.norm(value)) < 2.0:
+                        raise ctx.error((*path, key, name), "expected a unit quaternion (w, x, y, z)")
                 if name not in names:
                     from mbsim.errors import did_you_mean
 
                     raise ctx.error(
                         (*path, key, name),
-                        f"no joint '{name}' with one coordinate in {got['file']}",
+                        f"no joint '{name}' with coordinates in {got['file']}",
                         did_you_mean(name, sorted(names)),
                     )
         R = np.eye(3)

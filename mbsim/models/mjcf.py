@@ -9,7 +9,9 @@ a free body, none -> welded to its parent; the coordinate of zero motion is qpos
 pose in the file), as MuJoCo's kinematics. Joint ``damping``, ``stiffness`` and ``springref``
 carry over; ``range`` is kept as the joint's limits. Actuators are listed as skipped. Content
 that changes the dynamics and that mbsim cannot represent is a scene error naming the element:
-tendons, joint ``frictionloss``, ``armature``, ``ball`` joints, several joints on one body.
+tendons, joint ``frictionloss``, ``armature``, several joints on one body, a ``ball`` joint with
+stiffness or damping. ``ball`` -> spherical (its coordinates in joint_positions: the quaternion
+w, x, y, z; in joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel).
 Equality constraints: ``connect`` -> a spherical joint between the two bodies, ``weld`` -> a
 fixed joint, ``joint`` (linear) -> a coupling of the coordinates, so that loops stay closed.
 """
@@ -38,10 +40,15 @@ def _line_finder(path: Path):
         from lxml import etree
 
         root = etree.parse(str(path), parser=etree.XMLParser(remove_comments=True, resolve_entities=False)).getroot()
-        lines = {(el.tag, el.get("name")): el.sourceline for el in root.iter() if isinstance(el.tag, str)}
+        lines, named = {}, {}
+        for el in root.iter():
+            if isinstance(el.tag, str) and el.get("name") is not None:
+                lines.setdefault((el.tag, el.get("name")), el.sourceline)
+                named.setdefault(el.get("name"), el.sourceline)
     except Exception:  # the compiler has read it; lines are a courtesy
-        lines = {}
-    return lambda tag, name: lines.get((tag, name))
+        lines, named = {}, {}
+    # by tag and name, else by name (a tendon is a <fixed> or <spatial>, an equality a <connect> ...)
+    return lambda tag, name: lines.get((tag, name), named.get(name))
 
 
 def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
@@ -104,12 +111,20 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
         if jtype == mujoco.mjtJoint.mjJNT_FREE:
             joints.append(TreeJoint(jname, "free", parent, label, origin, line=line("joint", jname)))
             continue
-        if jtype == mujoco.mjtJoint.mjJNT_BALL:
-            raise refuse("ball joints are not imported yet (their quaternion coordinates)", "joint", jname)
-        for what, value in (("frictionloss", m.dof_frictionloss[da]), ("armature", m.dof_armature[da])):
+        ndof = 3 if jtype == mujoco.mjtJoint.mjJNT_BALL else 1
+        for what, values in (("frictionloss", m.dof_frictionloss), ("armature", m.dof_armature)):
+            value = float(np.max(np.abs(values[da : da + ndof])))
             if value != 0.0:
                 raise refuse(f"joint {what} {value:g} changes the dynamics and mbsim cannot represent it yet",
                              "joint", jname)  # fmt: skip
+        if jtype == mujoco.mjtJoint.mjJNT_BALL:  # mbsim's spherical joint has no spring or damper
+            if m.jnt_stiffness[j] != 0.0 or np.any(m.dof_damping[da : da + 3] != 0.0):
+                raise refuse("a ball joint's stiffness or damping cannot be represented (mbsim's spherical joint "
+                             "has none)", "joint", jname)  # fmt: skip
+            quat = [float(x) for x in m.qpos0[qa : qa + 4]]
+            joints.append(TreeJoint(jname, "spherical", parent, label, origin, point=np.array(m.jnt_pos[j], float),
+                                    default=quat, line=line("joint", jname)))  # fmt: skip
+            continue
         kind = "revolute" if jtype == mujoco.mjtJoint.mjJNT_HINGE else "prismatic"
         tj = TreeJoint(
             jname, kind, parent, label, origin, np.array(m.jnt_axis[j], float), np.array(m.jnt_pos[j], float),

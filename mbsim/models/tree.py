@@ -49,7 +49,7 @@ class TreeJoint:
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))  # child frame, unit
     point: np.ndarray = field(default_factory=lambda: np.zeros(3))  # child frame
     ref: float = 0.0  # the coordinate of zero motion
-    default: float = 0.0  # the coordinate when joint_positions does not name the joint
+    default: float | list = 0.0  # the coordinate when joint_positions does not name the joint
     damping: float = 0.0
     stiffness: float = 0.0
     spring_ref: float = 0.0  # the coordinate where the stiffness is relaxed
@@ -137,7 +137,17 @@ def motion(joint: TreeJoint, q: float) -> np.ndarray:
         return transform(R, joint.point - R @ joint.point)
     if joint.kind == "prismatic":
         return transform(None, joint.axis * (q - joint.ref))
+    if joint.kind == "spherical":  # q: the quaternion (w, x, y, z) of the child relative to its pose
+        R = _quaternion_matrix(np.asarray(q, float) / np.linalg.norm(q))
+        return transform(R, joint.point - R @ joint.point)
     return np.eye(4)
+
+
+def _quaternion_matrix(q: np.ndarray) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    w, x, y, z = q
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
 
 
 @dataclass
@@ -178,6 +188,11 @@ def place(
             v_child = v_child + np.cross(axis_w * qd, o_child - p_w)
         elif j.kind == "prismatic":
             v_child = v_child + axis_w * qd
+        elif j.kind == "spherical":  # qd: angular velocity in the child's frame (MuJoCo's ball qvel)
+            p_w = T[:3, :3] @ j.point + o_child
+            turn = R @ np.asarray(qd if np.ndim(qd) else np.zeros(3), float)
+            w = w + turn
+            v_child = v_child + np.cross(turn, o_child - p_w)
         omega[j.child], velocity[j.child] = w, v_child
     return Placed(pose, omega, velocity)
 

@@ -394,3 +394,124 @@ def test_driven_imported_joints_record_pinocchios_inverse_dynamics(tmp_path, mbs
                 names = [n.decode() if isinstance(n, bytes) else n for n in f["q"].attrs["names"]]
                 got_q = [f["q"][k, names.index(f"{name}.angle")] for name in q0]
                 np.testing.assert_allclose(got_q, q, rtol=0, atol=1e-12)
+
+
+def test_two_prefixed_arms_collision_meshes_and_package_paths(tmp_path, mbsim):
+    """Two UR5s side by side by prefix (each amended by its prefixed joint name), one with its
+    collision meshes as shapes, resolved through package_paths to a copy of the package in
+    another folder; the arms are alike, so each moves as the other, offset by 1 m."""
+    import shutil
+
+    package = tmp_path / "elsewhere" / "ur_pkg"
+    shutil.copytree(UR5.parents[1], package)
+    scene = {
+        "mbsim": 1, "name": "two arms", "gravity": [0, 0, -9.81], "time": {"end": 0.2, "step": 1e-3},
+        "solver": {"method": "recursive", "integrator": "rk4"},
+        "models": [
+            {"file": str(UR5), "prefix": "left_", "joint_positions": {"elbow_joint": 0.5}},
+            {"file": "elsewhere/ur_pkg/urdf/ur5_robot.urdf", "prefix": "right_", "position": [1, 0, 0],
+             "joint_positions": {"elbow_joint": 0.5}, "collisions": True,
+             "package_paths": {"ur_description": "elsewhere/ur_pkg"}},
+        ],
+        "joints": [{"name": f"{side}_shoulder_lift_joint", "spring": {"stiffness": 5.0, "rest": -0.3}}
+                   for side in ("left", "right")],
+    }  # fmt: skip
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(scene))
+    spec = load_scene(str(path))
+    names = spec.body_names
+    assert len(names) == 12 and "left_forearm_link" in names and "right_forearm_link" in names
+    right = next(b for b in spec.bodies if b.name == "right_forearm_link")
+    assert [s["type"] for s in right.shapes] == ["mesh"] and Path(right.shapes[0]["file"]).is_file()
+    assert str(package) in right.shapes[0]["file"]
+    assert mbsim("run", path, "-o", tmp_path / "two.h5", "-q").exit_code == 0
+    with h5py.File(tmp_path / "two.h5") as f:
+        for link in ("forearm_link", "wrist_3_link"):
+            left, right = f[f"bodies/left_{link}/position"][:], f[f"bodies/right_{link}/position"][:]
+            assert np.max(np.abs(right - left - [1, 0, 0])) < 1e-12
+            assert np.max(np.abs(left - left[0])) > 1e-3  # it moved
+
+
+MJCF_BROKEN = {
+    "tendon": (
+        "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='hinge'/>\n<geom size='0.1'/>\n"
+        "<site name='s'/>\n</body>\n</worldbody>\n<tendon>\n<fixed name='t'><joint joint='j' coef='1'/></fixed>\n"
+        "</tendon>\n</mujoco>",
+        "tendon 't': tendons change the dynamics",
+        10,
+    ),
+    "frictionloss": (
+        "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='hinge' frictionloss='0.1'/>\n"
+        "<geom size='0.1'/>\n</body>\n</worldbody>\n</mujoco>",
+        "joint 'j': joint frictionloss 0.1 changes the dynamics",
+        4,
+    ),
+    "not_xml": ("<mujoco><worldbody>", "MuJoCo's compiler refuses the model", None),
+    "bad_attribute": (
+        "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='hinge' axis='0 0'/>\n<geom size='0.1'/>\n"
+        "</body>\n</worldbody>\n</mujoco>",
+        "MuJoCo's compiler refuses the model",
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MJCF_BROKEN))
+def test_malformed_mjcf_exits_2_naming_file_and_element(tmp_path, mbsim, case):
+    pytest.importorskip("mujoco")
+    text, message, line = MJCF_BROKEN[case]
+    xml = tmp_path / "bad.xml"
+    xml.write_text(text)
+    scene = write_scene(tmp_path, xml, "recursive", {})
+    for args in (("validate", scene), ("import", xml)):
+        result = mbsim(*args)
+        assert result.exit_code == 2, result.output
+        where = f"{xml}:{line}" if line else f"{xml}:"
+        assert where in result.output and message in result.output, result.output
+
+
+BALL_MJCF = """<mujoco model="ball and hinge">
+  <option gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1" quat="0.9 0.1 0.3 0.2">
+      <joint name="shoulder" type="ball" pos="0 0 0.05"/>
+      <geom type="box" size="0.05 0.08 0.3" pos="0.02 0 -0.3" density="900"/>
+      <body name="lower" pos="0 0 -0.6">
+        <joint name="elbow" type="hinge" axis="1 0.5 0"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 -0.5" size="0.04" density="1200"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("method", ["recursive", "lagrange"])
+def test_mjcf_ball_joint_matches_mujoco(tmp_path, mbsim, method):
+    """An MJCF ball joint (off its body's origin, body quat not normalised in the file) becomes a
+    spherical joint; its coordinates are given as MuJoCo's: the quaternion and the angular
+    velocity in the body's frame. 1 s against MuJoCo's RK4 at 1e-4 s within 1e-7 m."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = tmp_path / "ball.xml"
+    xml.write_text(BALL_MJCF)
+    quat = np.array([0.8, 0.3, -0.4, 0.33])
+    quat /= np.linalg.norm(quat)
+    entry = {"joint_positions": {"shoulder": quat.tolist(), "elbow": 0.4},
+             "joint_velocities": {"shoulder": [0.5, -1.0, 2.0], "elbow": -0.7}}  # fmt: skip
+    scene = write_scene(tmp_path, xml, method, entry)
+    result = mbsim("run", scene, "-o", tmp_path / "ball.h5", "-q")
+    assert result.exit_code == 0, result.output
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    d.qpos[:] = [*quat, 0.4]
+    d.qvel[:] = [0.5, -1.0, 2.0, -0.7]
+    mujoco.mj_forward(m, d)
+    with h5py.File(tmp_path / "ball.h5") as f:
+        for name in ("upper", "lower"):
+            assert np.max(np.abs(f[f"bodies/{name}/position"][0] - d.xipos[m.body(name).id])) < 1e-12
+        for _ in range(10000):
+            mujoco.mj_step(m, d)
+        for name in ("upper", "lower"):
+            assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-7
