@@ -112,7 +112,11 @@ def _measure_one(n: int, directory: str, quick: bool, with_lagrange: bool) -> Ro
     presc = np.zeros(rec.nv, dtype=bool)
     args = (s.order, s.parent, s.vadr, s.nvj, rec._mass, rec._inertia, rec._gravity)
     geometry = (kin.rot, kin.o, kin.com, kin.V, kin.Hs, kin.acor)
-    row.aba_s = _timed(lambda: soa_kernels.articulated_body(*args, *geometry, ext, tau, presc, tau), batch_s, batches)
+    row.aba_s = _timed(
+        lambda: soa_kernels.articulated_body(*args, *geometry, ext, tau, presc, tau, np.zeros_like(tau)),
+        batch_s,
+        batches,
+    )
     row.step_s = _timed(lambda: rec.step(state, 1e-3), batch_s, batches)
     if with_lagrange:
         q0, v0 = model.q0.copy(), model.v0.copy()

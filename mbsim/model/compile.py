@@ -237,7 +237,19 @@ def compile_model(spec: SceneSpec) -> Model:
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append(
-            (item.name, kind.name, frame.body_i, frame.body_j, prims, drive_prim, point2, frame, spring_values, initial)
+            (
+                item.name,
+                kind.name,
+                frame.body_i,
+                frame.body_j,
+                prims,
+                drive_prim,
+                point2,
+                frame,
+                spring_values,
+                initial,
+                item.values.get("armature") or 0.0,
+            )  # fmt: skip
         )
 
     constraint_prims += _couplings(spec, ctx, joint_parts)
@@ -259,8 +271,9 @@ def compile_model(spec: SceneSpec) -> Model:
             drive=drive.drive if drive is not None else None,
             spring=spring_values,
             initial=initial,
+            armature=armature,
         )
-        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial in joint_parts
+        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial, armature in joint_parts
     ]
     springs = []
     if spring_prims:

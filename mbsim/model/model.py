@@ -114,6 +114,7 @@ class JointInfo:
     drive: Any = None
     spring: tuple[float, float, float] | None = None  # rest counted from the coordinate at t = 0
     initial: float = 0.0  # the joint coordinate at t = 0 (the scene's `initial`)
+    armature: float = 0.0  # inertia on the joint coordinate (the scene's `armature`; method recursive)
 
 
 @dataclass

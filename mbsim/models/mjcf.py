@@ -9,9 +9,10 @@ a free body, none -> welded to its parent; the coordinate of zero motion is qpos
 pose in the file), as MuJoCo's kinematics. Joint ``damping``, ``stiffness`` and ``springref``
 carry over; ``range`` is kept as the joint's limits. Actuators are listed as skipped. Content
 that changes the dynamics and that mbsim cannot represent is a scene error naming the element:
-tendons, joint ``frictionloss``, ``armature``, several joints on one body, a ``ball`` joint with
-stiffness or damping. ``ball`` -> spherical (its coordinates in joint_positions: the quaternion
-w, x, y, z; in joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel).
+tendons, joint ``frictionloss``, several joints on one body, a ``ball`` joint with stiffness,
+damping or armature. A hinge's or slide's ``armature`` carries over (method recursive takes
+it). ``ball`` -> spherical (its coordinates in joint_positions: the quaternion w, x, y, z; in
+joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel).
 Equality constraints: ``connect`` -> a spherical joint between the two bodies, ``weld`` -> a
 fixed joint, ``joint`` (linear) -> a coupling of the coordinates, so that loops stay closed.
 """
@@ -112,7 +113,10 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
             joints.append(TreeJoint(jname, "free", parent, label, origin, line=line("joint", jname)))
             continue
         ndof = 3 if jtype == mujoco.mjtJoint.mjJNT_BALL else 1
-        for what, values in (("frictionloss", m.dof_frictionloss), ("armature", m.dof_armature)):
+        if jtype == mujoco.mjtJoint.mjJNT_BALL and np.any(m.dof_armature[da : da + 3] != 0.0):
+            raise refuse("a ball joint's armature cannot be represented (mbsim's spherical joint has none)", "joint",
+                         jname)  # fmt: skip
+        for what, values in (("frictionloss", m.dof_frictionloss),):
             value = float(np.max(np.abs(values[da : da + ndof])))
             if value != 0.0:
                 raise refuse(f"joint {what} {value:g} changes the dynamics and mbsim cannot represent it yet",
@@ -130,6 +134,7 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
             jname, kind, parent, label, origin, np.array(m.jnt_axis[j], float), np.array(m.jnt_pos[j], float),
             ref=float(m.qpos0[qa]), default=float(m.qpos0[qa]), damping=float(m.dof_damping[da]),
             stiffness=float(m.jnt_stiffness[j]), spring_ref=float(m.qpos_spring[qa]), line=line("joint", jname),
+            armature=float(m.dof_armature[da]),
         )  # fmt: skip
         if m.jnt_limited[j]:
             tj.limits = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1]))

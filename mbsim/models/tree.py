@@ -56,6 +56,7 @@ class TreeJoint:
     limits: tuple[float, float] | None = None
     line: int | None = None
     tag: str = "joint"
+    armature: float = 0.0  # inertia on the coordinate (MJCF armature)
 
 
 @dataclass
@@ -328,6 +329,8 @@ def scene_parts(
             q0 = float(positions.get(j.name, j.default))
             if q0:  # the file's coordinate: drives, springs and /q count from it
                 item["initial"] = q0
+            if j.armature > 0.0:
+                item["armature"] = float(j.armature)
             if j.damping > 0.0 or j.stiffness > 0.0:
                 item["spring"] = {
                     "stiffness": float(j.stiffness),

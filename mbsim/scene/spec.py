@@ -263,6 +263,12 @@ JOINT_FIELDS = {
     "axes": Field(Raw("two axes"), "universal: first axis fixed in body1, second in body2 (world, t = 0)", None),
     "drive": Field(Raw("{position: expression of t}"), "prescribed joint coordinate", None),
     "spring": Field(Raw("{stiffness, damping, rest}"), "spring on the joint coordinate", None),
+    "armature": Field(
+        Number(minimum=0),
+        "inertia on the joint coordinate, kg m^2 or kg (MuJoCo's armature: a rotor's reflected inertia); "
+        "method recursive only",
+        0.0,
+    ),
     "initial": Field(
         Number(),
         "the joint coordinate at t = 0 (rad or m): its drive, spring rest, couplings and /q (recursive) "

@@ -79,6 +79,14 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
                 "compliant (SDF mesh) contacts are not available in this "
                 "version; remove the contact or set enabled: false",
             )
+    if not module.CAPABILITIES.get("armature"):
+        for item in spec.joints:
+            if item.values.get("armature"):
+                raise ctx.error(
+                    (*item.path, "armature"),
+                    f"an armature (inertia on the joint coordinate) needs method 'recursive', got '{method}' (in body "
+                    "coordinates it would couple the bodies' mass matrix); remove it or use recursive",
+                )
     solver_spec = spec.solver
     default = module.CAPABILITIES.get("default_integrator")
     if default and not (isinstance(section, dict) and "integrator" in section):

@@ -48,7 +48,7 @@ from mbsim.solvers.integrators import stepper
 from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK
 
 NAME = "recursive"
-CAPABILITIES = {"rigid_contacts": False, "integrators": True}
+CAPABILITIES = {"rigid_contacts": False, "integrators": True, "armature": True}
 
 OPTION_FIELDS = {
     "projection": Field(
@@ -130,6 +130,7 @@ class JointSpace:
     driven: list
     springs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     q_initial: np.ndarray  # (nq,) the joints' `initial`: /q = q + q_initial (q is zero at t = 0)
+    armature: np.ndarray  # (nv,) the joints' armature: an inertia on the coordinate
     motions: list[TreeMotion | None]
 
 
@@ -209,11 +210,14 @@ def joint_space(model: Model) -> JointSpace:
     carrier = {int(tree.joint[k]): k for k in range(nb) if tree.joint[k] >= 0}
     driven = []
     q_initial = np.zeros(nq)
+    armature = np.zeros(nv)
     dofs, qdofs, stiffness, damping, rest = [], [], [], [], []
     for j, info in enumerate(model.joints):
         k = carrier[j]
         if info.initial:  # joints with one coordinate (compile_model checks)
             q_initial[qadr[k]] = info.initial
+        if info.armature:
+            armature[vadr[k]] = info.armature
         if info.drive is not None:
             d1 = info.drive.derivative("t")
             c = info.drive if not info.initial else _Shifted(info.drive, info.initial)
@@ -258,6 +262,7 @@ def joint_space(model: Model) -> JointSpace:
         driven=driven,
         springs=springs,
         q_initial=q_initial,
+        armature=armature,
         motions=motions,
     )
 
@@ -384,6 +389,7 @@ class Solver(SolverBase):
             gravity=self._gravity,
             presc=self._presc,
             qdd_presc=np.zeros(space.nv),
+            armature=space.armature,
             quat_q=space.quat_q,
             quat_v=space.quat_v,
             scalar_q=space.scalar_q,
@@ -682,7 +688,7 @@ class Solver(SolverBase):
         s = self.space
         args = (s.order, s.parent, s.vadr, s.nvj, self._mass, self._inertia, self._gravity)
         state = (kin.rot, kin.o, kin.com, kin.V, kin.Hs, kin.acor)
-        qdd, f, _ = soa.articulated_body(*args, *state, ext, total_tau, presc, qdd_presc)
+        qdd, f, _ = soa.articulated_body(*args, *state, ext, total_tau, presc, qdd_presc, s.armature)
         drive_force = np.zeros(len(s.driven))
         if drives and len(s.driven):
             d = self._driven_v
@@ -712,7 +718,7 @@ class Solver(SolverBase):
         s = self.space
         args = (s.order, s.parent, s.vadr, s.nvj, self._mass, self._inertia, self._gravity)
         state = (kin.rot, kin.o, kin.com, kin.V, kin.Hs, kin.acor)
-        T, f, _ = soa.inverse_dynamics(*args, *state, ext, np.ascontiguousarray(qdd, dtype=float))
+        T, f, _ = soa.inverse_dynamics(*args, *state, ext, np.ascontiguousarray(qdd, dtype=float), s.armature)
         return T - spring, f
 
     # ------------------------------------------------------------------ integration
@@ -766,14 +772,15 @@ class Solver(SolverBase):
         args = (s.order, s.parent, s.vadr, s.nvj, self._mass, self._inertia, np.zeros(3))
         state = (kin.rot, kin.o, kin.com, kin.V, kin.Hs, kin.acor)
         zero_load, zero_tau = np.zeros((self.model.nbody, 6)), np.zeros(self.nv)
-        dv, _, _ = soa.articulated_body(*args, *state, zero_load, zero_tau, self._presc, qdd_presc)
+        dv, _, _ = soa.articulated_body(*args, *state, zero_load, zero_tau, self._presc, qdd_presc, s.armature)
         v_new = v_before + dv
-        before = self.kinetic_energy(self.kinematics(q, v_before))
-        after = self.kinetic_energy(self.kinematics(q, v_new))
+        before = self.kinetic_energy(self.kinematics(q, v_before), v_before)
+        after = self.kinetic_energy(self.kinematics(q, v_new), v_new)
         return q, v_new, work + after - before
 
-    def kinetic_energy(self, kin: Kinematics) -> float:
-        """1/2 sum (m |v_com|^2 + omega . J omega) of a kinematics sweep, J."""
+    def kinetic_energy(self, kin: Kinematics, v: np.ndarray | None = None) -> float:
+        """1/2 sum (m |v_com|^2 + omega . J omega) of a kinematics sweep, plus 1/2 sum a v^2 of the
+        joints' armatures at the joint rates ``v``, J."""
         m = self.model
         nb = m.nbody
         vb = self._body_v(kin).reshape(nb, m.body_width)
@@ -782,7 +789,8 @@ class Solver(SolverBase):
             rotation = float(np.einsum("ni,nij,nj->", vb[:, 3:], m.body_inertia, vb[:, 3:]))
         else:
             rotation = float(m.body_inertia[:, 0, 0] @ vb[:, 2] ** 2)
-        return 0.5 * (translation + rotation)
+        rotor = float(self.space.armature @ (v * v)) if v is not None else 0.0
+        return 0.5 * (translation + rotation + rotor)
 
     # ------------------------------------------------------------------ recording
 
@@ -794,7 +802,7 @@ class Solver(SolverBase):
         y = np.concatenate((state.q, state.v, (state.work,)))
         self._cached = (state.t, y, np.concatenate((self.q_rate(dyn.q, dyn.v), dyn.qdd, (dyn.power,))))
         body_q, body_v = self._body_q(kin), self._body_v(kin)
-        kinetic = self.kinetic_energy(kin)
+        kinetic = self.kinetic_energy(kin, state.v)
         reaction, reaction_body = self._reactions(dyn)
         if m.nc:
             cv = constraint_values(m, frames, state.t)

@@ -36,7 +36,7 @@ class Tree(NamedTuple):
     Attributes:
         order ... nvj: the kinematics and articulated-body sweeps' arrays (soa_kernels).
         mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) bool all False and
-            qdd_presc (nv,) zeros (no drives here).
+            qdd_presc (nv,) zeros (no drives here); armature (nv,) the joints' armatures.
         quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
         spr_v, spr_q, spr_k, spr_c, spr_rest: the joint springs (JointSpace.springs).
         body_inertia (nb, 3, 3): the model's (2D: [0, 0]) for the kinetic energy.
@@ -67,6 +67,7 @@ class Tree(NamedTuple):
     gravity: np.ndarray
     presc: np.ndarray
     qdd_presc: np.ndarray
+    armature: np.ndarray
     quat_q: np.ndarray
     quat_v: np.ndarray
     scalar_q: np.ndarray
@@ -242,7 +243,7 @@ def derivative(F, D, T, W, t, y, out):
         damping_power -= T.spr_c[s] * rate * rate
     articulated_body_into(
         T.order, T.parent, T.vadr, T.nvj, T.mass, T.inertia, T.gravity, W.rot, W.o, W.com, W.V, W.Hs, W.acor,
-        W.ext, W.tau, T.presc, T.qdd_presc, W.aba, W.qdd, W.f, W.alpha,
+        W.ext, W.tau, T.presc, T.qdd_presc, T.armature, W.aba, W.qdd, W.f, W.alpha,
     )  # fmt: skip
     q_rate_into(T, q, v, out[:nq])
     for k in range(nv):
@@ -425,6 +426,8 @@ def row_into(F, D, T, W, t, q, v, work, h, out):
                     rotation += D.omega_body[b, i] * T.body_inertia[b, i, j] * D.omega_body[b, j]
         else:
             rotation += T.body_inertia[b, 0, 0] * W.V[b, 2] * W.V[b, 2]
+    for k in range(T.armature.shape[0]):
+        rotation += T.armature[k] * v[k] * v[k]  # the joints' armatures (inertia on the coordinate)
     kinetic = 0.5 * (translation + rotation)
     potential = 0.0
     for b in range(nb):

@@ -428,7 +428,7 @@ def _spd_inverse(D, n, out, L, Li):
 
 @njit(**_JIT)
 def articulated_body(
-    order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc
+    order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, armature
 ):
     """Forward dynamics of the tree (Featherstone's articulated-body algorithm, the innovations
     factorisation of spatial operator algebra), hybrid: degrees of freedom with ``presc`` set
@@ -444,6 +444,7 @@ def articulated_body(
         ext: (nb, 6) applied (torque, force) at each centre of mass, world; gravity (3,) is added.
         tau: (nv,) joint forces on the free degrees of freedom (springs, dampers, actuators).
         presc, qdd_presc: (nv,) which degrees of freedom are prescribed, and their accelerations.
+        armature: (nv,) inertia on each joint coordinate (MuJoCo's armature), added to D.
     Returns:
         qdd (nv,), f (nb, 6) the spatial force of every joint on its child at O_k (world),
         alpha (nb+1, 6) spatial accelerations.
@@ -455,8 +456,8 @@ def articulated_body(
     f = np.empty((nb, 6))
     alpha = np.empty((nb + 1, 6))
     articulated_body_into(
-        order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, work,
-        qdd, f, alpha,
+        order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc,
+        armature, work, qdd, f, alpha,
     )  # fmt: skip
     return qdd, f, alpha
 
@@ -488,8 +489,8 @@ def aba_work(nb, nv):
 
 @njit(**_JIT_NO_NRT)
 def articulated_body_into(
-    order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, work, qdd,
-    f, alpha,
+    order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, armature,
+    work, qdd, f, alpha,
 ):  # fmt: skip
     """:func:`articulated_body` into qdd (nv,), f (nb, 6), alpha (nb+1, 6) with the scratch
     ``work`` (the tuple of :func:`aba_work`, or any tuple of arrays of those shapes); allocates nothing."""
@@ -545,6 +546,7 @@ def articulated_body_into(
                     for r in range(6):
                         s += Hs[free[a], r] * PH[r, b]
                     D[a, b] = s
+                D[a, a] += armature[free[a]]  # the joint coordinate's own inertia
                 s = tau[free[a]]
                 for r in range(6):
                     s -= Hs[free[a], r] * zplus[r]
@@ -615,7 +617,7 @@ def articulated_body_into(
 
 
 @njit(**_JIT)
-def inverse_dynamics(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, qdd):
+def inverse_dynamics(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, qdd, armature):
     """Newton-Euler inverse dynamics (the paper's recursions (14)-(15)): accelerations base to
     tip, alpha_k = phi*(p, k) alpha_p + H* qdd + a_k; spatial forces tip to base,
     f_k = M_k alpha_k + b_k - f_ext + sum_c phi(k, c) f_c; joint forces T_k = H_k f_k.
@@ -661,7 +663,7 @@ def inverse_dynamics(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, c
             s = 0.0
             for r in range(6):
                 s += Hs[d, r] * f[k, r]
-            T[d] = s
+            T[d] = s + armature[d] * qdd[d]
         if p < nb:  # f_p += phi(p, k) f_k
             l0, l1, l2 = o[k, 0] - o[p, 0], o[k, 1] - o[p, 1], o[k, 2] - o[p, 2]
             f[p, 0] += f[k, 0] + l1 * f[k, 5] - l2 * f[k, 4]

@@ -515,3 +515,36 @@ def test_mjcf_ball_joint_matches_mujoco(tmp_path, mbsim, method):
             mujoco.mj_step(m, d)
         for name in ("upper", "lower"):
             assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-7
+
+
+def test_mjcf_armature_acts_on_the_joint_coordinate(tmp_path, mbsim):
+    """MJCF armature (a hinge's 0.05 kg m^2, a slide's 0.3 kg) becomes the joints' `armature`:
+    recursive adds it to the articulated inertia of the coordinate (and to the kinetic energy:
+    total - work stays constant); 1 s against MuJoCo's RK4 within 1e-8 m (measured 9e-12 m).
+    lagrange refuses it (in body coordinates it would couple the mass matrix), naming the key."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = tmp_path / "armature.xml"
+    text = PENDULUM_MJCF.read_text()
+    text = text.replace('springref="20"/>', 'springref="20" armature="0.05"/>')
+    text = text.replace('<joint name="slider" type="slide" axis="0 0 1"/>',
+                        '<joint name="slider" type="slide" axis="0 0 1" armature="0.3"/>')  # fmt: skip
+    assert text.count("armature") == 2
+    xml.write_text(text)
+    entry = {"joint_positions": {"shoulder": 0.5, "elbow": -0.3, "slider": 0.05},
+             "joint_velocities": {"shoulder": 0.2, "elbow": 1.0, "slider": -0.1}}  # fmt: skip
+    scene = write_scene(tmp_path, xml, "recursive", entry)
+    result = mbsim("run", scene, "-o", tmp_path / "arm.h5", "-q")
+    assert result.exit_code == 0, result.output
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.5, -0.3, 0.05], [0.2, 1.0, -0.1]
+    for _ in range(10000):
+        mujoco.mj_step(m, d)
+    with h5py.File(tmp_path / "arm.h5") as f:
+        for name in ("upper", "lower", "tip"):
+            assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-8
+        assert f.attrs["energy_drift"] < 1e-9
+    result = mbsim("validate", scene, "--set", "solver.method=lagrange")
+    assert result.exit_code == 2 and "armature" in result.output and "needs method 'recursive'" in result.output

@@ -8,7 +8,7 @@ from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose,
 @register_joint
 class Prismatic(JointType):
     name = "prismatic"
-    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial"})
+    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature"})
     required = frozenset({"axis"})
     coordinate = "position"
     doc = (

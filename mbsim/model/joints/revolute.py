@@ -8,7 +8,7 @@ from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose,
 @register_joint
 class Revolute(JointType):
     name = "revolute"
-    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial"})
+    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature"})
     required = frozenset({"axis"})  # 3D only; a planar revolute turns about the normal
     coordinate = "angle"
     doc = "points coincide and axes stay parallel (5 equations; 2 in 2D); coordinate: angle, rad, zero at t = 0"
