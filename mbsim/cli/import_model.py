@@ -35,7 +35,7 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     )
     expanded, imported = expand_models(raw, Context(scene=raw))
     data = expanded.data
-    tree_like = not tree.couplings
+    tree_like = not tree.couplings and not tree.loops  # recursive takes trees without constraints
     scene = {
         "mbsim": 1,
         "name": f"{Path(model_file).stem} (imported)",

@@ -139,10 +139,47 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
         if m.jnt_limited[j]:
             tj.limits = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1]))
         joints.append(tj)
+    if collisions:
+        for g in range(m.ngeom):
+            if m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0:
+                continue  # a visual geom: it collides with nothing
+            body = body_names[int(m.geom_bodyid[g])]
+            label = name(mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
+            links[body].shapes.append(_geom_shape(m, g, refuse, label))
     loops, couplings = _equalities(m, body_names, line, refuse, file)
     skipped = [f"actuator '{name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) or a}'" for a in range(m.nu)]
     return ModelTree(
         file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), couplings, loops, skipped=skipped
+    )
+
+
+def _geom_shape(m, g: int, refuse, label: str) -> dict:
+    """A colliding geom as a scene shape in its body's frame (collisions: true)."""
+    import mujoco
+
+    from mbsim.models.tree import quaternion
+
+    kind, size = int(m.geom_type[g]), np.array(m.geom_size[g], float)
+    R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], float)
+    pose = {"position": [float(x) for x in p], "orientation": {"quaternion": quaternion(R)}}
+    if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+        return {"type": "sphere", "radius": float(size[0]), "pose": pose}
+    if kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+        return {"type": "capsule", "radius": float(size[0]), "length": 2.0 * float(size[1]), "pose": pose}
+    if kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+        return {"type": "cylinder", "radius": float(size[0]), "length": 2.0 * float(size[1]), "pose": pose}
+    if kind == mujoco.mjtGeom.mjGEOM_BOX:
+        return {"type": "box", "size": [2.0 * float(x) for x in size], "pose": pose}
+    if kind == mujoco.mjtGeom.mjGEOM_PLANE:
+        if int(m.geom_bodyid[g]) != 0:
+            raise refuse("a plane geom on a moving body cannot be a shape (planes are ground only)", "geom", label)
+        return {"type": "plane", "point": [float(x) for x in p], "normal": [float(x) for x in R[:, 2]]}
+    what = {mujoco.mjtGeom.mjGEOM_MESH: "mesh", mujoco.mjtGeom.mjGEOM_ELLIPSOID: "ellipsoid"}.get(kind, "height field")
+    raise refuse(
+        f"a colliding {what} geom cannot be imported as a shape (sphere, capsule, cylinder, box and plane can); "
+        "import without collisions, or give the geom contype=0 conaffinity=0",
+        "geom",
+        label,
     )
 
 

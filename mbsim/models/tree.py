@@ -261,12 +261,21 @@ def scene_parts(
         local = transform(pose_rotation(pose), np.array(pose.get("position", [0.0, 0.0, 0.0]), float))
         return {k: v for k, v in shape.items() if k != "pose"}, placed.pose[link] @ local
 
+    def plane_world(link: str, shape: dict) -> dict:
+        """A plane (ground only) given by a point and a normal: moved by its link's pose."""
+        T = placed.pose[link]
+        point = T[:3, :3] @ np.asarray(shape["point"], float) + T[:3, 3]
+        return {"type": "plane", "point": _floats(point), "normal": _floats(T[:3, :3] @ np.asarray(shape["normal"]))}
+
     bodies, ground_shapes = [], []
     body_of_link = {link: ("ground" if g == "ground" else prefix + g) for link, g in group.items()}
     for g, links in members.items():
         if g == "ground":
             for link in links:
                 for shape in tree.links[link].shapes:
+                    if shape["type"] == "plane":
+                        ground_shapes.append(plane_world(link, shape))
+                        continue
                     base, T = shape_world(link, shape)
                     ground_shapes.append({**base, "pose": _pose_dict(T)})
             continue

@@ -548,3 +548,47 @@ def test_mjcf_armature_acts_on_the_joint_coordinate(tmp_path, mbsim):
         assert f.attrs["energy_drift"] < 1e-9
     result = mbsim("validate", scene, "--set", "solver.method=lagrange")
     assert result.exit_code == 2 and "armature" in result.output and "needs method 'recursive'" in result.output
+
+
+COLLISION_MJCF = """<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" pos="0 0 -0.5"/>
+    <body name="ball" pos="0 0 1">
+      <freejoint/>
+      <geom name="b" type="sphere" size="0.1" density="1000"/>
+      <geom name="look" type="box" size="0.2 0.2 0.2" contype="0" conaffinity="0" mass="0"/>
+    </body>
+    <body name="bar" pos="0.5 0 1" euler="0 30 0">
+      <joint name="h" type="hinge" axis="0 1 0"/>
+      <geom name="c" type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" density="500"/>
+      <geom name="k" type="box" size="0.05 0.06 0.07" pos="0.4 0 0" density="500"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_mjcf_collision_geoms_become_shapes_and_the_ball_lands(tmp_path, mbsim):
+    """collisions: true: the colliding geoms become shapes (the world's plane a ground plane, the
+    sphere, capsule and box in the bodies' frames; the contype=0 conaffinity=0 box is left out), and
+    a rigid contact with them works: the ball dropped from 1.5 m above the floor lands at
+    t = sqrt(2 * 1.4 / g) and rests on it (timestepping)."""
+    xml = tmp_path / "col.xml"
+    xml.write_text(COLLISION_MJCF)
+    scene = {
+        "mbsim": 1, "name": "col", "gravity": [0, 0, -9.81], "time": {"end": 0.8, "step": 1e-4},
+        "solver": {"method": "timestepping"}, "models": [{"file": str(xml), "collisions": True}],
+        "contacts": [{"name": "floor", "type": "rigid", "body1": "ground", "body2": "ball", "restitution": 0.0}],
+    }  # fmt: skip
+    path = tmp_path / "col.yaml"
+    path.write_text(yaml.safe_dump(scene))
+    spec = load_scene(str(path))
+    assert spec.ground_shapes == [{"type": "plane", "point": [0.0, 0.0, -0.5], "normal": [0.0, 0.0, 1.0]}]
+    shapes = {b.name: [s["type"] for s in b.shapes] for b in spec.bodies}
+    assert shapes == {"ball": ["sphere"], "bar": ["capsule", "box"]}
+    assert mbsim("run", path, "-o", tmp_path / "col.h5", "-q").exit_code == 0
+    with h5py.File(tmp_path / "col.h5") as f:
+        t, z = f["time"][:], f["bodies/ball/position"][:, 2]
+        landing = t[np.argmax(z <= -0.4 + 1e-9)]
+        assert landing == pytest.approx(np.sqrt(2 * 1.4 / 9.81), abs=2e-4)
+        assert abs(z[-1] + 0.4) < 1e-6
