@@ -19,6 +19,7 @@ from mbsim.simulate import prepare
 ROOT = Path(__file__).resolve().parents[2]
 UR5 = ROOT / "scenes" / "robots" / "ur_description" / "urdf" / "ur5_robot.urdf"
 SOLO12 = ROOT / "scenes" / "robots" / "solo_description" / "robots" / "solo12.urdf"
+SO100 = ROOT / "scenes" / "robots" / "so_arm_description" / "urdf" / "so100.urdf"  # an arm with a gripper jaw
 PENDULUM_MJCF = ROOT / "tests" / "data" / "robots" / "double_pendulum_slider.xml"
 
 pin = pytest.importorskip("pinocchio")
@@ -83,7 +84,9 @@ def com_accelerations(model, data, q, v, a):
     return out
 
 
-@pytest.mark.parametrize(("urdf", "free"), [(UR5, False), (SOLO12, True)], ids=["ur5", "solo12"])
+@pytest.mark.parametrize(
+    ("urdf", "free"), [(UR5, False), (SO100, False), (SOLO12, True)], ids=["ur5", "so100", "solo12"]
+)
 def test_joint_accelerations_match_pinocchio_aba(tmp_path, urdf, free):
     """recursive's joint accelerations (its coordinates are the joints') at 20 random states equal
     Pinocchio's ABA to 1e-9 relative; lagrange's centre-of-mass accelerations (body coordinates)
@@ -148,7 +151,9 @@ def pinocchio_trajectory(model, q0, v0, times, free: bool):
 
 
 @pytest.mark.parametrize("method", ["recursive", "lagrange"])
-@pytest.mark.parametrize(("urdf", "free"), [(UR5, False), (SOLO12, True)], ids=["ur5", "solo12"])
+@pytest.mark.parametrize(
+    ("urdf", "free"), [(UR5, False), (SO100, False), (SOLO12, True)], ids=["ur5", "so100", "solo12"]
+)
 def test_one_second_trajectories_match_pinocchio(tmp_path, mbsim, urdf, free, method):
     """1 s under scipy:DOP853 at 1e-10 from a random state: every link's centre of mass within
     1e-6 m of Pinocchio's ABA integrated at 1e-12, and recursive's /q (named by the file's joints,
@@ -592,3 +597,24 @@ def test_mjcf_collision_geoms_become_shapes_and_the_ball_lands(tmp_path, mbsim):
         landing = t[np.argmax(z <= -0.4 + 1e-9)]
         assert landing == pytest.approx(np.sqrt(2 * 1.4 / 9.81), abs=2e-4)
         assert abs(z[-1] + 0.4) < 1e-6
+
+
+def test_mjcf_pendulum_under_lagrange_matches_mujoco(tmp_path, mbsim):
+    """The MJCF pendulum of the test above in body coordinates (lagrange, DOP853 at 1e-10):
+    1 s against MuJoCo's RK4 at 1e-4 s within 1e-8 m."""
+    mujoco = pytest.importorskip("mujoco")
+    entry = {"joint_positions": {"shoulder": 0.5, "elbow": -0.3, "slider": 0.05},
+             "joint_velocities": {"shoulder": 0.2, "elbow": 1.0, "slider": -0.1}}  # fmt: skip
+    scene = write_scene(tmp_path, PENDULUM_MJCF, "lagrange", entry)
+    assert mbsim("run", scene, "-o", tmp_path / "mj.h5", "-q").exit_code == 0
+    m = mujoco.MjModel.from_xml_path(str(PENDULUM_MJCF))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.5, -0.3, 0.05], [0.2, 1.0, -0.1]
+    for _ in range(10000):
+        mujoco.mj_step(m, d)
+    with h5py.File(tmp_path / "mj.h5") as f:
+        assert f["time"][-1] == pytest.approx(1.0)
+        for name in ("upper", "lower", "tip"):
+            assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-8
