@@ -88,8 +88,8 @@ OPTION_FIELDS = {
     ),
     "event_tol": Field(Number(positive=True), "time within which an event is located, s", 1e-13),
     "margin": Field(
-        Number(positive=True),
-        "detection margin, m: nearer contacts are followed exactly, farther ones count as this far",
+        Number(minimum=0),
+        "detection margin, m (positive): nearer contacts are followed exactly, farther ones count as this far",
         1e-3,
     ),
     "contact_tol": Field(Number(positive=True), "gap below which a contact touches (impact and mode LCPs), m", 1e-9),
@@ -868,6 +868,13 @@ def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:
     got = read_options(ctx, ("solver",), solver_spec.options, OPTION_FIELDS)
+    if got["margin"] == 0.0:  # timestepping's margin may be 0 (only touching contacts enter its LCP)
+        raise ctx.error(
+            ("solver", "margin"),
+            "event_driven needs a positive margin: its gap functions follow every contact nearer than it, so that "
+            "an impact is located before it happens (timestepping's margin 0 has no counterpart here); set "
+            "solver.margin to 1e-3 (the default) or remove the key",
+        )
     _refuse_stacks(model, ctx, ContactDetector(model).pairs)
     friction = rigid_friction(model, ctx)
     return Solver(model, got, solver_spec.integrator, solver_spec.rtol, solver_spec.atol, friction)
