@@ -113,6 +113,8 @@ SAMPLES = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
 CROSSING = 1e-6  # a gap counts as crossed below -CROSSING * contact_tol (1e-15 m: round-off of the gap)
 FORCE_TOL = 1e-9  # a closed contact detaches (or slips) below -FORCE_TOL times the largest contact force
 MAX_EVENTS_AT_ONCE = 50  # events at one time without progress: the run fails instead of looping
+ONSET_ITERATIONS = 20  # rounds over the contacts that start to slip (_modes)
+ONSET_SAMPLES = 36  # angles sampled for a slip's direction at onset (_onset_direction)
 
 
 @dataclass
@@ -535,7 +537,7 @@ class Solver(SolverBase):
         self._record_mode_changes(t, new_modes, batch, triggers)
         self.modes, self.entries = new_modes, entries
         new = State(t, state.q, v, work)
-        return self._project(new)
+        return self._project(new, onset=True)
 
     def _settle(self, t: float, q: np.ndarray, v: np.ndarray, modes: dict[int, Mode]) -> dict[int, Mode]:
         """Modes the smooth phase can start from: the LCP's, unless the smooth solve's forces
@@ -649,20 +651,57 @@ class Solver(SolverBase):
             gamma[c] = gamma_rows[rows_all.normal_row[c]]
             for a, r in enumerate(rows_all.tangent_rows[c]):
                 gamma[kc + a * kc + c] = gamma_rows[r]
-        RW = self._response(joints, W.T)
-        A = K @ RW
         b = K @ a0 - gamma
-        mu_lcp = np.where(sliding, 0.0, mu)
-        f, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
-        accel = A @ f + b
+        still = 1e-9 * (1.0 + float(np.max(np.abs(b), initial=0.0)))
+        tangent = [kc + np.arange(d - 1) * kc + c for c in range(kc)]
+        # the LCP's friction is a pyramid (Stewart-Trinkle: one pair of directions per tangent
+        # axis, |f_t1| + |f_t2| <= mu f_N), not Coulomb's cone: where it slips (a_T != 0) or its
+        # force leaves the cone, the contact's own stick force (its rows held, the others' forces
+        # as the LCP has them) decides: inside the cone it sticks, else it slips. The sliding
+        # direction s at onset (zero slip speed) is the one whose friction -mu f_N s leaves a
+        # tangential acceleration along s (else the slip would reverse at once): the fixed point
+        # s = a_T(s) / |a_T(s)|, iterated from the LCP's a_T (or -f_T).
+        onset: dict[int, np.ndarray] = {}
+
+        def solve(onset: dict[int, np.ndarray]):
+            """The mode LCP with the contacts in ``onset`` sliding along their directions."""
+            W_it = W.copy()
+            for c, s in onset.items():
+                W_it[c] = JN[c] - mu[c] * (s @ JT[c])
+            A = K @ self._response(joints, W_it.T)
+            mu_lcp = np.where(sliding | np.isin(np.arange(kc), list(onset)), 0.0, mu)
+            f, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
+            return A, f, A @ f + b
+
+        for _ in range(ONSET_ITERATIONS):
+            A, f, accel = solve(onset)
+            changed = False
+            for c in range(kc):
+                if sliding[c] or mu[c] == 0 or accel[c] > still:
+                    continue
+                ft, at = f[tangent[c]], accel[tangent[c]]
+                size = float(np.linalg.norm(at))
+                if c in onset:
+                    if size > 1e-12 and np.linalg.norm(at / size - onset[c]) > 1e-9:
+                        onset[c], changed = self._onset_direction(c, onset, solve, tangent[c], at), True
+                elif size > still or np.linalg.norm(ft) > mu[c] * f[c] * (1.0 + 1e-9):
+                    own = np.array([c, *tangent[c]])
+                    rest = np.setdiff1d(np.arange(len(b)), own)
+                    held = np.linalg.lstsq(A[np.ix_(own, own)], -(b[own] + A[np.ix_(own, rest)] @ f[rest]), rcond=None)
+                    held = held[0]
+                    if held[0] > 0 and np.linalg.norm(held[1:]) <= mu[c] * held[0] * (1.0 + 1e-9):
+                        continue  # Coulomb's cone holds it: it sticks
+                    guess = at if size > 1e-12 else -held[1:]
+                    onset[c] = self._onset_direction(c, onset, solve, tangent[c], guess)
+                    changed = True
+            if not changed:
+                break
         # closed: pressed (a normal force) or held at zero normal acceleration; a redundant set of
         # contacts (a box's corners on a floor) has many force distributions, and a corner the LCP
         # happens to leave without force stays closed: the smooth phase then shares the force
         # (least squares). Open: separating, a_N > 0.
-        still = 1e-9 * (1.0 + float(np.max(np.abs(b), initial=0.0)))
         modes: dict[int, Mode] = {}
         for c in range(kc):
-            fn = f[c]
             if accel[c] > still:
                 continue
             key = int(sub.feature[c])
@@ -672,14 +711,44 @@ class Solver(SolverBase):
             if mu[c] == 0:
                 modes[key] = Mode("frictionless")
                 continue
-            ft = f[kc + np.arange(d - 1) * kc + c]
-            at = accel[kc + np.arange(d - 1) * kc + c]
-            if mu[c] * fn - np.linalg.norm(ft) > 1e-9 * mu[c] * fn or np.linalg.norm(at) <= 1e-12:
-                modes[key] = Mode("stick")
-            else:
-                direction = at / np.linalg.norm(at)
-                modes[key] = Mode("slide", direction)
+            modes[key] = Mode("slide", onset[c]) if c in onset else Mode("stick")
         return modes
+
+    @staticmethod
+    def _onset_direction(c: int, onset: dict, solve, rows: np.ndarray, guess: np.ndarray) -> np.ndarray:
+        """The sliding direction s of contact ``c`` starting to slip: its tangential acceleration
+        a_T(s) with friction -mu f_N s along s (a_T x s = 0, a_T . s > 0). In 3D the angle of s is
+        sampled round the circle and the sign changes of a_T x s refined by Brent's method (the
+        fixed-point iteration s = a_T / |a_T| can cycle); the root nearest ``guess`` is taken."""
+        import scipy.optimize
+
+        def accel(s):
+            return solve({**onset, c: s})[2][rows]
+
+        if len(rows) == 1:  # planar: s = +-1
+            options = [np.array([1.0]), np.array([-1.0])]
+            return max(options, key=lambda s: float(accel(s) @ s))
+
+        def unit(theta):
+            return np.array([np.cos(theta), np.sin(theta)])
+
+        def cross(theta):
+            a = accel(unit(theta))
+            return float(a[0] * np.sin(theta) - a[1] * np.cos(theta))
+
+        thetas = np.linspace(0.0, 2.0 * np.pi, ONSET_SAMPLES + 1)
+        values = [cross(x) for x in thetas]
+        roots = []
+        for x0, x1, g0, g1 in zip(thetas[:-1], thetas[1:], values[:-1], values[1:], strict=True):
+            if g0 == 0.0 or g0 * g1 < 0.0:
+                x = x0 if g0 == 0.0 else scipy.optimize.brentq(cross, x0, x1, xtol=1e-14)
+                if float(accel(unit(x)) @ unit(x)) > 0.0:
+                    roots.append(unit(x))
+        if not roots:  # no consistent direction found: the old guess (the run's events say the rest)
+            n = float(np.linalg.norm(guess))
+            return guess / n if n > 0 else np.array([1.0, 0.0])
+        g = guess / max(float(np.linalg.norm(guess)), 1e-300)
+        return max(roots, key=lambda s: float(s @ g))
 
     def _record_mode_changes(self, t, new_modes, batch, triggers) -> None:
         """detach, stick and slip events of the contacts that were closed (a contact that closes
@@ -711,9 +780,12 @@ class Solver(SolverBase):
         cv = constraint_values(m, m.frames(q, v), t)
         return v - correction(m, cv.jacobian, cv.jacobian @ v + cv.phi_t, self.rank_tol, t, "velocity projection", True)
 
-    def _project(self, state: State, touching: bool = False) -> State:
+    def _project(self, state: State, touching: bool = False, onset: bool = False) -> State:
         """§3: positions onto the joints and the closed (or, at an event, all touching) contacts'
-        gaps, then velocities onto the joints and the closed contacts (normal; tangent if sticking)."""
+        gaps, then velocities onto the joints and the closed contacts (normal; tangent if sticking;
+        with ``onset``, after an event, tangent too for a sliding contact slower than velocity_tol:
+        it starts its slip from rest, so that its residual velocity below the tolerance, which may
+        point the other way, does not reverse it at once)."""
         m = self.model
         p = self.projection
         q, v, t = state.q, state.v, state.t
@@ -726,7 +798,7 @@ class Solver(SolverBase):
                     break
                 q = m.normalize(m.retract(q, -correction(m, J, r, self.rank_tol, t, "position projection", True)))
         if p.velocity:
-            J, r = self._velocity_rows(q, v, t)
+            J, r = self._velocity_rows(q, v, t, onset)
             if len(r):
                 v = v - correction(m, J, r, self.rank_tol, t, "velocity projection", True)
         return State(t, q, v, state.work)
@@ -755,7 +827,7 @@ class Solver(SolverBase):
             return np.zeros((0, m.nv)), np.zeros(0)
         return np.vstack(Js), np.concatenate(rs)
 
-    def _velocity_rows(self, q, v, t):
+    def _velocity_rows(self, q, v, t, onset: bool = False):
         m = self.model
         frames = m.frames(q, v)
         Js, rs = [], []
@@ -768,6 +840,15 @@ class Solver(SolverBase):
             rows = self._rows(frames, self._detect(frames), v)
             if len(rows.keys):
                 K = rows.K
+                if onset:  # sliding contacts that start from rest: their tangent rows too
+                    extra = [
+                        rows.tangent[c]
+                        for c, key in enumerate(rows.keys)
+                        if self.modes[int(key)].kind == "slide"
+                        and float(np.linalg.norm(rows.tangent[c] @ v)) <= self.velocity_tol
+                    ]
+                    if extra:
+                        K = np.vstack([K, *extra])
                 Js.append(K)
                 rs.append(K @ v)
         if not Js:
