@@ -13,7 +13,7 @@ class Prismatic(JointType):
     coordinate = "position"
     doc = (
         "no rotation, body2's point stays on body1's axis (5 equations; 2 in 2D); coordinate: "
-        "position along the axis, m, measured between the joint points"
+        "position along the axis, m, measured between the joint points (plus `initial`)"
     )
 
     @classmethod

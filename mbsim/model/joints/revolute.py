@@ -11,7 +11,10 @@ class Revolute(JointType):
     keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature"})
     required = frozenset({"axis"})  # 3D only; a planar revolute turns about the normal
     coordinate = "angle"
-    doc = "points coincide and axes stay parallel (5 equations; 2 in 2D); coordinate: angle, rad, zero at t = 0"
+    doc = (
+        "points coincide and axes stay parallel (5 equations; 2 in 2D); coordinate: angle, rad, zero at t = 0 "
+        "(or `initial`)"
+    )
 
     @classmethod
     def allowed_keys(cls, dimension: int):
