@@ -84,6 +84,22 @@ def com_accelerations(model, data, q, v, a):
     return out
 
 
+def mujoco_rk4(xml: Path, qpos, qvel, seconds: float = 1.0):
+    """MuJoCo's own run of an MJCF file, the reference of the MJCF tests: (model, data) after
+    ``seconds`` of RK4 at 1e-4 s from (qpos, qvel), contacts off (the geoms give mass only)."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    for _ in range(round(seconds / 1e-4)):
+        mujoco.mj_step(m, d)
+    return m, d
+
+
 @pytest.mark.parametrize(
     ("urdf", "free"), [(UR5, False), (SO100, False), (SOLO12, True)], ids=["ur5", "so100", "solo12"]
 )
@@ -215,17 +231,13 @@ def test_mjcf_mass_properties_and_motion_match_mujoco(tmp_path, mbsim):
     result = mbsim("validate", scene)
     assert result.exit_code == 0 and "actuator 'm1'" in result.output
     assert mbsim("run", scene, "-o", tmp_path / "mj.h5", "-q").exit_code == 0
-    d.qpos[:], d.qvel[:] = [0.5, -0.3, 0.05], [0.2, 1.0, -0.1]
-    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
-    mujoco.mj_forward(m, d)
+    m0, d0 = mujoco_rk4(PENDULUM_MJCF, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1], seconds=0.0)
+    m, d = mujoco_rk4(PENDULUM_MJCF, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1])
     with h5py.File(tmp_path / "mj.h5") as f:
-        for name in ("upper", "lower", "tip"):
-            assert np.max(np.abs(f[f"bodies/{name}/position"][0] - d.xipos[m.body(name).id])) < 1e-12
-        for _ in range(10000):
-            mujoco.mj_step(m, d)
         t = f["time"][:]
         assert t[-1] == pytest.approx(d.time, abs=1e-9)
         for name in ("upper", "lower", "tip"):
+            assert np.max(np.abs(f[f"bodies/{name}/position"][0] - d0.xipos[m0.body(name).id])) < 1e-12
             assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-8
 
 
@@ -272,18 +284,6 @@ BROKEN = {
         3,
     ),
 }
-
-
-@pytest.mark.parametrize("case", sorted(BROKEN))
-def test_malformed_model_files_exit_2_naming_file_and_element(tmp_path, mbsim, case):
-    text, message, line = BROKEN[case]
-    urdf = tmp_path / "bad.urdf"
-    urdf.write_text(text)
-    scene = write_scene(tmp_path, urdf, "recursive", {})
-    for args in (("validate", scene), ("import", urdf)):
-        result = mbsim(*args)
-        assert result.exit_code == 2, result.output
-        assert f"{urdf}:{line}" in result.output and message in result.output, result.output
 
 
 FOUR_BAR_MJCF = ROOT / "scenes" / "robots" / "mjcf" / "parallelogram_four_bar.xml"
@@ -461,17 +461,21 @@ MJCF_BROKEN = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(MJCF_BROKEN))
-def test_malformed_mjcf_exits_2_naming_file_and_element(tmp_path, mbsim, case):
-    pytest.importorskip("mujoco")
-    text, message, line = MJCF_BROKEN[case]
-    xml = tmp_path / "bad.xml"
-    xml.write_text(text)
-    scene = write_scene(tmp_path, xml, "recursive", {})
-    for args in (("validate", scene), ("import", xml)):
+MALFORMED = {**{("urdf", k): v for k, v in BROKEN.items()}, **{("xml", k): v for k, v in MJCF_BROKEN.items()}}
+
+
+@pytest.mark.parametrize(("suffix", "case"), sorted(MALFORMED), ids=[f"{a}-{b}" for a, b in sorted(MALFORMED)])
+def test_malformed_model_files_exit_2_naming_file_and_element(tmp_path, mbsim, suffix, case):
+    """Both through a scene's models: (validate) and through mbsim import: exit 2, the message
+    naming the file, the line where the parser knows it, and the element."""
+    text, message, line = MALFORMED[(suffix, case)]
+    model = tmp_path / f"bad.{suffix}"
+    model.write_text(text)
+    scene = write_scene(tmp_path, model, "recursive", {})
+    for args in (("validate", scene), ("import", model)):
         result = mbsim(*args)
         assert result.exit_code == 2, result.output
-        where = f"{xml}:{line}" if line else f"{xml}:"
+        where = f"{model}:{line}" if line else f"{model}:"
         assert where in result.output and message in result.output, result.output
 
 
@@ -496,7 +500,7 @@ def test_mjcf_ball_joint_matches_mujoco(tmp_path, mbsim, method):
     """An MJCF ball joint (off its body's origin, body quat not normalised in the file) becomes a
     spherical joint; its coordinates are given as MuJoCo's: the quaternion and the angular
     velocity in the body's frame. 1 s against MuJoCo's RK4 at 1e-4 s within 1e-7 m."""
-    mujoco = pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco")
     xml = tmp_path / "ball.xml"
     xml.write_text(BALL_MJCF)
     quat = np.array([0.8, 0.3, -0.4, 0.33])
@@ -506,18 +510,11 @@ def test_mjcf_ball_joint_matches_mujoco(tmp_path, mbsim, method):
     scene = write_scene(tmp_path, xml, method, entry)
     result = mbsim("run", scene, "-o", tmp_path / "ball.h5", "-q")
     assert result.exit_code == 0, result.output
-    m = mujoco.MjModel.from_xml_path(str(xml))
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
-    d = mujoco.MjData(m)
-    d.qpos[:] = [*quat, 0.4]
-    d.qvel[:] = [0.5, -1.0, 2.0, -0.7]
-    mujoco.mj_forward(m, d)
+    m0, d0 = mujoco_rk4(xml, [*quat, 0.4], [0.5, -1.0, 2.0, -0.7], seconds=0.0)
+    m, d = mujoco_rk4(xml, [*quat, 0.4], [0.5, -1.0, 2.0, -0.7])
     with h5py.File(tmp_path / "ball.h5") as f:
         for name in ("upper", "lower"):
-            assert np.max(np.abs(f[f"bodies/{name}/position"][0] - d.xipos[m.body(name).id])) < 1e-12
-        for _ in range(10000):
-            mujoco.mj_step(m, d)
+            assert np.max(np.abs(f[f"bodies/{name}/position"][0] - d0.xipos[m0.body(name).id])) < 1e-12
         for name in ("upper", "lower"):
             assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-7
 
@@ -527,7 +524,7 @@ def test_mjcf_armature_acts_on_the_joint_coordinate(tmp_path, mbsim):
     recursive adds it to the articulated inertia of the coordinate (and to the kinetic energy:
     total - work stays constant); 1 s against MuJoCo's RK4 within 1e-8 m (measured 9e-12 m).
     lagrange refuses it (in body coordinates it would couple the mass matrix), naming the key."""
-    mujoco = pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco")
     xml = tmp_path / "armature.xml"
     text = PENDULUM_MJCF.read_text()
     text = text.replace('springref="20"/>', 'springref="20" armature="0.05"/>')
@@ -540,13 +537,7 @@ def test_mjcf_armature_acts_on_the_joint_coordinate(tmp_path, mbsim):
     scene = write_scene(tmp_path, xml, "recursive", entry)
     result = mbsim("run", scene, "-o", tmp_path / "arm.h5", "-q")
     assert result.exit_code == 0, result.output
-    m = mujoco.MjModel.from_xml_path(str(xml))
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
-    d = mujoco.MjData(m)
-    d.qpos[:], d.qvel[:] = [0.5, -0.3, 0.05], [0.2, 1.0, -0.1]
-    for _ in range(10000):
-        mujoco.mj_step(m, d)
+    m, d = mujoco_rk4(xml, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1])
     with h5py.File(tmp_path / "arm.h5") as f:
         for name in ("upper", "lower", "tip"):
             assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-8
@@ -602,18 +593,12 @@ def test_mjcf_collision_geoms_become_shapes_and_the_ball_lands(tmp_path, mbsim):
 def test_mjcf_pendulum_under_lagrange_matches_mujoco(tmp_path, mbsim):
     """The MJCF pendulum of the test above in body coordinates (lagrange, DOP853 at 1e-10):
     1 s against MuJoCo's RK4 at 1e-4 s within 1e-8 m."""
-    mujoco = pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco")
     entry = {"joint_positions": {"shoulder": 0.5, "elbow": -0.3, "slider": 0.05},
              "joint_velocities": {"shoulder": 0.2, "elbow": 1.0, "slider": -0.1}}  # fmt: skip
     scene = write_scene(tmp_path, PENDULUM_MJCF, "lagrange", entry)
     assert mbsim("run", scene, "-o", tmp_path / "mj.h5", "-q").exit_code == 0
-    m = mujoco.MjModel.from_xml_path(str(PENDULUM_MJCF))
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-    m.opt.timestep, m.opt.integrator = 1e-4, mujoco.mjtIntegrator.mjINT_RK4
-    d = mujoco.MjData(m)
-    d.qpos[:], d.qvel[:] = [0.5, -0.3, 0.05], [0.2, 1.0, -0.1]
-    for _ in range(10000):
-        mujoco.mj_step(m, d)
+    m, d = mujoco_rk4(PENDULUM_MJCF, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1])
     with h5py.File(tmp_path / "mj.h5") as f:
         assert f["time"][-1] == pytest.approx(1.0)
         for name in ("upper", "lower", "tip"):
