@@ -151,6 +151,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
         tree = read_model(file, fmt, packages, got["collisions"])
         sizes = {j.name: (1, 1) for j in tree.joints if j.kind in ("revolute", "prismatic")}
         sizes.update({j.name: (4, 3) for j in tree.joints if j.kind == "spherical"})
+        sizes.update({j.name: (7, 6) for j in tree.joints if j.kind == "free" and fmt == "mjcf"})
         for key, which in (("joint_positions", 0), ("joint_velocities", 1)):
             names = set(sizes)
             for name, value in (got[key] or {}).items():
@@ -160,7 +161,8 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                     if given != size or (size == 1) != (not isinstance(value, list)):
                         what = "a number" if size == 1 else f"a list of {size} numbers"
                         raise ctx.error((*path, key, name), f"joint '{name}' takes {what} here")
-                    if which == 0 and size == 4 and not 0.5 < float(np.linalg.norm(value)) < 2.0:
+                    quat = value[-4:] if isinstance(value, list) and size in (4, 7) else None
+                    if which == 0 and quat is not None and not 0.5 < float(np.linalg.norm(quat)) < 2.0:
                         raise ctx.error((*path, key, name), "expected a unit quaternion (w, x, y, z)")
                 if name not in names:
                     from mbsim.errors import did_you_mean

@@ -12,7 +12,8 @@ that changes the dynamics and that mbsim cannot represent is a scene error namin
 tendons, joint ``frictionloss``, several joints on one body, a ``ball`` joint with stiffness,
 damping or armature. A hinge's or slide's ``armature`` carries over (method recursive takes
 it). ``ball`` -> spherical (its coordinates in joint_positions: the quaternion w, x, y, z; in
-joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel).
+joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel); a free joint's
+coordinates are MuJoCo's 7 qpos and 6 qvel too (mbsim.models.tree.place).
 Equality constraints: ``connect`` -> a spherical joint between the two bodies, ``weld`` -> a
 fixed joint, ``joint`` (linear) -> a coupling of the coordinates, so that loops stay closed.
 """

@@ -176,7 +176,10 @@ def place(
         q = positions.get(j.name, j.default)
         qd = velocities.get(j.name, 0.0)
         parent = pose[j.parent]
-        T = parent @ j.origin @ motion(j, q)
+        if j.kind == "free" and j.name in positions:  # MuJoCo's free qpos: the body's pose in the world
+            T = root_pose @ transform(_quaternion_matrix(np.asarray(q[3:7], float) / np.linalg.norm(q[3:7])), q[:3])
+        else:
+            T = parent @ j.origin @ motion(j, q)
         pose[j.child] = T
         R = T[:3, :3]
         w, v = omega[j.parent], velocity[j.parent]
@@ -189,6 +192,9 @@ def place(
             v_child = v_child + np.cross(axis_w * qd, o_child - p_w)
         elif j.kind == "prismatic":
             v_child = v_child + axis_w * qd
+        elif j.kind == "free" and j.name in velocities:  # MuJoCo's free qvel: world v, body-frame omega
+            qd = np.asarray(qd, float)
+            w, v_child = R @ qd[3:6], root_pose[:3, :3] @ qd[:3]
         elif j.kind == "spherical":  # qd: angular velocity in the child's frame (MuJoCo's ball qvel)
             p_w = T[:3, :3] @ j.point + o_child
             turn = R @ np.asarray(qd if np.ndim(qd) else np.zeros(3), float)
