@@ -222,9 +222,14 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
             imported_joints[joint["name"]] = joint
         data["bodies"].extend(parts.bodies)
         if parts.ground_shapes:
-            data.setdefault("ground", {}) or data.__setitem__("ground", {})
-            data["ground"].setdefault("shapes", [])
-            data["ground"]["shapes"].extend(parts.ground_shapes)
+            if data.get("ground") is None:
+                data["ground"] = {}
+            ground = data["ground"]
+            if isinstance(ground, dict):  # else build_spec says what is wrong with it
+                if ground.get("shapes") is None:
+                    ground["shapes"] = []
+                if isinstance(ground["shapes"], list):
+                    ground["shapes"].extend(parts.ground_shapes)
         imported.append(Imported(str(file), fmt, len(parts.bodies), len(parts.joints), parts.skipped))
     # amendments: an entry without a type naming an imported joint takes its place
     joints = []
