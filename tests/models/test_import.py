@@ -626,3 +626,15 @@ def test_mjcf_free_joint_takes_mujocos_qpos_and_qvel(tmp_path, mbsim, method):
             assert np.max(np.abs(f[f"bodies/{name}/position"][-1] - d.xipos[m.body(name).id])) < 1e-8
     result = mbsim("validate", scene, "--set", "models[0].joint_positions.float=[0, 0, 1]")
     assert result.exit_code == 2 and "joint 'float' takes a list of 7 numbers" in result.output
+
+
+def test_a_wrong_ground_with_imported_planes_is_a_scene_error(tmp_path, mbsim):
+    """collisions: true adds the MJCF world's planes to the ground; a ground that is not a mapping
+    is still reported by the scene check (exit 2), not an internal error."""
+    xml = tmp_path / "col.xml"
+    xml.write_text(COLLISION_MJCF)
+    scene = tmp_path / "g.yaml"
+    scene.write_text(f"mbsim: 1\nname: g\ntime: {{end: 0.1, step: 0.001}}\nground: 5\nmodels:\n"
+                     f"  - {{file: {xml}, collisions: true}}\n")  # fmt: skip
+    result = mbsim("validate", scene)
+    assert result.exit_code == 2 and "ground: expected a mapping" in result.output
