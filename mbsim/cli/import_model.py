@@ -19,7 +19,7 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     every body and joint spelled out, the file's gravity, a time section and a method."""
     import yaml
 
-    from mbsim.models import expand_models, model_format, read_model
+    from mbsim.models import expand_models, model_format
     from mbsim.scene.fields import Context
     from mbsim.scene.load import RawScene
 
@@ -29,20 +29,19 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     fmt = model_format(path, fmt)
     if fmt is None:
         raise SceneError("cannot tell the format from the extension; expected .urdf, .xml or .mjcf", file=model_file)
-    tree = read_model(path.resolve(), fmt, {}, False)
     raw = RawScene(
         {"models": [{"file": str(path.resolve()), "format": fmt, "base": base}]}, file=model_file, base_dir=Path.cwd()
     )
-    expanded, imported = expand_models(raw, Context(scene=raw))
+    expanded, (imported,) = expand_models(raw, Context(scene=raw))
     data = expanded.data
-    tree_like = not tree.couplings and not tree.loops  # recursive takes trees without constraints
     scene = {
         "mbsim": 1,
         "name": f"{Path(model_file).stem} (imported)",
         "description": f"Imported by mbsim import from {path.name} ({fmt.upper()}, base {base}).",
-        "gravity": [float(g) for g in tree.gravity],
+        "gravity": imported.gravity,
         "time": {"end": 1.0, "step": 0.001},
-        "solver": {"method": "recursive" if tree_like else "lagrange", "integrator": "rk4"},
+        # recursive takes trees without constraints
+        "solver": {"method": "lagrange" if imported.constrained else "recursive", "integrator": "rk4"},
     }
     if data.get("ground"):
         scene["ground"] = data["ground"]
@@ -50,10 +49,9 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     scene["joints"] = data["joints"]
     if data.get("couplings"):
         scene["couplings"] = data["couplings"]
-    skipped = [s for item in imported for s in item.skipped]
     text = yaml.safe_dump(scene, sort_keys=False, default_flow_style=None, width=100)
     lines = [f"{HEADER}{path.name}"]
-    lines += [f"# skipped (not imported): {s}" for s in skipped]
+    lines += [f"# skipped (not imported): {s}" for s in imported.skipped]
     return "\n".join(lines) + "\n" + text
 
 

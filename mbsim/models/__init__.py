@@ -90,6 +90,8 @@ class Imported:
     bodies: int
     joints: int
     skipped: list[str]
+    gravity: list[float]  # the file's (MJCF <option gravity>; -9.81 m/s^2 along z for URDF)
+    constrained: bool  # couplings or closed loops: not a tree for method recursive
 
 
 def read_model(file: Path, fmt: str, package_paths: dict[str, Path], collisions: bool):
@@ -114,7 +116,7 @@ def _vector(value) -> np.ndarray:
 def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]]:
     """The scene with its ``models:`` entries replaced by bodies and joints (a copy; ``raw`` is
     left as it is), and what each entry imported."""
-    from mbsim.models.tree import scene_parts, transform
+    from mbsim.models.tree import quaternion_matrix, scene_parts, transform
     from mbsim.scene.spec import _kind_of
 
     entries = raw.data.get("models")
@@ -172,12 +174,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                         f"no joint '{name}' with coordinates in {got['file']}",
                         did_you_mean(name, sorted(names)),
                     )
-        R = np.eye(3)
-        if got["orientation"] is not None:
-            from scipy.spatial.transform import Rotation
-
-            w, x, y, z = got["orientation"]
-            R = Rotation.from_quat([x, y, z, w]).as_matrix()
+        R = np.eye(3) if got["orientation"] is None else quaternion_matrix(got["orientation"])
         free = got["base"] == "free"
         if free and fmt == "mjcf":  # the root is MJCF's world: its welded children float instead
             for j in tree.joints:
@@ -230,7 +227,17 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                     ground["shapes"] = []
                 if isinstance(ground["shapes"], list):
                     ground["shapes"].extend(parts.ground_shapes)
-        imported.append(Imported(str(file), fmt, len(parts.bodies), len(parts.joints), parts.skipped))
+        imported.append(
+            Imported(
+                str(file),
+                fmt,
+                len(parts.bodies),
+                len(parts.joints),
+                parts.skipped,
+                [float(g) for g in tree.gravity],
+                bool(tree.couplings or tree.loops),
+            )  # fmt: skip
+        )
     # amendments: an entry without a type naming an imported joint takes its place
     joints = []
     for item in data["joints"]:

@@ -26,14 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.errors import SceneError
-from mbsim.models.tree import Coupling, Link, Loop, ModelTree, TreeJoint, transform
-
-
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    w, x, y, z = q
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
+from mbsim.models.tree import Coupling, Link, Loop, ModelTree, TreeJoint, quaternion_matrix, transform
 
 
 def _line_finder(path: Path):
@@ -93,13 +86,13 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
     joints: list[TreeJoint] = []
     for b in range(1, m.nbody):
         label = body_names[b]
-        R_in = _quat_matrix(m.body_iquat[b])
+        R_in = quaternion_matrix(m.body_iquat[b])
         links[label] = Link(
             label, float(m.body_mass[b]), np.array(m.body_ipos[b], float),
             R_in @ np.diag(m.body_inertia[b]) @ R_in.T, line=line("body", label),
         )  # fmt: skip
         parent = body_names[int(m.body_parentid[b])]
-        origin = transform(_quat_matrix(m.body_quat[b]), np.array(m.body_pos[b], float))
+        origin = transform(quaternion_matrix(m.body_quat[b]), np.array(m.body_pos[b], float))
         count = int(m.body_jntnum[b])
         if count == 0:
             joints.append(TreeJoint(f"{label}_weld", "fixed", parent, label, origin, line=line("body", label)))
@@ -161,7 +154,7 @@ def _geom_shape(m, g: int, refuse, label: str) -> dict:
     from mbsim.models.tree import quaternion
 
     kind, size = int(m.geom_type[g]), np.array(m.geom_size[g], float)
-    R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], float)
+    R, p = quaternion_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], float)
     pose = {"position": [float(x) for x in p], "orientation": {"quaternion": quaternion(R)}}
     if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
         return {"type": "sphere", "radius": float(size[0]), "pose": pose}
@@ -207,7 +200,7 @@ def _equalities(m, body_names, line, refuse, file):
         elif etype == mujoco.mjtEq.mjEQ_WELD:
             R1, R2 = data.xmat[a].reshape(3, 3), data.xmat[b].reshape(3, 3)
             rel_pos, rel_rot = R1.T @ (data.xpos[b] - data.xpos[a]), R1.T @ R2
-            if np.linalg.norm(rel_pos - d[3:6]) > 1e-9 or np.linalg.norm(rel_rot - _quat_matrix(d[6:10])) > 1e-9:
+            if np.linalg.norm(rel_pos - d[3:6]) > 1e-9 or np.linalg.norm(rel_rot - quaternion_matrix(d[6:10])) > 1e-9:
                 raise refuse("a weld whose relpose differs from the bodies' relative pose in the file is not "
                              "supported (mbsim welds the pose they have)", tag, label)  # fmt: skip
             anchor = d[0:3]  # in body 2's frame

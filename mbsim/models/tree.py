@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsim.errors import SceneError
+from mbsim.scene.rotations import quat_from_axis_angle
 
 JOINT_KINDS = ("revolute", "prismatic", "fixed", "spherical", "free")
 
@@ -117,38 +118,26 @@ def transform(rotation: np.ndarray | None = None, translation: np.ndarray | None
     return T
 
 
-def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation by ``angle`` about the unit ``axis`` (Rodrigues)."""
-    x, y, z = axis
-    c, s = np.cos(angle), np.sin(angle)
-    C = 1.0 - c
-    return np.array(
-        [
-            [c + x * x * C, x * y * C - z * s, x * z * C + y * s],
-            [y * x * C + z * s, c + y * y * C, y * z * C - x * s],
-            [z * x * C - y * s, z * y * C + x * s, c + z * z * C],
-        ]
-    )
+def quaternion_matrix(q) -> np.ndarray:
+    """The rotation matrix of a quaternion (w, x, y, z), normalised first (the files' and the
+    scene's order; the one conversion the readers and the placing share)."""
+    from scipy.spatial.transform import Rotation  # here: only an import pays for scipy.spatial
+
+    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
 
 
 def motion(joint: TreeJoint, q: float) -> np.ndarray:
     """The child's displacement by its joint coordinate ``q`` (child frame)."""
     if joint.kind == "revolute":
-        R = axis_rotation(joint.axis, q - joint.ref)
+        R = quaternion_matrix(quat_from_axis_angle(joint.axis, q - joint.ref))
         return transform(R, joint.point - R @ joint.point)
     if joint.kind == "prismatic":
         return transform(None, joint.axis * (q - joint.ref))
     if joint.kind == "spherical":  # q: the quaternion (w, x, y, z) of the child relative to its pose
-        R = _quaternion_matrix(np.asarray(q, float) / np.linalg.norm(q))
+        R = quaternion_matrix(q)
         return transform(R, joint.point - R @ joint.point)
     return np.eye(4)
-
-
-def _quaternion_matrix(q: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    w, x, y, z = q
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
 
 
 @dataclass
@@ -177,7 +166,7 @@ def place(
         qd = velocities.get(j.name, 0.0)
         parent = pose[j.parent]
         if j.kind == "free" and j.name in positions:  # MuJoCo's free qpos: the body's pose in the world
-            T = root_pose @ transform(_quaternion_matrix(np.asarray(q[3:7], float) / np.linalg.norm(q[3:7])), q[:3])
+            T = root_pose @ transform(quaternion_matrix(q[3:7]), q[:3])
         else:
             T = parent @ j.origin @ motion(j, q)
         pose[j.child] = T
@@ -376,12 +365,7 @@ def scene_parts(
 
 def pose_rotation(pose: dict) -> np.ndarray | None:
     q = pose.get("orientation", {}).get("quaternion") if isinstance(pose.get("orientation"), dict) else None
-    if q is None:
-        return None
-    from scipy.spatial.transform import Rotation
-
-    w, x, y, z = q
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
+    return None if q is None else quaternion_matrix(q)
 
 
 def _pose_dict(T: np.ndarray) -> dict:

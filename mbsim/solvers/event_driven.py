@@ -659,8 +659,8 @@ class Solver(SolverBase):
         # force leaves the cone, the contact's own stick force (its rows held, the others' forces
         # as the LCP has them) decides: inside the cone it sticks, else it slips. The sliding
         # direction s at onset (zero slip speed) is the one whose friction -mu f_N s leaves a
-        # tangential acceleration along s (else the slip would reverse at once): the fixed point
-        # s = a_T(s) / |a_T(s)|, iterated from the LCP's a_T (or -f_T).
+        # tangential acceleration along s (else the slip would reverse at once): _onset_direction,
+        # started from the LCP's a_T (or -f_T). Rounds repeat while another contact's onset moves it.
         onset: dict[int, np.ndarray] = {}
 
         def solve(onset: dict[int, np.ndarray]):
@@ -687,8 +687,8 @@ class Solver(SolverBase):
                 elif size > still or np.linalg.norm(ft) > mu[c] * f[c] * (1.0 + 1e-9):
                     own = np.array([c, *tangent[c]])
                     rest = np.setdiff1d(np.arange(len(b)), own)
-                    held = np.linalg.lstsq(A[np.ix_(own, own)], -(b[own] + A[np.ix_(own, rest)] @ f[rest]), rcond=None)
-                    held = held[0]
+                    rhs = -(b[own] + A[np.ix_(own, rest)] @ f[rest])
+                    held = np.linalg.lstsq(A[np.ix_(own, own)], rhs, rcond=None)[0]
                     if held[0] > 0 and np.linalg.norm(held[1:]) <= mu[c] * held[0] * (1.0 + 1e-9):
                         continue  # Coulomb's cone holds it: it sticks
                     guess = at if size > 1e-12 else -held[1:]
