@@ -164,10 +164,9 @@ def read_urdf(path: str | Path, package_paths: dict[str, Path] | None = None, co
                     line=line,
                     key_path=f"{where} <dynamics>",
                 )
-        if j.type == "revolute" and j.limit is not None and j.limit.lower is not None and j.limit.upper is not None:
-            tj.limits = (float(j.limit.lower), float(j.limit.upper))
-        if j.type == "prismatic" and j.limit is not None and j.limit.lower is not None and j.limit.upper is not None:
-            tj.limits = (float(j.limit.lower), float(j.limit.upper))
+        limit = j.limit if j.type in ("revolute", "prismatic") else None  # continuous: none
+        if limit is not None and limit.lower is not None and limit.upper is not None:
+            tj.limits = (float(limit.lower), float(limit.upper))
         if j.mimic is not None:
             couplings.append(
                 Coupling(
