@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import click
 
 from mbsim import interrupts
-from mbsim.cli.options import debug_option, handle_errors, quiet_option, set_option
+from mbsim.cli.options import debug_option, export_option, handle_errors, quiet_option, set_option
 from mbsim.compare import FORMATS, parse_reference, parse_solver_list, render
 from mbsim.compare import compare as run_comparison
+from mbsim.errors import UsageError
+from mbsim.output.export import export_motions
+from mbsim.output.motion import read_motion
+from mbsim.output.safety import check_export_target
 from mbsim.solvers import SOLVERS
 
 
@@ -49,6 +54,7 @@ from mbsim.solvers import SOLVERS
 )
 @set_option
 @quiet_option
+@export_option
 @debug_option
 @handle_errors
 def compare(
@@ -60,9 +66,16 @@ def compare(
     fmt: str,
     overrides: tuple[str, ...],
     quiet: bool,
+    export_to: str | None,
     debug: bool,
 ) -> None:
-    """Run SCENE once per solver spec and compare wall time, violations, energy drift and error."""
+    """Run SCENE once per solver spec and compare wall time, violations, energy drift and error.
+
+    With --export, the solvers' motions stand side by side in one .glb or page, one copy of the
+    mechanism per solver, in the order of --solvers.
+    """
+    if export_to is not None:
+        check_export_target(export_to)
     choices = parse_solver_list(solvers, "--solvers")
     ref = parse_reference(reference) if reference is not None else None
 
@@ -73,5 +86,16 @@ def compare(
     result = run_comparison(scene, choices, ref, overrides, repeat, outdir, note)
     click.echo(render(result, fmt).rstrip("\n"))
     note(f"mbsim: results in {result.outdir}")
+    runs = [(row.file, row.solver) for row in result.rows if row.file and Path(row.file).is_file()]
+    if export_to is not None and not result.interrupted:
+        motions = []
+        for file, label in runs:
+            try:
+                motions.append(read_motion(file, label=label))
+            except UsageError as exc:  # a run that stopped before its first row: nothing to show
+                note(f"mbsim: note: {label} is not in the export: {exc}")
+        if motions:
+            exported = export_motions(motions, export_to)
+            note(f"mbsim: export in {exported.file} ({exported.bytes / 1e6:.2f} MB)")
     if result.interrupted:
         sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))

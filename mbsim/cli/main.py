@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sweep": ("mbsim.cli.sweep", "sweep", "Run SCENE once per combination of --param values, on Dask,..."),
     "verify": ("mbsim.cli.verify", "verify", "Run the benchmark problems (all shipped ones, or PROBLEM: an id..."),
     "import": ("mbsim.cli.import_model", "import_model", "Write MODEL_FILE (URDF or MJCF) as a standalone..."),
+    "export": ("mbsim.cli.export", "export", "Write the motion of RESULT as a .glb or a self-contained .html page."),
 }
 
 

@@ -25,6 +25,14 @@ set_option = click.option(
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+export_option = click.option(
+    "--export",
+    "export_to",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE.glb|FILE.html",
+    help="At the end, also write the motion as a glTF binary or a page that plays it (as mbsim export).",
+)
 debug_option = click.option("--debug", is_flag=True, help="Show Python tracebacks of errors.")
 assert_option = click.option(
     "--assert",

@@ -13,6 +13,7 @@ from mbsim.cli.options import (
     assert_option,
     debug_option,
     emit_json,
+    export_option,
     handle_errors,
     json_option,
     quiet_option,
@@ -20,7 +21,8 @@ from mbsim.cli.options import (
     strict_option,
 )
 from mbsim.errors import EXIT_CODES
-from mbsim.output.safety import claim_result
+from mbsim.output.export import export_results
+from mbsim.output.safety import check_export_target, claim_result
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import RunSummary, output_path, prepare_claimed
 from mbsim.simulate import run as simulate_run
@@ -83,6 +85,7 @@ def format_summary(s: RunSummary) -> str:
 @quiet_option
 @json_option
 @strict_option
+@export_option
 @debug_option
 @handle_errors
 def run(
@@ -93,6 +96,7 @@ def run(
     quiet: bool,
     as_json: bool,
     strict: bool,
+    export_to: str | None,
     debug: bool,
 ) -> None:
     """Simulate SCENE and write the HDF5 result file.
@@ -101,6 +105,8 @@ def run(
     does not hold (3 if the run itself failed), naming the condition and the values it used.
     """
     checks = parse_assertions(assertions)
+    if export_to is not None:
+        check_export_target(export_to)  # a wrong name is refused before the run, not after it
     spec = load_scene(scene, overrides)
     interrupts.check()
     # the result file is claimed before the (possibly long) preparation: a second writer or a
@@ -122,13 +128,21 @@ def run(
         if progress:
             progress.close((summary.t_end, model.t_end) if summary else None)
     outcomes = evaluate_all(checks, summary.to_dict())
+    signum = interrupts.received()
+    exported = None
+    if export_to is not None and signum is None and summary.recorded > 0:
+        # a failed run's motion up to where it stopped is exported too: that is where to look
+        exported = export_results([(summary.file, None)], export_to)
     if as_json:
-        emit_json(summary.to_dict() | ({"assertions": [o.to_dict() for o in outcomes]} if checks else {}))
+        extra = {"assertions": [o.to_dict() for o in outcomes]} if checks else {}
+        extra |= {"export": str(exported.file)} if exported else {}
+        emit_json(summary.to_dict() | extra)
     else:  # --quiet hides the progress bar and the notes, not the summary
         click.echo(format_summary(summary))
         for outcome in outcomes:
             click.echo(f"assert     {'held' if outcome.passed else 'FAILED'}: {outcome.describe()}")
-    signum = interrupts.received()
+        if exported:
+            click.echo(f"export     {exported.file} ({exported.bytes / 1e6:.2f} MB)")
     if summary.status != "completed":
         if not as_json:
             what = summary.message if signum is not None else f"simulation failed: {summary.message}"

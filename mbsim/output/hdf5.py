@@ -20,6 +20,7 @@ import numpy as np
 import mbsim
 from mbsim.errors import OutputError
 from mbsim.model.model import Model
+from mbsim.output.geometry import write_geometry
 from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 
 FORMAT_VERSION = 1
@@ -102,6 +103,8 @@ class ResultWriter:
             group.attrs["mass"] = float(model.body_mass[b])
             inertia = np.asarray(model.body_inertia[b], dtype=float)
             group.attrs["inertia"] = float(inertia.reshape(-1)[0]) if model.dimension == 2 else inertia
+        # what the bodies look like, so that the result exports without its scene (CONTRACT §7)
+        write_geometry(self.file, model.shapes, model.body_names, np.asarray(model.gravity, dtype=float))
         self._buffer: dict[str, list[np.ndarray]] = {}
         self._datasets: dict[str, h5py.Dataset] = {}
         self._last_flush = time.perf_counter()

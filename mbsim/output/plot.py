@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from mbsim.errors import OutputError
-from mbsim.output.safety import check_picture_target
+import numpy as np
+
+from mbsim.output.safety import check_picture_target, written_atomically
 from mbsim.output.summary import open_result, series
 
 
@@ -25,6 +24,16 @@ def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
         title = f"{f.attrs.get('scene_name', '')} ({f.attrs.get('method', '')}, {f.attrs.get('status', '')})"
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False)
     for ax, (name, values, labels) in zip(axes[:, 0], panels, strict=True):
+        if "max_penetration" in labels and len(labels) > 1:
+            # metres and a count do not share a scale: the penetration gets its own axis (right)
+            k = labels.index("max_penetration")
+            depth = ax.twinx()
+            depth.plot(time, values[:, k], color="C3", lw=1.0, label="max_penetration")
+            depth.set_ylabel("max penetration, m", color="C3")
+            depth.tick_params(axis="y", colors="C3")
+            values = np.delete(values, k, axis=1)
+            labels = [label for label in labels if label != "max_penetration"]
+            name = "contact count"
         for k, label in enumerate(labels):
             ax.plot(time, values[:, k], label=label, lw=1.0)
         if "violation" in name or "quaternion" in name:
@@ -40,20 +49,8 @@ def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
     fig.tight_layout()
     out = check_picture_target(out)
     try:
-        if out.parent.exists() and not out.parent.is_dir():
-            raise OutputError(f"cannot write the plot: {out.parent} is not a directory", file=str(out))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        # through a temporary name: a half-written picture never carries the final name
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
-        os.close(fd)
-        try:
+        with written_atomically(out, "the plot") as tmp:
             fig.savefig(tmp, dpi=110)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError as exc:
-        raise OutputError(f"cannot write the plot: {exc.strerror or exc}", file=str(out)) from None
     finally:
         plt.close(fig)
     return out

@@ -30,6 +30,8 @@ import socket
 import stat
 import struct
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +256,60 @@ def claim_result(path: str | Path) -> ResultClaim:
 
 # what an existing file must start with for mbsim to overwrite it with a picture of that kind
 PICTURE_SIGNATURES = {".png": (b"\x89PNG\r\n\x1a\n",), ".pdf": (b"%PDF",), ".svg": (b"<?xml", b"<svg")}
+
+
+# what an existing file must hold for `mbsim export` to overwrite it: a glTF binary's magic, or
+# the generator line of a page mbsim wrote (in its first bytes)
+EXPORT_SIGNATURES = {".glb": b"glTF", ".html": b'<meta name="generator" content="mbsim export">'}
+
+
+def check_export_target(path: str | Path) -> Path:
+    """An export's output: ``.glb`` or ``.html``; an existing file is overwritten only if it is an
+    export of that kind already (CONTRACT §4, no clobbering). Raises OutputError (exit 2)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in EXPORT_SIGNATURES:
+        raise OutputError(
+            f"cannot export to a '{suffix or 'suffix-less'}' file; expected a name ending in .glb "
+            "(glTF 2.0 binary) or .html (a page that plays the motion)",
+            file=str(p),
+        )
+    if os.path.lexists(p):
+        if not p.is_file():
+            raise _refuse(p, "exists and is not a regular file")
+        try:
+            with open(p, "rb") as f:
+                head = f.read(512)
+        except OSError as exc:
+            raise _refuse(p, f"cannot read the existing file: {exc.strerror}") from None
+        signature = EXPORT_SIGNATURES[suffix]
+        if not (head.startswith(signature) if suffix == ".glb" else signature in head):
+            raise _refuse(p, f"exists and is not an mbsim {suffix[1:]} export; mbsim does not overwrite it")
+    return p
+
+
+@contextlib.contextmanager
+def written_atomically(out: Path, what: str) -> Iterator[str]:
+    """A temporary name next to ``out`` to write into; renamed to ``out`` when the block ends
+    without an error (a half-written file never carries the final name), removed otherwise.
+    OSError becomes OutputError naming ``what`` (exit 2)."""
+    try:
+        if out.parent.exists() and not out.parent.is_dir():
+            raise OutputError(f"cannot write {what}: {out.parent} is not a directory", file=str(out))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
+        os.close(fd)
+        try:
+            yield tmp
+            mask = os.umask(0)  # mkstemp's file is private (0600); the result gets a new file's mode
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        raise OutputError(f"cannot write {what}: {exc.strerror or exc}", file=str(out)) from None
 
 
 def check_picture_target(path: str | Path) -> Path:

@@ -1,0 +1,282 @@
+"""The shapes' geometry in the result file (``/geometry``, CONTRACT §7) and their triangle meshes.
+
+A result file carries what its bodies look like, so that it exports (``mbsim export``) on a
+machine without the scene folder and its mesh files:
+
+- ``/geometry`` (attributes ``dimension``, ``up``: the scene's up direction, ``bodies``: the
+  body names in the scene's order) holds one group per owner: each body by name, and
+  ``ground``; each owner one group per shape, ``0``, ``1``, ... in the scene's order.
+- A shape group's attributes are its scene values (``type``, ``name``, ``radius``, ``length``,
+  ``size``, ``point``, ``normal``, ``scale``, ``file``) and its pose in the body frame as
+  ``position`` (d,) and ``rotation`` (d, d), both after the move of the body frame to the centre
+  of mass; a ``point`` shape's ``position`` is its point.
+- A mesh's triangles are the datasets ``vertices`` (n, 3), in metres (``scale`` applied) in the
+  shape's frame, and ``faces`` (m, 3) vertex indices; a mesh used by several shapes is stored
+  once (the others are HDF5 hard links to it).
+
+:func:`shape_triangles` turns one stored shape into triangles in its body's frame (for 2D scenes,
+in the plane z = 0, extruded along z), with one entry per shape type of
+:data:`mbsim.model.shapes.SHAPE_TYPES` (tests/output/test_geometry.py checks that none is missing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import h5py
+import numpy as np
+
+GROUP = "geometry"
+_SCALARS = ("radius", "length", "scale")
+_VECTORS = ("size", "point", "normal")
+
+
+def up_direction(gravity: np.ndarray) -> np.ndarray:
+    """The scene's up (CONTRACT §7): against gravity; without gravity +z in 3D, +y in 2D."""
+    g = np.zeros(3)
+    g[: len(gravity)] = gravity
+    norm = float(np.linalg.norm(g))
+    if norm > 0:
+        return -g / norm
+    return np.array([0.0, 1.0, 0.0]) if len(gravity) == 2 else np.array([0.0, 0.0, 1.0])
+
+
+def write_geometry(
+    f: h5py.File, shapes: dict[str, list[dict[str, Any]]], body_names: tuple[str, ...], gravity: np.ndarray
+) -> None:
+    """``/geometry`` from the compiled model's shapes (``Model.shapes``: owner -> checked values)
+    and the scene's up direction (attribute ``up``, world coordinates, 3 components)."""
+    dim = len(gravity)
+    root = f.create_group(GROUP)
+    root.attrs["dimension"] = dim
+    root.attrs["up"] = up_direction(gravity)
+    root.attrs["bodies"] = list(body_names)  # the scene's order (HDF5 lists groups alphabetically)
+    stored: dict[str, h5py.Group] = {}  # mesh digest -> the first group that holds it
+    for owner in ("ground", *body_names):
+        group = root.create_group(owner)
+        for k, shape in enumerate(shapes.get(owner, [])):
+            g = group.create_group(str(k))
+            g.attrs["type"] = shape["type"]
+            if shape.get("name") is not None:
+                g.attrs["name"] = shape["name"]
+            for key in _SCALARS:
+                if shape.get(key) is not None:
+                    g.attrs[key] = float(shape[key])
+            for key in _VECTORS:
+                if shape.get(key) is not None:
+                    g.attrs[key] = np.asarray(shape[key], dtype=float)
+            if shape["type"] == "point":
+                g.attrs["position"] = np.asarray(shape["position"], dtype=float)
+            elif "pose" in shape:
+                pose = shape["pose"]
+                g.attrs["position"] = np.zeros(dim) if pose is None else np.asarray(pose["position"], float)
+                g.attrs["rotation"] = np.eye(dim) if pose is None else np.asarray(pose["rotation"], float)
+            if shape["type"] == "mesh":
+                if shape.get("file") is not None:
+                    g.attrs["file"] = str(shape["file"])
+                mesh = shape["_mesh"]
+                vertices = np.ascontiguousarray(mesh.vertices, dtype=float)
+                faces = np.ascontiguousarray(mesh.faces, dtype=np.int64)
+                digest = hashlib.sha1(vertices.tobytes() + faces.tobytes()).hexdigest()
+                if digest in stored:  # the same triangles on another shape: one copy, linked
+                    g["vertices"] = stored[digest]["vertices"]
+                    g["faces"] = stored[digest]["faces"]
+                else:
+                    # compressed: a scanned mesh can have a million triangles
+                    g.create_dataset("vertices", data=vertices, compression="gzip", compression_opts=4)
+                    g.create_dataset("faces", data=faces.astype(np.int32), compression="gzip", compression_opts=4)
+                    stored[digest] = g
+
+
+def read_geometry(f: h5py.File) -> dict[str, list[dict[str, Any]]] | None:
+    """owner -> list of shapes (attributes as Python values, a mesh's ``vertices`` and ``faces``
+    as arrays), or None for a result file written before ``/geometry`` existed."""
+    if GROUP not in f:
+        return None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for owner, group in f[GROUP].items():
+        shapes = []
+        for key in sorted(group, key=int):
+            g = group[key]
+            shape: dict[str, Any] = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+            if "vertices" in g:
+                shape["vertices"] = g["vertices"][:]
+                shape["faces"] = g["faces"][:].astype(np.int64)
+            shapes.append(shape)
+        out[owner] = shapes
+    return out
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What shapes without a size of their own are drawn at: ``marker`` (a contact point's ball,
+    metres), ``depth`` (the extrusion of planar shapes along z) and the world box ``lo``..``hi``
+    that the motion fills (a ground plane or line becomes a patch covering it)."""
+
+    marker: float
+    depth: float
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+Triangles = tuple[np.ndarray, np.ndarray, np.ndarray]  # vertices (n, 3), normals (n, 3), faces (m, 3)
+
+
+def triangle_arrays(triangles: Triangles) -> tuple[bytes, bytes, bytes]:
+    """The bytes a file stores of a triangle set: float32 vertices and normals, uint32 indices
+    (little-endian); equal bytes, equal mesh."""
+    vertices, normals, faces = triangles
+    return (
+        np.asarray(vertices, dtype="<f4").tobytes(),
+        np.asarray(normals, dtype="<f4").tobytes(),
+        np.asarray(faces, dtype="<u4").reshape(-1).tobytes(),
+    )
+
+
+def _shaded(mesh: Any, angle_deg: float = 35.0) -> Triangles:
+    """Vertices, unit normals and faces of a trimesh mesh: smooth within a surface, split at
+    edges sharper than ``angle_deg`` (a box's corners stay sharp, a sphere round)."""
+    import trimesh
+
+    smooth = trimesh.graph.smooth_shade(mesh, angle=np.radians(angle_deg), facet_minarea=None)
+    normals = np.asarray(smooth.vertex_normals, dtype=float)
+    return np.asarray(smooth.vertices, dtype=float), normals, np.asarray(smooth.faces, dtype=np.int64)
+
+
+def _box(size: np.ndarray) -> Triangles:
+    import trimesh
+
+    return _shaded(trimesh.creation.box(extents=np.asarray(size, dtype=float)))
+
+
+def _cylinder(radius: float, length: float) -> Triangles:
+    import trimesh
+
+    return _shaded(trimesh.creation.cylinder(radius=radius, height=length, sections=40))
+
+
+def _sphere(radius: float) -> Triangles:
+    import trimesh
+
+    return _shaded(trimesh.creation.icosphere(subdivisions=3, radius=radius))
+
+
+def _capsule(radius: float, length: float) -> Triangles:
+    import trimesh
+
+    return _shaded(trimesh.creation.capsule(height=length, radius=radius, count=[32, 16]))
+
+
+def _mesh(vertices: np.ndarray, faces: np.ndarray) -> Triangles:
+    import trimesh
+
+    return _shaded(trimesh.Trimesh(vertices, faces, process=False))
+
+
+def _patch(point: np.ndarray, normal: np.ndarray, sizes: Sizes, dim: int) -> Triangles:
+    """A finite slab for an infinite plane (3D) or line (2D): its top face in the plane, covering
+    the motion's box projected onto it (plus a margin), thickness ``sizes.marker``."""
+    n = np.zeros(3)
+    n[:dim] = normal
+    n /= np.linalg.norm(n)
+    p = np.zeros(3)
+    p[:dim] = point
+    if dim == 2:  # the line's direction in the plane, and z
+        u = np.array([-n[1], n[0], 0.0])
+        w = np.array([0.0, 0.0, 1.0])
+    else:
+        u = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+        u /= np.linalg.norm(u)
+        w = np.cross(n, u)
+    corners = np.array(np.meshgrid(*zip(sizes.lo, sizes.hi, strict=True))).reshape(3, -1).T
+    margin = 0.25 * float(np.max(sizes.hi - sizes.lo)) + 2.0 * sizes.marker
+    along_u = (corners - p) @ u
+    centre = p + u * 0.5 * (along_u.min() + along_u.max())
+    width_u = along_u.max() - along_u.min() + 2 * margin
+    if dim == 2:
+        centre = centre + w * (-centre @ w)  # centred on z = 0
+        width_w = sizes.depth * 1.5
+    else:
+        along_w = (corners - p) @ w
+        centre = centre + w * 0.5 * (along_w.min() + along_w.max())
+        width_w = along_w.max() - along_w.min() + 2 * margin
+    thickness = sizes.marker
+    vertices, normals, faces = _box(np.array([width_u, width_w, thickness]))
+    rotation = np.column_stack([u, w, n])
+    offset = centre - n * (0.5 * thickness)  # the top face in the plane
+    return vertices @ rotation.T + offset, normals @ rotation.T, faces
+
+
+def _planar_rotation(rotation: np.ndarray) -> np.ndarray:
+    out = np.eye(3)
+    out[:2, :2] = rotation
+    return out
+
+
+# shape type -> triangles in the shape's own frame (before its pose), from its stored values
+_OWN_FRAME: dict[str, Callable[[dict[str, Any], Sizes], Triangles]] = {
+    "box": lambda s, z: _box(s["size"]),
+    "sphere": lambda s, z: _sphere(s["radius"]),
+    "cylinder": lambda s, z: _cylinder(s["radius"], s["length"]),
+    "capsule": lambda s, z: _capsule(s["radius"], s["length"]),
+    "mesh": lambda s, z: _mesh(s["vertices"], s["faces"]),
+    "point": lambda s, z: _sphere(z.marker),
+    "circle": lambda s, z: _cylinder(s["radius"], z.depth),
+    "rectangle": lambda s, z: _box(np.array([s["size"][0], s["size"][1], z.depth])),
+}
+# shape types placed by their own values in the body (ground) frame rather than by a pose
+_PLACED: dict[str, Callable[[dict[str, Any], Sizes, int], Triangles]] = {
+    "plane": lambda s, z, d: _patch(s["point"], s["normal"], z, d),
+    "line": lambda s, z, d: _patch(s["point"], s["normal"], z, d),
+}
+SHAPE_MESHES = frozenset(_OWN_FRAME) | frozenset(_PLACED)
+
+
+def shape_triangles(shape: dict[str, Any], dim: int, sizes: Sizes) -> Triangles:
+    """One stored shape as triangles in its body's frame (3D; a 2D body's plane is z = 0)."""
+    kind = shape["type"]
+    if kind in _PLACED:
+        return _PLACED[kind](shape, sizes, dim)
+    vertices, normals, faces = _OWN_FRAME[kind](shape, sizes)
+    position = np.zeros(3)
+    position[:dim] = shape.get("position", np.zeros(dim))
+    if "rotation" in shape:
+        rotation = np.asarray(shape["rotation"], dtype=float)
+        rotation = _planar_rotation(rotation) if dim == 2 else rotation
+    else:
+        rotation = np.eye(3)
+    return vertices @ rotation.T + position, normals @ rotation.T, faces
+
+
+def inertia_box(mass: float, inertia: np.ndarray, dim: int) -> Triangles:
+    """The uniform box with the body's mass and inertia (as MuJoCo's viewer draws a body without
+    geometry): edges a_i = sqrt(6 (I_j + I_k - I_i) / m) along the principal axes; in 2D the
+    square of side sqrt(6 I / m)."""
+    inertia = np.atleast_2d(np.asarray(inertia, dtype=float))
+    if dim == 2 or inertia.shape == (1, 1):
+        side = float(np.sqrt(max(6.0 * inertia[0, 0] / mass, 0.0))) if mass > 0 else 0.0
+        side = side or 0.05
+        return _box(np.array([side, side, side]))
+    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    total = moments.sum()
+    edges = np.sqrt(np.clip(6.0 * (total - 2.0 * moments) / mass, 0.0, None)) if mass > 0 else np.zeros(3)
+    floor = 0.05 * max(float(edges.max()), 1e-3)  # a rod's box keeps some thickness
+    vertices, normals, faces = _box(np.maximum(edges, floor))
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] = -axes[:, 0]
+    return vertices @ axes.T, normals @ axes.T, faces
+
+
+__all__ = [
+    "SHAPE_MESHES",
+    "Sizes",
+    "inertia_box",
+    "read_geometry",
+    "shape_triangles",
+    "triangle_arrays",
+    "up_direction",
+    "write_geometry",
+]
