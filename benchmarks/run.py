@@ -2201,8 +2201,8 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
     return [(n, *min(rows, key=lambda row: abs(np.log(row[0] / n)))[1:]) for n in sizes]
 
 
-# sections 6-8: modules of their own, each with section(quick) -> markdown lines
-EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events")
+# sections 6-11: modules of their own, each with section(quick) -> markdown lines
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export")
 
 
 def _module(name: str):

@@ -278,3 +278,12 @@ def test_events_section_quick_run(benchmark_module, tmp_path):
     assert len(ball) == 4 and len(m["four_bar"]) == 3
     events.figure(m["curves"], tmp_path / "fig.png")
     assert (tmp_path / "fig.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_export_section_quick_run(benchmark_module):
+    """Section 11 on a 1,001-row result: both outputs timed and sized, the bounds stated."""
+    lines = benchmark_module("export").section(quick=True)
+    text = "\n".join(lines)
+    assert lines[0] == "## Export: `mbsim export` to .glb and .html"
+    assert "| .glb (glTF 2.0 binary" in text and "| .html (the page" in text and "20 MB:" in text

@@ -143,6 +143,8 @@ def run(
             click.echo(f"assert     {'held' if outcome.passed else 'FAILED'}: {outcome.describe()}")
         if exported:
             click.echo(f"export     {exported.file} ({exported.bytes / 1e6:.2f} MB)")
+            for note in [] if quiet else exported.notes:
+                click.echo(f"mbsim: note: {note}", err=True)
     if summary.status != "completed":
         if not as_json:
             what = summary.message if signum is not None else f"simulation failed: {summary.message}"

@@ -105,7 +105,7 @@ def gltf_document(motions: list[Motion], look: Look):
     import pygltflib as g
 
     blob = _Blob()
-    nodes: list = [g.Node(name="mbsim", rotation=[float(x) for x in up_rotation(motions[0].up)], children=[])]
+    nodes: list = [g.Node(name="mbsim root", rotation=[float(x) for x in up_rotation(motions[0].up)], children=[])]
     meshes: list = []
     materials: list = []
     material_of: dict[int, int] = {}  # palette entry (len(PALETTE): the ground) -> material index
