@@ -131,64 +131,200 @@
     return [x / w, y / w, z / w, w];
   }
 
-  // ---- WebGL ---------------------------------------------------------------------------------
-  let gl = canvas.getContext("webgl2", { antialias: true, preserveDrawingBuffer: true });
-  if (!gl) {
-    gl = canvas.getContext("webgl", { antialias: true, preserveDrawingBuffer: true });
-    if (gl && !gl.getExtension("OES_element_index_uint")) gl = null;
+  // ---- drawing: WebGL, or a canvas-2D fallback ------------------------------------------------
+  // A back end takes meshes once (mesh: positions, normals, indices or null for lines) and then,
+  // per frame, begin(viewProjection, eyeDirection), draw(mesh, model, colour, lit), end().
+  const LIGHT = [0.4, 1.0, 0.3].map((x) => x / Math.hypot(0.4, 1.0, 0.3));
+  function shade(colour, n, eye, lit) {
+    // the one lighting rule of both back ends: ambient, a key light from above, a camera light
+    const light = 0.35 + 0.5 * Math.max(n[0] * LIGHT[0] + n[1] * LIGHT[1] + n[2] * LIGHT[2], 0) +
+      0.25 * Math.abs(n[0] * eye[0] + n[1] * eye[1] + n[2] * eye[2]);
+    return colour.map((c) => c * (1 - lit) + c * light * lit);
   }
-  if (!gl) {
-    fail("this browser offers no WebGL; the motion cannot be drawn (open the .glb in a glTF viewer instead)");
-    return;
-  }
-  const vertexSource = `
-    attribute vec3 position; attribute vec3 normal;
-    uniform mat4 model; uniform mat4 viewProjection;
-    varying vec3 worldNormal;
-    void main() {
-      worldNormal = mat3(model) * normal;
-      gl_Position = viewProjection * model * vec4(position, 1.0);
-    }`;
-  const fragmentSource = `
-    precision mediump float;
-    uniform vec3 colour; uniform vec3 eyeDirection; uniform float lit;
-    varying vec3 worldNormal;
-    void main() {
-      vec3 n = normalize(worldNormal);
-      vec3 key = normalize(vec3(0.4, 1.0, 0.3));
-      float light = 0.35 + 0.5 * max(dot(n, key), 0.0) + 0.25 * abs(dot(n, eyeDirection));
-      gl_FragColor = vec4(mix(colour, colour * light, lit), 1.0);
-    }`;
-  function compile(type, source) {
-    const shader = gl.createShader(type);
-    gl.shaderSource(shader, source);
-    gl.compileShader(shader);
-    if (!gl.getShaderParameter(shader, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(shader));
-    return shader;
-  }
-  const program = gl.createProgram();
-  gl.attachShader(program, compile(gl.VERTEX_SHADER, vertexSource));
-  gl.attachShader(program, compile(gl.FRAGMENT_SHADER, fragmentSource));
-  gl.linkProgram(program);
-  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) {
-    fail("the viewer's shaders do not link: " + gl.getProgramInfoLog(program));
-    return;
-  }
-  const at = {
-    position: gl.getAttribLocation(program, "position"),
-    normal: gl.getAttribLocation(program, "normal"),
-    model: gl.getUniformLocation(program, "model"),
-    viewProjection: gl.getUniformLocation(program, "viewProjection"),
-    colour: gl.getUniformLocation(program, "colour"),
-    eyeDirection: gl.getUniformLocation(program, "eyeDirection"),
-    lit: gl.getUniformLocation(program, "lit"),
-  };
 
-  function upload(target, data) {
-    const buffer = gl.createBuffer();
-    gl.bindBuffer(target, buffer);
-    gl.bufferData(target, data, gl.STATIC_DRAW);
-    return buffer;
+  function webglBackend() {
+    let gl = canvas.getContext("webgl2", { antialias: true, preserveDrawingBuffer: true });
+    if (!gl) {
+      gl = canvas.getContext("webgl", { antialias: true, preserveDrawingBuffer: true });
+      if (gl && !gl.getExtension("OES_element_index_uint")) gl = null;
+    }
+    if (!gl) return null;
+    const vertexSource = `
+      attribute vec3 position; attribute vec3 normal;
+      uniform mat4 model; uniform mat4 viewProjection;
+      varying vec3 worldNormal;
+      void main() {
+        worldNormal = mat3(model) * normal;
+        gl_Position = viewProjection * model * vec4(position, 1.0);
+      }`;
+    const fragmentSource = `
+      precision mediump float;
+      uniform vec3 colour; uniform vec3 eyeDirection; uniform float lit; uniform vec3 key;
+      varying vec3 worldNormal;
+      void main() {
+        vec3 n = normalize(worldNormal);
+        float light = 0.35 + 0.5 * max(dot(n, key), 0.0) + 0.25 * abs(dot(n, eyeDirection));
+        gl_FragColor = vec4(mix(colour, colour * light, lit), 1.0);
+      }`;
+    function compile(type, source) {
+      const shader = gl.createShader(type);
+      gl.shaderSource(shader, source);
+      gl.compileShader(shader);
+      if (!gl.getShaderParameter(shader, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(shader));
+      return shader;
+    }
+    const program = gl.createProgram();
+    gl.attachShader(program, compile(gl.VERTEX_SHADER, vertexSource));
+    gl.attachShader(program, compile(gl.FRAGMENT_SHADER, fragmentSource));
+    gl.linkProgram(program);
+    if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(program));
+    const at = {};
+    for (const name of ["position", "normal"]) at[name] = gl.getAttribLocation(program, name);
+    for (const name of ["model", "viewProjection", "colour", "eyeDirection", "lit", "key"]) {
+      at[name] = gl.getUniformLocation(program, name);
+    }
+    function upload(target, data) {
+      const buffer = gl.createBuffer();
+      gl.bindBuffer(target, buffer);
+      gl.bufferData(target, data, gl.STATIC_DRAW);
+      return buffer;
+    }
+    return {
+      name: "WebGL",
+      mesh(position, normal, index) {
+        return {
+          position: upload(gl.ARRAY_BUFFER, position),
+          normal: upload(gl.ARRAY_BUFFER, normal),
+          index: index ? upload(gl.ELEMENT_ARRAY_BUFFER, index) : null,
+          count: index ? index.length : position.length / 3,
+        };
+      },
+      begin(viewProjection, eyeDirection) {
+        gl.viewport(0, 0, canvas.width, canvas.height);
+        gl.clearColor(0.96, 0.96, 0.95, 1);
+        gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
+        gl.enable(gl.DEPTH_TEST);
+        gl.useProgram(program);
+        gl.enableVertexAttribArray(at.position);
+        gl.enableVertexAttribArray(at.normal);
+        gl.uniformMatrix4fv(at.viewProjection, false, viewProjection);
+        gl.uniform3fv(at.eyeDirection, eyeDirection);
+        gl.uniform3fv(at.key, LIGHT);
+      },
+      draw(mesh, model, colour, lit) {
+        gl.uniformMatrix4fv(at.model, false, model);
+        gl.uniform3fv(at.colour, colour);
+        gl.uniform1f(at.lit, lit);
+        gl.bindBuffer(gl.ARRAY_BUFFER, mesh.position);
+        gl.vertexAttribPointer(at.position, 3, gl.FLOAT, false, 0, 0);
+        gl.bindBuffer(gl.ARRAY_BUFFER, mesh.normal);
+        gl.vertexAttribPointer(at.normal, 3, gl.FLOAT, false, 0, 0);
+        if (mesh.index) {
+          gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, mesh.index);
+          gl.drawElements(gl.TRIANGLES, mesh.count, gl.UNSIGNED_INT, 0);
+        } else {
+          gl.drawArrays(gl.LINES, 0, mesh.count);
+        }
+      },
+      end() {},
+    };
+  }
+
+  // Without WebGL (a browser with it switched off): flat-shaded triangles painted far to near.
+  function canvasBackend() {
+    const context = canvas.getContext("2d");
+    if (!context) return null;
+    let viewProjection = null;
+    let eyeDirection = null;
+    let items = [];
+    const rgb = (c) => `rgb(${c.map((x) => Math.round(255 * Math.min(1, Math.max(0, x)))).join(",")})`;
+    return {
+      name: "canvas 2D",
+      mesh(position, normal, index) {
+        return { position, normal, index };
+      },
+      begin(vp, eye) {
+        viewProjection = vp;
+        eyeDirection = eye;
+        items = [];
+        context.fillStyle = "rgb(245,245,242)";
+        context.fillRect(0, 0, canvas.width, canvas.height);
+      },
+      draw(mesh, model, colour, lit) {
+        const m = multiply(viewProjection, model);
+        const p = mesh.position;
+        const count = p.length / 3;
+        const screen = new Float32Array(count * 3);
+        const visible = new Uint8Array(count);
+        for (let i = 0; i < count; i++) {
+          const q = transformPoint(m, [p[3 * i], p[3 * i + 1], p[3 * i + 2]]);
+          visible[i] = q[3] > 0 ? 1 : 0;
+          screen[3 * i] = ((q[0] + 1) / 2) * canvas.width;
+          screen[3 * i + 1] = ((1 - q[1]) / 2) * canvas.height;
+          screen[3 * i + 2] = q[2];
+        }
+        if (!mesh.index) {
+          for (let i = 0; i + 1 < count; i += 2) {
+            if (!visible[i] || !visible[i + 1]) continue;
+            const xy = [screen[3 * i], screen[3 * i + 1], screen[3 * i + 3], screen[3 * i + 4]];
+            items.push({ depth: 2, line: xy, colour: rgb(colour) });
+          }
+          return;
+        }
+        const n = mesh.normal;
+        const ix = mesh.index;
+        for (let t = 0; t < ix.length; t += 3) {
+          const [a, b, c] = [ix[t], ix[t + 1], ix[t + 2]];
+          if (!visible[a] || !visible[b] || !visible[c]) continue;
+          const ax = screen[3 * a], ay = screen[3 * a + 1];
+          const bx = screen[3 * b], by = screen[3 * b + 1];
+          const cx = screen[3 * c], cy = screen[3 * c + 1];
+          if ((bx - ax) * (cy - ay) - (by - ay) * (cx - ax) >= 0) continue; // facing away (y down)
+          const local = [0, 1, 2].map((k) => n[3 * a + k] + n[3 * b + k] + n[3 * c + k]);
+          const world = [0, 1, 2].map((k) => model[k] * local[0] + model[4 + k] * local[1] + model[8 + k] * local[2]);
+          const norm = Math.hypot(...world) || 1;
+          const shaded = shade(colour, world.map((x) => x / norm), eyeDirection, lit);
+          const depth = (screen[3 * a + 2] + screen[3 * b + 2] + screen[3 * c + 2]) / 3;
+          items.push({ depth, triangle: [ax, ay, bx, by, cx, cy], colour: rgb(shaded) });
+        }
+      },
+      end() {
+        items.sort((u, v) => v.depth - u.depth);
+        context.lineWidth = 0.6;
+        for (const item of items) {
+          context.strokeStyle = item.colour;
+          context.beginPath();
+          if (item.line) {
+            context.moveTo(item.line[0], item.line[1]);
+            context.lineTo(item.line[2], item.line[3]);
+          } else {
+            const v = item.triangle;
+            context.fillStyle = item.colour;
+            context.moveTo(v[0], v[1]);
+            context.lineTo(v[2], v[3]);
+            context.lineTo(v[4], v[5]);
+            context.closePath();
+            context.fill();
+          }
+          context.stroke();
+        }
+      },
+    };
+  }
+
+  let backend = null;
+  try {
+    backend = new URLSearchParams(window.location.search).has("canvas2d") ? null : webglBackend();
+  } catch (error) {
+    console.warn("mbsim viewer: WebGL failed (" + error + "); drawing with the 2D canvas instead");
+  }
+  if (!backend) {
+    backend = canvasBackend();
+    if (!backend) {
+      fail("this browser can draw neither WebGL nor a 2D canvas; open the .glb in a glTF viewer instead");
+      return;
+    }
+    console.warn("mbsim viewer: no WebGL here; drawing flat-shaded triangles with the 2D canvas (slower)");
   }
 
   // ---- scene state ---------------------------------------------------------------------------
@@ -238,7 +374,7 @@
     const vertices = new Float32Array(lines);
     const normals = new Float32Array(vertices.length);
     for (let i = n; i < normals.length; i += 3) normals[i] = 1;
-    return { position: upload(gl.ARRAY_BUFFER, vertices), normal: upload(gl.ARRAY_BUFFER, normals), count: vertices.length / 3 };
+    return backend.mesh(vertices, normals, null);
   }
 
   function decode(bytes) {
@@ -247,12 +383,7 @@
       const position = read.float32(3 * m.vertices);
       const normal = read.float32(3 * m.vertices);
       const index = read.uint32(m.indices);
-      meshes.push({
-        position: upload(gl.ARRAY_BUFFER, position),
-        normal: upload(gl.ARRAY_BUFFER, normal),
-        index: upload(gl.ELEMENT_ARRAY_BUFFER, index),
-        count: m.indices,
-      });
+      meshes.push(backend.mesh(position, normal, index));
     }
     for (const r of header.runs) {
       const keys = r.keys;
@@ -299,22 +430,6 @@
     return pose(rotation.map((x) => x / n), translation);
   }
 
-  function drawMesh(mesh, model, colour, lit) {
-    gl.uniformMatrix4fv(at.model, false, model);
-    gl.uniform3fv(at.colour, colour);
-    gl.uniform1f(at.lit, lit);
-    gl.bindBuffer(gl.ARRAY_BUFFER, mesh.position);
-    gl.vertexAttribPointer(at.position, 3, gl.FLOAT, false, 0, 0);
-    gl.bindBuffer(gl.ARRAY_BUFFER, mesh.normal);
-    gl.vertexAttribPointer(at.normal, 3, gl.FLOAT, false, 0, 0);
-    if (mesh.index) {
-      gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, mesh.index);
-      gl.drawElements(gl.TRIANGLES, mesh.count, gl.UNSIGNED_INT, 0);
-    } else {
-      gl.drawArrays(gl.LINES, 0, mesh.count);
-    }
-  }
-
   function resize() {
     const ratio = window.devicePixelRatio || 1;
     const width = Math.max(1, Math.round(canvas.clientWidth * ratio));
@@ -327,13 +442,6 @@
 
   function draw() {
     resize();
-    gl.viewport(0, 0, canvas.width, canvas.height);
-    gl.clearColor(0.96, 0.96, 0.95, 1);
-    gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
-    gl.enable(gl.DEPTH_TEST);
-    gl.useProgram(program);
-    gl.enableVertexAttribArray(at.position);
-    gl.enableVertexAttribArray(at.normal);
     const cp = Math.cos(camera.pitch);
     const eye = [
       camera.target[0] + camera.distance * cp * Math.sin(camera.yaw),
@@ -343,16 +451,15 @@
     const view = lookAt(eye, camera.target, [0, 1, 0]);
     const projection = perspective(0.7, canvas.width / canvas.height, camera.distance / 500, camera.distance * 50);
     const viewProjection = multiply(projection, view);
-    gl.uniformMatrix4fv(at.viewProjection, false, viewProjection);
     const d = Math.hypot(eye[0] - camera.target[0], eye[1] - camera.target[1], eye[2] - camera.target[2]);
-    gl.uniform3fv(at.eyeDirection, [0, 1, 2].map((i) => (eye[i] - camera.target[i]) / d));
-    drawMesh(grid, new Float32Array([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]), [0.78, 0.78, 0.76], 0);
+    backend.begin(viewProjection, [0, 1, 2].map((i) => (eye[i] - camera.target[i]) / d));
+    backend.draw(grid, new Float32Array([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]), [0.78, 0.78, 0.76], 0);
     runs.forEach((run, r) => {
       const base = multiply(root, run.offset);
-      for (const g of run.header.ground) drawMesh(meshes[g], base, header.ground_colour, 1);
+      for (const g of run.header.ground) backend.draw(meshes[g], base, header.ground_colour, 1);
       run.header.bodies.forEach((body, b) => {
         const model = multiply(base, bodyPose(run, b, time));
-        for (const part of body.parts) drawMesh(meshes[part], model, body.colour, 1);
+        for (const part of body.parts) backend.draw(meshes[part], model, body.colour, 1);
       });
       const label = labels[r];
       if (label) {
@@ -362,6 +469,7 @@
         label.style.top = ((1 - p[1]) / 2) * canvas.clientHeight + "px";
       }
     });
+    backend.end();
   }
 
   // ---- controls ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import SHAPES_2D, Glb, rotate, run_scene, validator
+from export_scenes import SHAPES_2D, Glb, rotate, run_scene, validator
 
 F32 = np.float32
 

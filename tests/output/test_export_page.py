@@ -161,8 +161,26 @@ def test_a_planar_page_and_a_moment_in_the_address(browser, result_2d, tmp_path)
         page.close()
 
 
+def test_without_webgl_the_page_draws_on_a_2d_canvas(browser, result_3d, tmp_path) -> None:
+    """A browser with WebGL switched off gets the canvas-2D fallback (forced here by ?canvas2d):
+    the same picture up to shading details, and it moves."""
+    page_file = export(result_3d, tmp_path / "fallback.html")
+    webgl = Page(browser, page_file, "#t=0.2")
+    flat = Page(browser, page_file, "?canvas2d#t=0.2")
+    try:
+        reference, picture = webgl.canvas(), flat.canvas("3d_canvas2d")
+        assert drawn(picture) > 0.02
+        assert changed(reference, picture) < 0.05  # the same scene from the same camera
+        flat.drag_slider_to(0.0)
+        assert changed(picture, flat.canvas()) > 0.002
+        assert flat.errors == [] and webgl.errors == []
+    finally:
+        webgl.close()
+        flat.close()
+
+
 def test_compare_page_shows_each_solver_beside_the_other(browser, tmp_path) -> None:
-    from conftest import SHAPES_2D
+    from export_scenes import SHAPES_2D
 
     scene = tmp_path / "planar.yaml"
     scene.write_text(SHAPES_2D, encoding="utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import h5py
 import numpy as np
-from conftest import run_scene
+from export_scenes import run_scene
 
 from mbsim.model.shapes import SHAPE_TYPES
 from mbsim.output.geometry import SHAPE_MESHES

@@ -7,7 +7,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import SHAPES_2D
+from export_scenes import SHAPES_2D
 
 ROOT = Path(__file__).resolve().parents[2]
 
