@@ -204,6 +204,44 @@ def test_up_follows_gravity(mbsim, tmp_path) -> None:
     np.testing.assert_allclose(rotate(np.array(glb.doc.nodes[0].rotation), np.array([0, 0, 1.0])), [0, 1, 0], atol=1e-7)
 
 
+def test_rotation_keys_follow_a_free_spin(mbsim, tmp_path) -> None:
+    """A body with isotropic inertia spins about its fixed angular velocity w: its orientation at
+    t is the quaternion (w/|w| sin(|w| t / 2), cos(|w| t / 2)), x y z w (analytic reference)."""
+    free = (
+        "mbsim: 1\nname: free\ngravity: [0, 0, 0]\ntime: {end: 1.0, step: 0.001}\noutput: {every: 10}\n"
+        "bodies:\n  - {name: b, mass: 1, inertia: [1, 1, 1], position: [0, 0, 0], angular_velocity: [1, 2, 3]}\n"
+    )
+    glb = Glb(export(mbsim, run_scene(tmp_path, free), tmp_path / "spin.glb"))
+    keys, turned, _ = glb.channels(glb.node("b", 0))["rotation"]
+    w = np.array([1.0, 2.0, 3.0])
+    angle = np.linalg.norm(w) * keys.astype(float)
+    expected = np.column_stack([np.outer(np.sin(angle / 2), w / np.linalg.norm(w)), np.cos(angle / 2)])
+    np.testing.assert_allclose(turned, expected, atol=1e-6)
+
+
+def test_rows_glTF_cannot_hold_are_left_out_and_said(mbsim, result_2d, tmp_path) -> None:
+    """Key times must increase in float32 and values be finite: of two rows 1e-12 s apart the
+    later is kept; a row with NaN is dropped; stderr says both."""
+    import shutil
+
+    copy = tmp_path / "edited.h5"
+    shutil.copy(result_2d, copy)
+    with h5py.File(copy, "r+") as f:
+        time = f["time"][:]
+        f["time"][5] = time[4] + 1e-12
+        f["bodies/disc/position"][9] = [np.nan, 0.0]
+        disc = f["bodies/disc/position"][:]
+    r = mbsim("export", copy, "-o", tmp_path / "edited.glb")
+    assert r.exit_code == 0, r.output
+    assert "1 rows with non-finite values left out" in r.stderr
+    assert "1 rows at a time equal (in float32) to the next row's left out" in r.stderr
+    glb = Glb(tmp_path / "edited.glb")
+    keys, moved, _ = glb.channels(glb.node("disc", 0))["translation"]
+    kept = [k for k in range(len(time)) if k not in (4, 9)]
+    assert np.all(np.diff(keys) > 0) and len(keys) == len(time) - 2
+    np.testing.assert_array_equal(moved[:, :2], disc[kept].astype(F32))
+
+
 def test_fps_resamples_linearly_and_by_slerp(mbsim, result_3d, tmp_path) -> None:
     from scipy.spatial.transform import Rotation, Slerp
 
