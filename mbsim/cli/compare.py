@@ -86,8 +86,8 @@ def compare(
     result = run_comparison(scene, choices, ref, overrides, repeat, outdir, note)
     click.echo(render(result, fmt).rstrip("\n"))
     note(f"mbsim: results in {result.outdir}")
-    runs = [(row.file, row.solver) for row in result.rows if row.file and Path(row.file).is_file()]
     if export_to is not None and not result.interrupted:
+        runs = [(row.file, row.solver) for row in result.rows if row.file and Path(row.file).is_file()]
         motions = []
         for file, label in runs:
             try:

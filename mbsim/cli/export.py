@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from mbsim.cli.options import debug_option, handle_errors, quiet_option
 
+if TYPE_CHECKING:
+    from mbsim.output.export import Exported
 
-def report(exported, quiet: bool) -> None:
+
+def report(exported: Exported, quiet: bool) -> None:
     """The written file on stdout; what was left out on stderr."""
     click.echo(str(exported.file))
     if not quiet:

@@ -258,9 +258,22 @@ def claim_result(path: str | Path) -> ResultClaim:
 PICTURE_SIGNATURES = {".png": (b"\x89PNG\r\n\x1a\n",), ".pdf": (b"%PDF",), ".svg": (b"<?xml", b"<svg")}
 
 
-# what an existing file must hold for `mbsim export` to overwrite it: a glTF binary's magic, or
-# the generator line of a page mbsim wrote (in its first bytes)
-EXPORT_SIGNATURES = {".glb": b"glTF", ".html": b'<meta name="generator" content="mbsim export">'}
+# what an existing file must hold for `mbsim export` to overwrite it: mbsim's generator name in
+# a glTF binary's JSON chunk (asset.generator), or the generator line of a page mbsim wrote
+EXPORT_SIGNATURES = {".glb": b'"generator":"mbsim export"', ".html": b'<meta name="generator" content="mbsim export">'}
+_GLB_JSON_LIMIT = 64 * 1024 * 1024  # a JSON chunk larger than this is not one mbsim wrote
+
+
+def _export_head(p: Path, suffix: str) -> bytes:
+    """The part of an existing file that says who wrote it: a .glb's JSON chunk, a page's start."""
+    with open(p, "rb") as f:
+        if suffix != ".glb":
+            return f.read(512)
+        header = f.read(20)
+        if len(header) < 20 or header[:4] != b"glTF" or header[16:20] != b"JSON":
+            return b""
+        length = int.from_bytes(header[12:16], "little")
+        return f.read(length) if length <= _GLB_JSON_LIMIT else b""
 
 
 def check_export_target(path: str | Path) -> Path:
@@ -278,12 +291,10 @@ def check_export_target(path: str | Path) -> Path:
         if not p.is_file():
             raise _refuse(p, "exists and is not a regular file")
         try:
-            with open(p, "rb") as f:
-                head = f.read(512)
+            head = _export_head(p, suffix)
         except OSError as exc:
             raise _refuse(p, f"cannot read the existing file: {exc.strerror}") from None
-        signature = EXPORT_SIGNATURES[suffix]
-        if not (head.startswith(signature) if suffix == ".glb" else signature in head):
+        if EXPORT_SIGNATURES[suffix] not in head:
             raise _refuse(p, f"exists and is not an mbsim {suffix[1:]} export; mbsim does not overwrite it")
     return p
 

@@ -295,6 +295,7 @@ def test_default_output_is_the_result_with_suffix_glb(mbsim, result_2d, tmp_path
         ("result", ("r.h5", "--from", "7", "--to", "9"), "has no recorded time in"),
         ("result", ("r.h5", "--fps", "1e9"), "at most"),
         ("result", ("r.h5", "-o", "scene.glb"), "not an mbsim glb export"),
+        ("result", ("r.h5", "-o", "blender.glb"), "not an mbsim glb export"),
     ],
 )
 def test_bad_input_exits_2_naming_it(mbsim, result_2d, tmp_path, monkeypatch, make, args, words) -> None:
@@ -309,6 +310,9 @@ def test_bad_input_exits_2_naming_it(mbsim, result_2d, tmp_path, monkeypatch, ma
     elif make == "result":
         shutil.copy(result_2d, "r.h5")
     Path("scene.glb").write_text("someone else's file")
+    other = b'{"asset":{"version":"2.0","generator":"Blender"}}  '
+    foreign = b"glTF" + (2).to_bytes(4, "little") + (20 + len(other)).to_bytes(4, "little")
+    Path("blender.glb").write_bytes(foreign + len(other).to_bytes(4, "little") + b"JSON" + other)
     r = mbsim("export", *args)
     assert r.exit_code == 2, r.output
     assert words in r.stderr, r.stderr
@@ -318,6 +322,7 @@ def test_bad_input_exits_2_naming_it(mbsim, result_2d, tmp_path, monkeypatch, ma
     assert named in r.stderr
     assert "Traceback" not in r.output
     assert Path("scene.glb").read_text() == "someone else's file"
+    assert Path("blender.glb").read_bytes()[:4] == b"glTF" and b"Blender" in Path("blender.glb").read_bytes()
 
 
 def test_an_export_of_a_result_without_rows_exits_2(mbsim, tmp_path) -> None:
