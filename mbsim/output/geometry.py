@@ -91,22 +91,86 @@ def write_geometry(
                     stored[digest] = g
 
 
+MAX_STORED_VERTICES = 20_000_000  # a /geometry holding more is refused (memory), not read
+
+
+class GeometryError(ValueError):
+    """/geometry that mbsim did not write as it is (edited, truncated): the message says where."""
+
+
+# per shape type: its stored attributes and their lengths (0: a number, "d": the dimension)
+_REQUIRED: dict[str, dict[str, int | str]] = {
+    "box": {"size": 3},
+    "sphere": {"radius": 0},
+    "cylinder": {"radius": 0, "length": 0},
+    "capsule": {"radius": 0, "length": 0},
+    "mesh": {},
+    "point": {"position": "d"},
+    "plane": {"point": 3, "normal": 3},
+    "circle": {"radius": 0},
+    "rectangle": {"size": 2},
+    "line": {"point": 2, "normal": 2},
+}
+
+
+def _checked(g: h5py.Group, dim: int, where: str, budget: list[int]) -> dict[str, Any]:
+    """One stored shape as Python values, checked: a known type, its values finite and of their
+    sizes, a mesh's faces indexing its vertices."""
+    shape: dict[str, Any] = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+    kind = shape.get("type")
+    if kind not in _REQUIRED:
+        raise GeometryError(f"{where}: unknown shape type {kind!r}")
+    for key, size in _REQUIRED[kind].items():
+        if key not in shape:
+            raise GeometryError(f"{where}: a {kind} without '{key}'")
+        value = np.asarray(shape[key], dtype=float)
+        want = () if size == 0 else (dim if size == "d" else size,)
+        if value.shape != want or not np.all(np.isfinite(value)):
+            raise GeometryError(f"{where}/{key}: expected {'a number' if not want else f'{want[0]} numbers'}")
+        if kind in ("plane", "line") and key == "normal" and not np.any(value):
+            raise GeometryError(f"{where}/normal: a zero normal")
+        shape[key] = float(value) if size == 0 else value
+    for key, want in (("position", (dim,)), ("rotation", (dim, dim))):
+        if key in shape and kind != "point":
+            value = np.asarray(shape[key], dtype=float)
+            if value.shape != want or not np.all(np.isfinite(value)):
+                raise GeometryError(f"{where}/{key}: expected an array of shape {want}")
+            shape[key] = value
+    if kind == "mesh":
+        vertices, faces = g.get("vertices"), g.get("faces")
+        if not isinstance(vertices, h5py.Dataset) or not isinstance(faces, h5py.Dataset):
+            raise GeometryError(f"{where}: a mesh without vertices and faces")
+        if vertices.ndim != 2 or vertices.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
+            raise GeometryError(f"{where}: vertices and faces must be (n, 3) arrays")
+        budget[0] -= len(vertices) + len(faces)
+        if budget[0] < 0:
+            raise GeometryError(f"{where}: the meshes hold more than {MAX_STORED_VERTICES} vertices and faces")
+        shape["vertices"] = np.asarray(vertices[:], dtype=float)
+        shape["faces"] = np.asarray(faces[:]).astype(np.int64)
+        if not np.all(np.isfinite(shape["vertices"])) or (
+            shape["faces"].size and (shape["faces"].min() < 0 or shape["faces"].max() >= len(vertices))
+        ):
+            raise GeometryError(f"{where}: non-finite vertices or faces outside the vertex list")
+    return shape
+
+
 def read_geometry(f: h5py.File) -> dict[str, list[dict[str, Any]]] | None:
     """owner -> list of shapes (attributes as Python values, a mesh's ``vertices`` and ``faces``
-    as arrays), or None for a result file written before ``/geometry`` existed."""
+    as arrays), or None for a result file written before ``/geometry`` existed. Raises
+    GeometryError where it is not as mbsim writes it."""
     if GROUP not in f:
         return None
+    root = f[GROUP]
+    dim = int(root.attrs.get("dimension", 3))
+    if dim not in (2, 3) or not isinstance(root, h5py.Group):
+        raise GeometryError(f"/{GROUP}: dimension must be 2 or 3")
     out: dict[str, list[dict[str, Any]]] = {}
-    for owner, group in f[GROUP].items():
-        shapes = []
-        for key in sorted(group, key=int):
-            g = group[key]
-            shape: dict[str, Any] = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
-            if "vertices" in g:
-                shape["vertices"] = g["vertices"][:]
-                shape["faces"] = g["faces"][:].astype(np.int64)
-            shapes.append(shape)
-        out[owner] = shapes
+    budget = [MAX_STORED_VERTICES]
+    for owner, group in root.items():
+        keys = list(group) if isinstance(group, h5py.Group) else None
+        if keys is None or not all(k.isdigit() for k in keys):
+            raise GeometryError(f"/{GROUP}/{owner}: expected groups named 0, 1, ...")
+        out[owner] = [_checked(group[k], dim, f"/{GROUP}/{owner}/{k}", budget) for k in sorted(keys, key=int)]
     return out
 
 
@@ -271,7 +335,9 @@ def inertia_box(mass: float, inertia: np.ndarray, dim: int) -> Triangles:
 
 
 __all__ = [
+    "MAX_STORED_VERTICES",
     "SHAPE_MESHES",
+    "GeometryError",
     "Sizes",
     "inertia_box",
     "read_geometry",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import UsageError
-from mbsim.output.geometry import Sizes, Triangles, inertia_box, read_geometry, shape_triangles
+from mbsim.output.geometry import GeometryError, Sizes, Triangles, inertia_box, read_geometry, shape_triangles
 from mbsim.output.summary import check_result_path, open_result
 
 MAX_FRAMES = 1_000_000  # --fps over the time range may not ask for more key times than this
@@ -84,6 +84,32 @@ def _check_range(fps: float | None, t_from: float | None, t_to: float | None) ->
         raise UsageError(f"--from {t_from:g} s is after --to {t_to:g} s", file="--from")
 
 
+def _read_bodies(f, bodies: list[str], n: int, dim: int):
+    """World translations and x y z w rotations (nbody, rows, ...), masses, inertias and the
+    number of rows every body has (a file cut short by a crash has fewer in some)."""
+    translation = np.zeros((len(bodies), n, 3))
+    rotation = np.zeros((len(bodies), n, 4))
+    rotation[..., 3] = 1.0
+    mass, inertia = {}, {}
+    for b, name in enumerate(bodies):
+        group = f["bodies"][name]
+        mass[name] = float(group.attrs.get("mass", 1.0))
+        inertia[name] = np.asarray(group.attrs.get("inertia", 1.0), dtype=float)
+        if "position" not in group:
+            continue
+        m = min(n, len(group["position"]))
+        translation[b, :m, :dim] = group["position"][:m]
+        if dim == 3:
+            q = group["orientation"][:m]  # w, x, y, z
+            rotation[b, :m] = q[:, [1, 2, 3, 0]]
+        else:
+            half = 0.5 * group["angle"][:m]
+            rotation[b, :m, 2] = np.sin(half)
+            rotation[b, :m, 3] = np.cos(half)
+        n = min(n, m)
+    return translation, rotation, mass, inertia, n
+
+
 def read_motion(
     path: str | Path,
     fps: float | None = None,
@@ -99,36 +125,25 @@ def read_motion(
         attrs = {
             key: _text(f.attrs.get(key, "")) for key in ("scene_name", "method", "integrator", "status", "message")
         }
-        dim = int(f.attrs.get("dimension", 3))
-        times = f["time"][:] if "time" in f else np.zeros(0)
-        bodies = list(f["bodies"]) if "bodies" in f else []
-        if "geometry" in f and "bodies" in f["geometry"].attrs:  # the scene's order
-            order = [_text(name) for name in f["geometry"].attrs["bodies"]]
-            bodies = [name for name in order if name in bodies] + [name for name in bodies if name not in order]
-        n = len(times)
-        translation = np.zeros((len(bodies), n, 3))
-        rotation = np.zeros((len(bodies), n, 4))
-        rotation[..., 3] = 1.0
-        mass, inertia = {}, {}
-        for b, name in enumerate(bodies):
-            group = f["bodies"][name]
-            mass[name] = float(group.attrs.get("mass", 1.0))
-            inertia[name] = np.asarray(group.attrs.get("inertia", 1.0), dtype=float)
-            if "position" not in group:
-                continue
-            m = min(n, len(group["position"]))
-            translation[b, :m, :dim] = group["position"][:m]
-            if dim == 3:
-                q = group["orientation"][:m]  # w, x, y, z
-                rotation[b, :m] = q[:, [1, 2, 3, 0]]
-            else:
-                half = 0.5 * group["angle"][:m]
-                rotation[b, :m, 2] = np.sin(half)
-                rotation[b, :m, 3] = np.cos(half)
-            n = min(n, m)  # a file cut short by a crash: rows that every body has
-        shapes = read_geometry(f)
-        geometry = f.get("geometry")
-        up = np.asarray(geometry.attrs["up"], dtype=float) if geometry is not None and "up" in geometry.attrs else None
+        try:
+            dim = int(f.attrs.get("dimension", 3))
+            times = np.asarray(f["time"][:] if "time" in f else np.zeros(0), dtype=float)
+            if dim not in (2, 3) or times.ndim != 1:
+                raise GeometryError("its dimension must be 2 or 3 and /time one column")
+            bodies = list(f["bodies"]) if "bodies" in f else []
+            if "geometry" in f and "bodies" in f["geometry"].attrs:  # the scene's order
+                order = [_text(name) for name in f["geometry"].attrs["bodies"]]
+                bodies = [name for name in order if name in bodies] + [name for name in bodies if name not in order]
+            translation, rotation, mass, inertia, n = _read_bodies(f, bodies, len(times), dim)
+            shapes = read_geometry(f)
+            geometry = f.get("geometry")
+            up = None
+            if geometry is not None and "up" in geometry.attrs:
+                up = np.asarray(geometry.attrs["up"], dtype=float)
+                if up.shape != (3,) or not np.all(np.isfinite(up)) or not np.any(up):
+                    raise GeometryError("/geometry: 'up' must be 3 finite numbers, not all zero")
+        except (GeometryError, KeyError, ValueError, TypeError) as exc:
+            raise UsageError(f"not a well-formed mbsim result: {exc}", file=str(path)) from None
     notes = []
     if shapes is None:
         shapes = {}

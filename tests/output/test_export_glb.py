@@ -389,3 +389,29 @@ def test_a_failed_run_exports_its_motion_up_to_the_failure(mbsim, write_scene, t
     assert len(time) > 5 and time[-1] < 0.1
     np.testing.assert_array_equal(keys, time.astype(F32))
     assert np.max(np.abs(moved - bodies["disc"][0].astype(F32))) <= 1e-9
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda f: f["geometry/brick/0"].attrs.__setitem__("type", "blob"), "unknown shape type 'blob'"),
+        (lambda f: f["geometry/brick/0"].attrs.__delitem__("size"), "a box without 'size'"),
+        (lambda f: f["geometry/brick/1"].attrs.__setitem__("radius", np.nan), "/geometry/brick/1/radius"),
+        (lambda f: f["geometry/part/0/faces"].__setitem__((0, 0), 99), "faces outside the vertex list"),
+        (lambda f: f["geometry/ground/0"].attrs.__setitem__("normal", [0.0, 0.0, 0.0]), "a zero normal"),
+        (lambda f: f["geometry"].attrs.__setitem__("up", [0.0, 0.0]), "'up' must be 3 finite numbers"),
+        (lambda f: f["bodies/brick"].__delitem__("orientation"), "not a well-formed mbsim result"),
+        (lambda f: f.attrs.__setitem__("dimension", 7), "dimension must be 2 or 3"),
+    ],
+)
+def test_an_edited_result_file_exits_2_naming_what_is_wrong(mbsim, result_3d, tmp_path, edit, words) -> None:
+    import shutil
+
+    copy = tmp_path / "edited.h5"
+    shutil.copy(result_3d, copy)
+    with h5py.File(copy, "r+") as f:
+        edit(f)
+    for suffix in ("glb", "html"):
+        r = mbsim("export", copy, "-o", tmp_path / f"out.{suffix}")
+        assert r.exit_code == 2, r.output
+        assert words in r.stderr and "edited.h5" in r.stderr
