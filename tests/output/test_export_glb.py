@@ -20,6 +20,17 @@ from export_scenes import SHAPES_2D, Glb, rotate, run_scene, validator
 F32 = np.float32
 
 
+def validate(validator_package: Path, glb: Path) -> dict:
+    """Khronos' glTF validator's report on ``glb`` (its ``issues``: counts and messages)."""
+    script = (
+        f"const v = require({json.dumps(str(validator_package))}); const fs = require('fs');"
+        f"v.validateBytes(new Uint8Array(fs.readFileSync({json.dumps(str(glb))})))"
+        ".then(r => console.log(JSON.stringify(r.issues)), e => { console.error(e); process.exit(1); });"
+    )
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
 def export(mbsim, result: Path, out: Path, *args: object) -> Path:
     r = mbsim("export", result, "-o", out, *args)
     assert r.exit_code == 0, r.output
@@ -152,14 +163,9 @@ def test_the_glb_is_valid_gltf(glb_3d) -> None:
             pytest.fail("Khronos' gltf-validator is missing; .ci/run installs it")
         pytest.skip("Khronos' gltf-validator is not installed (.ci/run installs it with npm)")
     _, path = glb_3d
-    script = (
-        f"const v = require({json.dumps(str(found))}); const fs = require('fs');"
-        f"v.validateBytes(new Uint8Array(fs.readFileSync({json.dumps(str(path))})))"
-        ".then(r => console.log(JSON.stringify(r.issues)), e => { console.error(e); process.exit(1); });"
-    )
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=120, check=True)
-    issues = json.loads(out.stdout)
+    issues = validate(found, path)
     assert issues["numErrors"] == 0 and issues["numWarnings"] == 0, issues["messages"][:10]
+    assert issues["numInfos"] == 0 or all(m["code"] == "NODE_EMPTY" for m in issues["messages"])
 
 
 def test_planar_scene(mbsim, result_2d, tmp_path) -> None:
@@ -415,3 +421,35 @@ def test_an_edited_result_file_exits_2_naming_what_is_wrong(mbsim, result_3d, tm
         r = mbsim("export", copy, "-o", tmp_path / f"out.{suffix}")
         assert r.exit_code == 2, r.output
         assert words in r.stderr and "edited.h5" in r.stderr
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "scenes").glob("*.yaml"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", SHIPPED, ids=[s.stem for s in SHIPPED])
+def test_every_shipped_scene_exports(mbsim, tmp_path, scene) -> None:
+    """A few steps of every shipped scene (robots from URDF and MJCF, meshes, contacts, 2D and
+    3D): the .glb has a node per body whose first key is the first recorded pose, a primitive per
+    shape, finite values; Khronos' validator (where installed) finds no error."""
+    r = mbsim("run", scene, "-o", tmp_path / "r.h5", "-q", "--set", "output.every=1", "--set", "time.end=0.01")
+    assert r.exit_code == 0, r.output
+    out = export(mbsim, tmp_path / "r.h5", tmp_path / "r.glb")
+    glb = Glb(out)
+    time, bodies = recorded(tmp_path / "r.h5")
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        shapes = {name: len(group) for name, group in f["geometry"].items()}
+    for name, (pos, quat) in bodies.items():
+        node = glb.node(name, 0)
+        channels = glb.channels(node)
+        keys, moved, _ = channels["translation"]
+        np.testing.assert_array_equal(keys, time.astype(F32))
+        assert np.max(np.abs(moved - pos.astype(F32))) <= 1e-9
+        assert np.max(np.abs(channels["rotation"][1] - quat.astype(F32))) <= 1e-9
+        assert len(glb.primitives(node)) == max(shapes[name], 1)
+        for vertices, normals, _ in glb.primitives(node):
+            assert np.all(np.isfinite(vertices)) and np.all(np.isfinite(normals))
+    found = validator()
+    if found is not None:
+        issues = validate(found, out)
+        assert issues["numErrors"] == 0 and issues["numWarnings"] == 0, issues["messages"][:10]
