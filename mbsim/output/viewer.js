@@ -31,25 +31,17 @@
   function reader(bytes) {
     let at = 0;
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // n little-endian values of a DataView getter, size bytes each
+    function values(n, size, Type, get) {
+      const out = new Type(n);
+      for (let i = 0; i < n; i++) out[i] = get.call(view, at + size * i, true);
+      at += size * n;
+      return out;
+    }
     return {
-      float32(n) {
-        const out = new Float32Array(n);
-        for (let i = 0; i < n; i++) out[i] = view.getFloat32(at + 4 * i, true);
-        at += 4 * n;
-        return out;
-      },
-      float64(n) {
-        const out = new Float64Array(n);
-        for (let i = 0; i < n; i++) out[i] = view.getFloat64(at + 8 * i, true);
-        at += 8 * n;
-        return out;
-      },
-      uint32(n) {
-        const out = new Uint32Array(n);
-        for (let i = 0; i < n; i++) out[i] = view.getUint32(at + 4 * i, true);
-        at += 4 * n;
-        return out;
-      },
+      float32: (n) => values(n, 4, Float32Array, view.getFloat32),
+      float64: (n) => values(n, 8, Float64Array, view.getFloat64),
+      uint32: (n) => values(n, 4, Uint32Array, view.getUint32),
       // n int32 values stored as 4 byte planes of zigzag codes
       zigzag(n) {
         const out = new Int32Array(n);
