@@ -76,12 +76,12 @@ def resample(times: np.ndarray, translation: np.ndarray, rotation: np.ndarray, a
 
 def _check_range(fps: float | None, t_from: float | None, t_to: float | None) -> None:
     if fps is not None and not (np.isfinite(fps) and fps > 0):
-        raise UsageError(f"--fps must be a positive number of frames per second, got {fps}", file="--fps")
+        raise UsageError(f"expected a positive number of frames per second, got {fps:g}", file="--fps")
     for name, value in (("--from", t_from), ("--to", t_to)):
         if value is not None and not np.isfinite(value):
-            raise UsageError(f"{name} must be a finite time in seconds, got {value}", file=name)
+            raise UsageError(f"expected a finite time in seconds, got {value:g}", file=name)
     if t_from is not None and t_to is not None and t_from > t_to:
-        raise UsageError(f"--from {t_from:g} s is after --to {t_to:g} s", file="--from")
+        raise UsageError(f"{t_from:g} s is after --to {t_to:g} s", file="--from")
 
 
 def _read_bodies(f, bodies: list[str], n: int, dim: int):

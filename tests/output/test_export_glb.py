@@ -294,9 +294,9 @@ def test_default_output_is_the_result_with_suffix_glb(mbsim, result_2d, tmp_path
         ("hdf5", ("other.h5",), "not an mbsim result file"),
         ("result", ("r.h5", "-o", "r.obj"), "expected a name ending in .glb"),
         ("result", ("r.h5", "-o", "r"), "suffix-less"),
-        ("result", ("r.h5", "--fps", "0"), "--fps must be a positive"),
-        ("result", ("r.h5", "--fps", "-5"), "--fps must be a positive"),
-        ("result", ("r.h5", "--fps", "nan"), "--fps must be a positive"),
+        ("result", ("r.h5", "--fps", "0"), "expected a positive number of frames per second"),
+        ("result", ("r.h5", "--fps", "-5"), "expected a positive number of frames per second"),
+        ("result", ("r.h5", "--fps", "nan"), "expected a positive number of frames per second"),
         ("result", ("r.h5", "--from", "0.4", "--to", "0.1"), "is after --to"),
         ("result", ("r.h5", "--from", "7", "--to", "9"), "has no recorded time in"),
         ("result", ("r.h5", "--fps", "1e9"), "at most"),
@@ -323,8 +323,8 @@ def test_bad_input_exits_2_naming_it(mbsim, result_2d, tmp_path, monkeypatch, ma
     assert r.exit_code == 2, r.output
     assert words in r.stderr, r.stderr
     named = args[2] if len(args) > 2 and args[1] == "-o" else args[0]
-    if words.startswith(("--fps", "is after", "at most")):
-        named = "--fps" if "fps" in words or "at most" in words else "--from"
+    if words.startswith(("expected a positive", "is after", "at most")):
+        named = "--from" if "after" in words else "--fps"
     assert named in r.stderr
     assert "Traceback" not in r.output
     assert Path("scene.glb").read_text() == "someone else's file"
