@@ -15,12 +15,10 @@ from mbsim.output.safety import check_export_target, written_atomically
 
 @dataclass
 class Exported:
-    """What an export wrote: the file, its size, the key times and bodies per run, notes."""
+    """What an export wrote: the file, its size in bytes, what was left out (notes)."""
 
     file: Path
     bytes: int
-    keys: list[int]
-    bodies: int
     notes: list[str]
 
 
@@ -38,13 +36,7 @@ def export_motions(motions: list[Motion], out: str | Path) -> Exported:
         data = page(motions, look).encode("utf-8")
     with written_atomically(out, "the export") as tmp:
         Path(tmp).write_bytes(data)
-    return Exported(
-        file=out,
-        bytes=len(data),
-        keys=[len(m.times) for m in motions],
-        bodies=sum(len(m.bodies) for m in motions),
-        notes=[note for m in motions for note in m.notes],
-    )
+    return Exported(file=out, bytes=len(data), notes=[note for m in motions for note in m.notes])
 
 
 def export_results(

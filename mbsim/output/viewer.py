@@ -46,11 +46,10 @@ def _zigzag_planes(steps: np.ndarray) -> bytes:
     return np.ascontiguousarray(codes.view(np.uint8).reshape(-1, 4).T).tobytes()
 
 
-def _track(values: np.ndarray, quantum: float, origin: np.ndarray) -> tuple[bytes, np.ndarray]:
+def _track(values: np.ndarray, quantum: float, origin: np.ndarray) -> bytes:
     """(bodies, keys, width) values -> the page's integer steps along time (bodies, width, keys)."""
     counts = np.rint((values - origin) / quantum).astype(np.int64).transpose(0, 2, 1)
-    steps = np.diff(counts, axis=-1, prepend=0)
-    return _zigzag_planes(steps), counts
+    return _zigzag_planes(np.diff(counts, axis=-1, prepend=0))
 
 
 def _payload(motions: list[Motion], look: Look, stride: int) -> tuple[dict, bytes]:
@@ -84,13 +83,11 @@ def _payload(motions: list[Motion], look: Look, stride: int) -> tuple[dict, byte
         sizes = look.sizes[r]
         origin = 0.5 * (sizes.lo + sizes.hi)
         quantum = max(float(np.max(sizes.hi - sizes.lo)), 1e-6) * 2.0**-24
-        moves, _ = _track(motion.translation[:, keep], quantum, origin)
-        turns, _ = _track(motion.rotation[:, keep], _TURN_QUANTUM, np.zeros(4))
+        moves = _track(motion.translation[:, keep], quantum, origin)
+        turns = _track(motion.rotation[:, keep], _TURN_QUANTUM, np.zeros(4))
         data += [np.asarray(motion.times[keep], dtype="<f8").tobytes(), moves, turns]
-        top = np.array(
-            [0.5 * (sizes.lo[0] + sizes.hi[0]), 0.5 * (sizes.lo[1] + sizes.hi[1]), 0.5 * (sizes.lo[2] + sizes.hi[2])]
-        )
-        top = top + motion.up * float(np.max((sizes.hi - top) * np.abs(motion.up)))
+        # the copy's label (compare) sits above its box
+        top = origin + motion.up * float(np.max((sizes.hi - origin) * np.abs(motion.up)))
         headers.append(
             {
                 "label": motion.label,

@@ -221,3 +221,23 @@ def test_a_10000_row_100_body_page_stays_small_and_plays(browser, tmp_path, benc
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_a_page_over_its_budget_keeps_every_nth_row_and_says_so(result_3d, tmp_path, monkeypatch) -> None:
+    """No browser needed: the page's header says which rows it holds."""
+    import json
+    import re
+
+    from mbsim.output import viewer
+
+    with h5py.File(result_3d, "r") as f:
+        recorded = len(f["time"])
+    full = export(result_3d, tmp_path / "full.html").stat().st_size
+    monkeypatch.setattr(viewer, "PAGE_BUDGET", full - 2_000)  # just too small for every row
+    text = export(result_3d, tmp_path / "thin.html").read_text(encoding="utf-8")
+    header = json.loads(re.search(r'id="mbsim-header">(.*?)</script>', text).group(1))
+    (run,) = header["runs"]
+    assert run["recorded"] == recorded and 1 < run["keys"] < recorded
+    stride = int(re.search(r"every (\d+)th recorded row is shown", text).group(1))
+    assert run["keys"] == len(range(0, recorded, stride)) + (0 if (recorded - 1) % stride == 0 else 1)
+    assert len(text.encode()) <= full - 2_000
