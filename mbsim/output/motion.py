@@ -189,6 +189,10 @@ def read_motion(
                 file="--fps",
             )
         at = lo + np.arange(count) / fps
+        if count > 1 and not np.all(np.diff(at.astype(np.float32)) > 0):
+            raise UsageError(
+                f"--fps {fps:g} is finer than glTF's float32 key times resolve at t = {hi:g} s", file="--fps"
+            )
         translation, rotation = resample(times, translation, rotation, at)
         times = at
     return Motion(

@@ -300,6 +300,11 @@ def test_default_output_is_the_result_with_suffix_glb(mbsim, result_2d, tmp_path
         ("result", ("r.h5", "--from", "0.4", "--to", "0.1"), "is after --to"),
         ("result", ("r.h5", "--from", "7", "--to", "9"), "has no recorded time in"),
         ("result", ("r.h5", "--fps", "1e9"), "at most"),
+        (
+            "result",
+            ("r.h5", "--fps", "5e7", "--from", "0.4999", "--to", "0.5"),
+            "finer than glTF's float32 key times resolve",
+        ),
         ("result", ("r.h5", "-o", "scene.glb"), "not an mbsim glb export"),
         ("result", ("r.h5", "-o", "blender.glb"), "not an mbsim glb export"),
     ],
@@ -323,7 +328,7 @@ def test_bad_input_exits_2_naming_it(mbsim, result_2d, tmp_path, monkeypatch, ma
     assert r.exit_code == 2, r.output
     assert words in r.stderr, r.stderr
     named = args[2] if len(args) > 2 and args[1] == "-o" else args[0]
-    if words.startswith(("expected a positive", "is after", "at most")):
+    if words.startswith(("expected a positive", "is after", "at most", "finer")):
         named = "--from" if "after" in words else "--fps"
     assert named in r.stderr
     assert "Traceback" not in r.output
