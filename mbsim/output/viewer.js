@@ -467,7 +467,9 @@
   // ---- controls ------------------------------------------------------------------------------
   function showTime() {
     slider.value = String(time);
-    clock.textContent = "t = " + time.toFixed(Math.max(3, Math.min(6, 2 - Math.floor(Math.log10(Math.max(t1 - t0, 1e-9)) - 2)))) + " s";
+    // about four significant digits of the run's duration, 3 to 6 decimals
+    const decimals = Math.max(3, Math.min(6, 3 - Math.floor(Math.log10(Math.max(t1 - t0, 1e-9)))));
+    clock.textContent = "t = " + time.toFixed(decimals) + " s";
     playButton.textContent = playing ? "pause" : "play";
   }
   function setTime(t) {
