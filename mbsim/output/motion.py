@@ -238,6 +238,8 @@ class Look:
 
 
 _PLANES = ("plane", "line")  # ground shapes drawn as patches sized to the rest
+# shapes whose triangles depend on the motion's size (a point's ball, planar depth, patches)
+_SIZED_BY_MOTION = ("point", "plane", "line", "circle", "rectangle")
 
 
 def _horizontal(up: np.ndarray, dim: int) -> np.ndarray:
@@ -257,14 +259,16 @@ def layout(motions: list[Motion]) -> Look:
         dim = motion.dimension
         lo = motion.translation.min(axis=(0, 1)) if motion.translation.size else np.zeros(3)
         hi = motion.translation.max(axis=(0, 1)) if motion.translation.size else np.zeros(3)
-        # shapes with a size of their own first (their extent joins the motion's box)
+        # shapes with a size of their own first, triangulated once (their extent joins the
+        # motion's box); the others are sized from that box
         provisional = Sizes(marker=0.0, depth=0.0, lo=lo, hi=hi)
         reach = 0.0
+        fixed: dict[tuple[str, int], Triangles] = {}
         for name in motion.bodies:
-            for shape in motion.shapes.get(name, []):
-                if shape["type"] not in ("point", "plane", "line", "circle", "rectangle"):
-                    v = shape_triangles(shape, dim, provisional)[0]
-                    reach = max(reach, float(np.linalg.norm(v, axis=1).max()))
+            for k, shape in enumerate(motion.shapes.get(name, [])):
+                if shape["type"] not in _SIZED_BY_MOTION:
+                    fixed[name, k] = shape_triangles(shape, dim, provisional)
+                    reach = max(reach, float(np.linalg.norm(fixed[name, k][0], axis=1).max()))
                 elif shape["type"] in ("circle", "rectangle"):
                     extent = shape.get("radius") or 0.5 * float(np.hypot(*shape["size"]))
                     reach = max(reach, float(np.linalg.norm(shape["position"])) + extent)
@@ -281,7 +285,10 @@ def layout(motions: list[Motion]) -> Look:
             if dim == 2:  # overlapping planar bodies: fronts a little apart, so none flickers
                 body_sizes = Sizes(sizes.marker, depth * (1.0 + 0.02 * (b % 25)), sizes.lo, sizes.hi)
             shapes = motion.shapes.get(name, [])
-            body = [shape_triangles(s, dim, body_sizes) for s in shapes]
+            body = [
+                fixed[name, k] if (name, k) in fixed else shape_triangles(s, dim, body_sizes)
+                for k, s in enumerate(shapes)
+            ]
             if not body:  # nothing to draw: its inertia box, as MuJoCo shows a body without geoms
                 body = [inertia_box(motion.mass[name], motion.inertia[name], dim)]
             run_meshes.append(body)
