@@ -33,7 +33,7 @@ import yaml
 
 import mbsim
 from mbsim import interrupts
-from mbsim.errors import MbsimError, OutputError, SceneError, UsageError, did_you_mean
+from mbsim.errors import MbsimError, OutputError, SceneError, UsageError, did_you_mean, path_text
 from mbsim.output.compare_plots import plot_comparison
 from mbsim.output.safety import check_target
 from mbsim.output.summary import open_result
@@ -610,7 +610,7 @@ def compare(
     first = items[0].spec
     result = Comparison(
         scene=first.name,
-        scene_file=str(scene_file),
+        scene_file=path_text(str(scene_file)),  # shown in the reports: UTF-8 text whatever the locale
         outdir=str(out),
         overrides=list(overrides),
         repeat=repeat,

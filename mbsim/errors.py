@@ -150,3 +150,18 @@ def shorten(text: str, limit: int = 60) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text)} characters)"
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def path_text(text: str) -> str:
+    """A file name (or a command line) as text for a UTF-8 file, JSON or a message.
+
+    Python decodes file names and arguments with the locale's encoding and keeps each byte it
+    cannot decode as a lone surrogate (U+DC80..U+DCFF); under an ASCII locale (LANG=C) that is
+    every byte of ``Pendel-ö.yaml``'s ö. Those bytes are read again as UTF-8 (the ö comes back);
+    bytes that are not UTF-8 either become ``\\xff`` escapes.
+    """
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        raw = text.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")

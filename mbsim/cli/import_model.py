@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from mbsim.cli.options import debug_option, handle_errors
-from mbsim.errors import SceneError
+from mbsim.errors import SceneError, path_text
 
 HEADER = "# written by mbsim import from "  # the first line of every scene this command writes
 
@@ -36,8 +36,8 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     data = expanded.data
     scene = {
         "mbsim": 1,
-        "name": f"{Path(model_file).stem} (imported)",
-        "description": f"Imported by mbsim import from {path.name} ({fmt.upper()}, base {base}).",
+        "name": f"{path_text(Path(model_file).stem)} (imported)",
+        "description": f"Imported by mbsim import from {path_text(path.name)} ({fmt.upper()}, base {base}).",
         "gravity": imported.gravity,
         "time": {"end": 1.0, "step": 0.001},
         # recursive takes trees without constraints
@@ -50,7 +50,7 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
     if data.get("couplings"):
         scene["couplings"] = data["couplings"]
     text = yaml.safe_dump(scene, sort_keys=False, default_flow_style=None, width=100)
-    lines = [f"{HEADER}{path.name}"]
+    lines = [f"{HEADER}{path_text(path.name)}"]  # UTF-8 text whatever the locale decoded
     lines += [f"# skipped (not imported): {s}" for s in imported.skipped]
     return "\n".join(lines) + "\n" + text
 

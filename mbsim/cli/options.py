@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import signal
 import sys
 import traceback
@@ -14,7 +13,7 @@ from typing import Any
 import click
 
 from mbsim import interrupts
-from mbsim.errors import Interrupted, MbsimError
+from mbsim.errors import Interrupted, MbsimError, path_text
 
 set_option = click.option(
     "--set",
@@ -49,7 +48,19 @@ strict_option = click.option(
 
 
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, default=_json_default))
+    click.echo(json.dumps(_text(obj), indent=2, default=_json_default))
+
+
+def _text(value: Any) -> Any:
+    """``value`` with every string (file names above all) as text a JSON reader takes: the bytes
+    a non-UTF-8 locale could not decode become characters again, not lone surrogates."""
+    if isinstance(value, str):
+        return path_text(value)
+    if isinstance(value, dict):
+        return {_text(k): _text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_text(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -81,9 +92,6 @@ def handle_errors(func: Callable) -> Callable:
             exc = Interrupted(interrupts.received() or signal.SIGINT)
             _report(exc, exc.label, exc.exit_code, debug, as_json)
             sys.exit(exc.exit_code)
-        except BrokenPipeError:  # the reader went away (mbsim info FILE | head): stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
         except Exception as exc:  # anything unforeseen: exit 1, traceback only with --debug
             _report(exc, "internal error", 1, debug, as_json)
             sys.exit(1)

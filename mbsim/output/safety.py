@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mbsim.errors import OutputError
+from mbsim.errors import OutputError, path_text
 
 FORMAT = "mbsim-result"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -111,6 +111,7 @@ def is_result_file(path: str | Path) -> bool:
 def writer_stamp() -> dict[str, Any]:
     """Root attributes that name this process as the file's writer."""
     command = " ".join(Path(sys.argv[0]).name if i == 0 else a for i, a in enumerate(sys.argv))
+    command = path_text(command)  # the attribute is UTF-8 text, whatever the locale decoded
     return {
         "writer_pid": os.getpid(),
         "writer_host": socket.gethostname(),

@@ -68,7 +68,7 @@ from urllib.parse import urlsplit
 
 from mbsim import interrupts
 from mbsim.assertions import Assertion, evaluate_all
-from mbsim.errors import Interrupted, OutputError, SceneError, UsageError
+from mbsim.errors import Interrupted, OutputError, SceneError, UsageError, path_text
 from mbsim.output.safety import check_target, claim_result
 from mbsim.sweep.cases import Case, SweepPlan
 from mbsim.sweep.preload import LOG_LEVEL_KEY
@@ -799,7 +799,7 @@ def run_sweep(
         start = time.perf_counter()
         result = SweepResult(
             scene=plan.scene_name,
-            scene_file=plan.scene_file,
+            scene_file=path_text(plan.scene_file),  # shown in the tables: UTF-8 text whatever the locale
             outdir=str(out),
             overrides=list(plan.overrides),
             params=[{"key": p.key, "values": list(p.values)} for p in plan.params],
