@@ -35,8 +35,7 @@ def plot(result: str, output: str | None, what: str, debug: bool) -> None:
     """Plot quantities of RESULT against time into a PNG file."""
     check_result_path(result)
     out = Path(output) if output else Path(result).with_suffix(".png")
-    items = [w.strip() for w in what.split(",") if w.strip()]
-    if not items:
+    if not what.replace(",", "").strip():
         raise UsageError(f"expected a comma-separated list of quantities, got '{what}'", file="--what")
-    plot_result(result, out, items)
+    plot_result(result, out, what)  # split there: a name may hold a comma
     click.echo(str(out))

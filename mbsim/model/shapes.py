@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
-from mbsim.scene.fields import Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
+from mbsim.scene.fields import Context, Custom, Field, Name, Number, Raw, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath, not_a_regular_file
 
 MassProps = tuple[float, np.ndarray, np.ndarray]  # volume, centre, inertia per unit density
@@ -48,7 +48,7 @@ def _pose_reader(ctx: Context, path: KeyPath, value: Any) -> dict[str, np.ndarra
 
 
 POSE = Field(Custom(_pose_reader, "{position, orientation} in the body frame"), "local pose", None)
-SHAPE_NAME = Field(Text(), "optional name, unique on its body (compliant contacts pick shapes by it)", None)
+SHAPE_NAME = Field(Name(), "optional name, unique on its body (compliant contacts pick shapes by it)", None)
 
 
 def _box(v):

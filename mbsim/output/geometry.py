@@ -4,8 +4,10 @@ A result file carries what its bodies look like, so that it exports (``mbsim exp
 machine without the scene folder and its mesh files:
 
 - ``/geometry`` (attributes ``dimension``, ``up``: the scene's up direction, ``bodies``: the
-  body names in the scene's order) holds one group per owner: each body by name, and
-  ``ground``; each owner one group per shape, ``0``, ``1``, ... in the scene's order.
+  body names in the scene's order) holds one group per owner: each body by name (one escaped
+  link, mbsim.names, with the exact name as attribute ``name``), and ``ground`` (a name no body
+  may take); each owner one group per shape, ``0``, ``1``, ... in the scene's order. What mbsim
+  itself stores there is attributes, so no body name can clash with it.
 - A shape group's attributes are its scene values (``type``, ``name``, ``radius``, ``length``,
   ``size``, ``point``, ``normal``, ``scale``, ``file``) and its pose in the body frame as
   ``position`` (d,) and ``rotation`` (d, d), both after the move of the body frame to the centre
@@ -28,6 +30,8 @@ from typing import Any
 
 import h5py
 import numpy as np
+
+from mbsim.names import hdf5_name, name_from_hdf5
 
 GROUP = "geometry"
 _SCALARS = ("radius", "length", "scale")
@@ -56,7 +60,8 @@ def write_geometry(
     root.attrs["bodies"] = list(body_names)  # the scene's order (HDF5 lists groups alphabetically)
     stored: dict[str, h5py.Group] = {}  # mesh digest -> the first group that holds it
     for owner in ("ground", *body_names):
-        group = root.create_group(owner)
+        group = root.create_group(hdf5_name(owner))
+        group.attrs["name"] = owner
         for k, shape in enumerate(shapes.get(owner, [])):
             g = group.create_group(str(k))
             g.attrs["type"] = shape["type"]
@@ -170,7 +175,9 @@ def read_geometry(f: h5py.File) -> dict[str, list[dict[str, Any]]] | None:
         keys = list(group) if isinstance(group, h5py.Group) else None
         if keys is None or not all(k.isdigit() for k in keys):
             raise GeometryError(f"/{GROUP}/{owner}: expected groups named 0, 1, ...")
-        out[owner] = [_checked(group[k], dim, f"/{GROUP}/{owner}/{k}", budget) for k in sorted(keys, key=int)]
+        out[name_from_hdf5(owner)] = [
+            _checked(group[k], dim, f"/{GROUP}/{owner}/{k}", budget) for k in sorted(keys, key=int)
+        ]
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import UsageError
+from mbsim.names import hdf5_name, member_names
 from mbsim.output.geometry import GeometryError, Sizes, Triangles, inertia_box, read_geometry, shape_triangles
 from mbsim.output.summary import check_result_path, open_result
 
@@ -92,7 +93,7 @@ def _read_bodies(f, bodies: list[str], n: int, dim: int):
     rotation[..., 3] = 1.0
     mass, inertia = {}, {}
     for b, name in enumerate(bodies):
-        group = f["bodies"][name]
+        group = f["bodies"][hdf5_name(name)]  # stored escaped (mbsim.names)
         mass[name] = float(group.attrs.get("mass", 1.0))
         inertia[name] = np.asarray(group.attrs.get("inertia", 1.0), dtype=float)
         if "position" not in group:
@@ -130,7 +131,7 @@ def read_motion(
             times = np.asarray(f["time"][:] if "time" in f else np.zeros(0), dtype=float)
             if dim not in (2, 3) or times.ndim != 1:
                 raise GeometryError("its dimension must be 2 or 3 and /time one column")
-            bodies = list(f["bodies"]) if "bodies" in f else []
+            bodies = member_names(f.get("bodies"))  # the users' names
             if "geometry" in f and "bodies" in f["geometry"].attrs:  # the scene's order
                 order = [_text(name) for name in f["geometry"].attrs["bodies"]]
                 bodies = [name for name in order if name in bodies] + [name for name in bodies if name not in order]

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mbsim.errors import UsageError
 from mbsim.output.safety import check_picture_target, written_atomically
-from mbsim.output.summary import open_result, series
+from mbsim.output.summary import open_result, series, split_items
 
 
-def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
-    """One panel per item against time; violations on a log scale."""
+def plot_result(path: str | Path, out: str | Path, items: list[str] | str) -> Path:
+    """One panel per item against time; violations on a log scale. ``items``: a list, or
+    ``--what``'s comma-separated text (split knowing the file's names, which may hold commas)."""
     check_picture_target(out)  # before the work: a wrong name is refused at once
     import matplotlib
 
@@ -20,6 +22,10 @@ def plot_result(path: str | Path, out: str | Path, items: list[str]) -> Path:
 
     with open_result(path) as f:
         time = f["time"][:]
+        if isinstance(items, str):
+            what, items = items, split_items(f, items)
+            if not items:
+                raise UsageError(f"expected a comma-separated list of quantities, got '{what}'", file="--what")
         panels = [series(f, item) for item in items]
         title = f"{f.attrs.get('scene_name', '')} ({f.attrs.get('method', '')}, {f.attrs.get('status', '')})"
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False)

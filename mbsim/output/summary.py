@@ -10,6 +10,7 @@ import h5py
 import numpy as np
 
 from mbsim.errors import UsageError
+from mbsim.names import member, member_names, readable_path, shown
 from mbsim.output.safety import FORMAT, describe_writer, is_locked
 
 
@@ -116,11 +117,13 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
         if "events" in f and "kind" in f["events"]:  # event_driven: how many of each kind
             kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in f["events/kind"][()]]
             out["events"] = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"
-        out["bodies"] = sorted(f["bodies"].keys()) if "bodies" in f else []
-        out["joints"] = sorted(f["joints"].keys()) if "joints" in f else []
+        out["bodies"] = sorted(member_names(f.get("bodies")))  # the users' names (mbsim.names)
+        out["joints"] = sorted(member_names(f.get("joints")))
         datasets: list[str] = []
         f.visititems(
-            lambda name, obj: datasets.append(f"{name} {obj.shape}") if isinstance(obj, h5py.Dataset) else None
+            lambda name, obj: (
+                datasets.append(f"{readable_path(name)} {obj.shape}") if isinstance(obj, h5py.Dataset) else None
+            )
         )
         out["datasets"] = datasets
     return out
@@ -150,29 +153,91 @@ def relative_energy_error(f: h5py.File) -> np.ndarray:
     return err / scale if scale > 0 else err
 
 
+_NAMED_SERIES = {
+    "energy": (
+        [
+            "diagnostics/energy/kinetic",
+            "diagnostics/energy/potential",
+            "diagnostics/energy/total",
+            "diagnostics/energy/work",
+        ],
+        "energy, J",
+    ),
+    "violation": (
+        ["diagnostics/constraints/position_violation", "diagnostics/constraints/velocity_violation"],
+        "constraint violation",
+    ),
+    "quaternion": (["diagnostics/constraints/quaternion_norm_error"], "quaternion norm error"),
+    "iterations": (["diagnostics/solver/iterations"], "solver iterations"),
+    "step_size": (["diagnostics/solver/step_size"], "step size, s"),
+    "contacts": (["diagnostics/contacts/count", "diagnostics/contacts/max_penetration"], "contacts"),
+}
+
+
+def _labels(dataset: h5py.Dataset, quantity: str) -> list[str]:
+    """The names of a body's or joint's series' columns (``x``, ``fx``, ``w`` ...)."""
+    width = dataset.shape[1] if len(dataset.shape) > 1 else 1
+    if quantity == "reaction" and width == 3:
+        return ["fx", "fy", "torque"]
+    return {3: ["x", "y", "z"], 2: ["x", "y"], 4: ["w", "x", "y", "z"], 6: ["fx", "fy", "fz", "tx", "ty", "tz"]}.get(
+        width, [str(k) for k in range(width)]
+    )
+
+
+def _owner(f: h5py.File, item: str, strict: bool = False) -> tuple[str, str, list[str]] | None:
+    """``BODY[.quantity[.component]]`` or ``JOINT[...]`` -> (group, the name, the rest split at
+    dots), or None. Names may hold dots (``.``, ``a.b``): the longest name of the file that
+    leaves a quantity it has (or nothing) wins; else the longest name at all (its error says
+    which quantities it has) unless ``strict``."""
+    cuts = [len(item)] + [k for k in range(len(item) - 1, 0, -1) if item[k] == "."]
+    loose = None
+    for k in cuts:
+        name, rest = item[:k], item[k + 1 :]
+        if k < len(item) and not rest:  # a trailing dot ends no name here
+            continue
+        for group in ("bodies", "joints"):
+            stored = member(f[group], name) if group in f else None
+            if not isinstance(stored, h5py.Group):
+                continue
+            parts = rest.split(".") if rest else []
+            if not parts or (
+                parts[0] in stored and (len(parts) == 1 or ".".join(parts[1:]) in _labels(stored[parts[0]], parts[0]))
+            ):
+                return group, name, parts
+            loose = loose or (group, name, parts)
+    return None if strict else loose
+
+
+def resolves(f: h5py.File, item: str) -> bool:
+    """Whether ``item`` names a series of this file (``mbsim plot --what``)."""
+    return item in _NAMED_SERIES or item.startswith(("q:", "v:")) or _owner(f, item, strict=True) is not None
+
+
+def split_items(f: h5py.File, what: str) -> list[str]:
+    """``--what``'s comma-separated items; commas and spaces inside a body's or joint's name are
+    kept (the longest run of pieces that names something of the file wins)."""
+    pieces = what.split(",")
+    out, i = [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):
+            text = ",".join(pieces[i:j])
+            found = next((t for t in (text, text.strip()) if t and resolves(f, t)), None)
+            if found is not None:
+                out.append(found)
+                i = j
+                break
+        else:
+            if pieces[i].strip():
+                out.append(pieces[i].strip())  # unknown: series() says so
+            i += 1
+    return out
+
+
 def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
-    """A named quantity against time: (title, values (n, k), labels); see ``mbsim plot --what``."""
-    named = {
-        "energy": (
-            [
-                "diagnostics/energy/kinetic",
-                "diagnostics/energy/potential",
-                "diagnostics/energy/total",
-                "diagnostics/energy/work",
-            ],
-            "energy, J",
-        ),
-        "violation": (
-            ["diagnostics/constraints/position_violation", "diagnostics/constraints/velocity_violation"],
-            "constraint violation",
-        ),
-        "quaternion": (["diagnostics/constraints/quaternion_norm_error"], "quaternion norm error"),
-        "iterations": (["diagnostics/solver/iterations"], "solver iterations"),
-        "step_size": (["diagnostics/solver/step_size"], "step size, s"),
-        "contacts": (["diagnostics/contacts/count", "diagnostics/contacts/max_penetration"], "contacts"),
-    }
-    if item in named:
-        paths, title = named[item]
+    """A named quantity against time: (title, values (n, k), labels); see ``mbsim plot --what``.
+    Bodies and joints are found by their names as the scene gave them (mbsim.names)."""
+    if item in _NAMED_SERIES:
+        paths, title = _NAMED_SERIES[item]
         present = [p for p in paths if p in f]
         if not present:
             raise UsageError(f"'{item}' is not in this result file", file="--what")
@@ -182,27 +247,30 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in f[which].attrs["names"]]
         if name not in names:
             raise UsageError(
-                f"no coordinate '{name}' in /{which}; expected one of {', '.join(names[:12])}...", file="--what"
+                f"no coordinate '{shown(name)}' in /{which}; expected one of {', '.join(names[:12])}...",
+                file="--what",
             )
         return item, f[which][:, names.index(name)][:, None], [name]
-    parts = item.split(".")
-    owner = parts[0]
-    group = next((g for g in ("bodies", "joints") if g in f and owner in f[g]), None)
-    if group is None:
-        raise UsageError(f"unknown plot item '{item}': not a quantity, body or joint of this file", file="--what")
-    quantity = parts[1] if len(parts) > 1 else ("position" if group == "bodies" else "reaction")
-    if quantity not in f[group][owner]:
-        raise UsageError(f"'{owner}' has no '{quantity}'; it has {', '.join(f[group][owner].keys())}", file="--what")
-    data = f[group][owner][quantity][:]
+    found = _owner(f, item)
+    if found is None:
+        raise UsageError(
+            f"unknown plot item '{shown(item)}': not a quantity, body or joint of this file", file="--what"
+        )
+    group, owner, parts = found
+    stored = member(f[group], owner)
+    quantity = parts[0] if parts else ("position" if group == "bodies" else "reaction")
+    if quantity not in stored:
+        has = ", ".join(stored.keys())
+        raise UsageError(f"'{shown(owner)}' has no '{shown(quantity)}'; it has {has}", file="--what")
+    data = stored[quantity][:]
     data = data[:, None] if data.ndim == 1 else data
-    labels = {3: ["x", "y", "z"], 2: ["x", "y"], 4: ["w", "x", "y", "z"], 6: ["fx", "fy", "fz", "tx", "ty", "tz"]}.get(
-        data.shape[1], [str(k) for k in range(data.shape[1])]
-    )
-    if quantity == "reaction" and data.shape[1] == 3:
-        labels = ["fx", "fy", "torque"]
-    if len(parts) > 2:
-        if parts[2] not in labels:
-            raise UsageError(f"'{item}': component '{parts[2]}' not in {', '.join(labels)}", file="--what")
-        k = labels.index(parts[2])
-        return item, data[:, k : k + 1], [parts[2]]
+    labels = _labels(stored[quantity], quantity)
+    if len(parts) > 1:
+        component = ".".join(parts[1:])
+        if component not in labels:
+            raise UsageError(
+                f"'{shown(item)}': component '{shown(component)}' not in {', '.join(labels)}", file="--what"
+            )
+        k = labels.index(component)
+        return item, data[:, k : k + 1], [component]
     return f"{owner}.{quantity}", data, labels

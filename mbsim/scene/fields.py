@@ -18,6 +18,7 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.errors import shorten as _cut
+from mbsim.names import MAX_NAME_LENGTH, check_name
 from mbsim.scene.expr import Expression, ExpressionError, _digits, compile_expression
 from mbsim.scene.load import KeyPath, RawScene
 
@@ -160,6 +161,21 @@ class Text(Reader):
 
     def describe(self) -> str:
         return "text"
+
+
+@dataclass
+class Name(Reader):
+    """A name by the rule of mbsim.names (any text of 1 to 200 characters without control
+    characters); ``reserved``: names mbsim itself writes at that place of the result file."""
+
+    reserved: tuple[str, ...] = ()
+
+    def read(self, ctx: Context, path: KeyPath, value: Any) -> str:
+        return check_name(value, path, ctx, self.reserved)
+
+    def describe(self) -> str:
+        text = f"a name (1 to {MAX_NAME_LENGTH} characters, no control characters)"
+        return text + (f", not {', '.join(sorted(self.reserved))}" if self.reserved else "")
 
 
 @dataclass

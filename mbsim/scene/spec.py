@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
+from mbsim.names import CONTACT_DATASETS, check_name
 from mbsim.scene.expr import ExpressionError, compile_expression
 from mbsim.scene.fields import (
     Boolean,
@@ -21,6 +22,7 @@ from mbsim.scene.fields import (
     Context,
     Custom,
     Field,
+    Name,
     Number,
     Raw,
     Sub,
@@ -227,7 +229,7 @@ GROUND_FIELDS = {
 }
 
 BODY_FIELDS = {
-    "name": Field(Text(), "unique name; 'ground' is reserved"),
+    "name": Field(Name(), "unique name; 'ground' is reserved"),
     "mass": Field(Number(positive=True), "mass, kg (or give density and shapes)", None),
     "density": Field(Number(positive=True), "density, kg/m^3 (kg/m^2 in 2D); mass and inertia from the shapes", None),
     "inertia": Field(
@@ -252,7 +254,7 @@ BODY_FIELDS = {
 }
 
 JOINT_FIELDS = {
-    "name": Field(Text(), "unique joint name"),
+    "name": Field(Name(), "unique joint name"),
     "type": Field(Text(), "joint type"),
     "body1": Field(Text(), "first body (or ground)"),
     "body2": Field(Text(), "second body"),
@@ -278,7 +280,7 @@ JOINT_FIELDS = {
 }
 
 COUPLING_FIELDS = {
-    "name": Field(Text(), "unique coupling name"),
+    "name": Field(Name(), "unique coupling name"),
     "joint": Field(Text(), "the coupled joint (revolute or prismatic): its coordinate = ratio * leader's + offset"),
     "leader": Field(Text(), "the joint whose coordinate it follows"),
     "ratio": Field(Number(), "the coordinates' ratio (URDF mimic multiplier)", 1.0),
@@ -290,7 +292,11 @@ FORCE_FIELDS_COMMON = ("type",)
 BODY_SET = Custom(_read_body_set, "a body name, a list of names or a glob pattern ('ball*', '*')")
 
 CONTACT_FIELDS = {
-    "name": Field(Text(), "contact name", None),
+    "name": Field(
+        Name(tuple(sorted(CONTACT_DATASETS))),
+        "contact name (a compliant contact's series are /diagnostics/contacts/NAME/...)",
+        None,
+    ),
     "type": Field(Choice(("rigid", "compliant")), "rigid (timestepping) or compliant (force)"),
     "body1": Field(BODY_SET, "first body (master for compliant contacts); rigid: a list or pattern allowed"),
     "body2": Field(BODY_SET, "second body (slave); rigid: every pair between the two sets, the later entry wins"),
@@ -325,7 +331,7 @@ CONTACT_FIELDS = {
 
 SCENE_FIELDS = {
     "mbsim": Field(Number(integer=True, minimum=1, maximum=FORMAT_VERSION), "format version (1)"),
-    "name": Field(Text(), "scene name"),
+    "name": Field(Name(), "scene name"),
     "description": Field(Custom(_read_description, "text"), "free text", ""),
     "dimension": Field(Choice((2, 3)), "3 (default) or 2 (planar: x, y, angle)", 3),
     "parameters": Field(Raw("mapping of names to numbers"), "named numbers usable in every expression", None),
@@ -441,9 +447,7 @@ def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
     return out
 
 
-def _read_items(
-    ctx: Context, key: str, items: list, table: dict[str, Field], need_name: bool, strict: bool = False
-) -> list[ItemSpec]:
+def _read_items(ctx: Context, key: str, items: list, table: dict[str, Field], strict: bool = False) -> list[ItemSpec]:
     """Check the generic keys of list items; with ``strict`` every key must be in ``table``."""
     out = []
     seen: dict[str, int] = {}
@@ -455,10 +459,9 @@ def _read_items(
             raise ctx.error(path, "missing required key 'type'")
         generic = item if strict else {k: v for k, v in item.items() if k in table}
         values = read_mapping(ctx, path, generic, table)
-        name = values.get("name") or item.get("name") or f"{key}[{i}]"
-        if need_name or "name" in item:
-            if not isinstance(name, str):
-                raise ctx.error((*path, "name"), f"expected a text, got {_kind_of(name)}")
+        name = f"{key}[{i}]"  # the label of an unnamed item
+        if item.get("name") is not None:  # a table without a name field (forces) is checked here
+            name = check_name(item["name"], (*path, "name"), ctx)
             if name in seen:
                 raise ctx.error((*path, "name"), f"duplicate name '{name}' (also {key}[{seen[name]}])")
             seen[name] = i
@@ -579,9 +582,9 @@ def build_spec(raw: RawScene) -> SceneSpec:
         output_every=int(output["every"]),
         ground_shapes=ground["shapes"],
         bodies=bodies,
-        joints=_read_items(ctx, "joints", top["joints"], JOINT_FIELDS, need_name=True),
-        forces=_read_items(ctx, "forces", top["forces"], {}, need_name=False),
-        contacts=_read_items(ctx, "contacts", top["contacts"], CONTACT_FIELDS, need_name=False, strict=True),
+        joints=_read_items(ctx, "joints", top["joints"], JOINT_FIELDS),
+        forces=_read_items(ctx, "forces", top["forces"], {}),
+        contacts=_read_items(ctx, "contacts", top["contacts"], CONTACT_FIELDS, strict=True),
         body_names=tuple(b.name for b in bodies),
         imported=imported,
         couplings=_read_couplings(ctx, top["couplings"]),

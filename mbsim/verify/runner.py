@@ -34,6 +34,7 @@ import mbsim
 from mbsim import interrupts
 from mbsim.compare import check_choice, file_stem, parse_solver_spec, scene_for, unique_stem
 from mbsim.errors import Interrupted, MbsimError, SceneError, UsageError
+from mbsim.names import dataset_path
 from mbsim.output.safety import check_target
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 from mbsim.scene.load import apply_override, load_raw_scene
@@ -164,9 +165,9 @@ def plan(
 
 
 def _dataset(result: h5py.File, check: Check) -> tuple[np.ndarray, np.ndarray]:
-    name = check.quantity.strip("/")
-    if name not in result:
-        raise KeyError(f"the result file has no dataset '{name}'")
+    name = dataset_path(result, check.quantity)  # bodies/NAME/... with the scene's names (mbsim.names)
+    if name is None:
+        raise KeyError(f"the result file has no dataset '{check.quantity.strip('/')}'")
     values = np.asarray(result[name][()], dtype=float)
     values = values.reshape(len(values), -1)
     if check.columns is not None:

@@ -161,7 +161,7 @@ CASES = [
     case("very_long_line", lambda: SCENE_2D + "description: " + "x" * 2_000_000 + "\n", 13, "description",
          "a text of 2000000 characters"),
     case("very_long_name", edit(SCENE_2D, "planar bar", "n" * 10_000), 2, "name",
-         "at most 4096 characters", "(10000 characters)"),
+         "at most 200 are allowed", "(10000 characters)"),
     case("file_too_large", lambda: SCENE_2D + "description: " + "x" * (50 << 20) + "\n", 0, None,
          f"at most {MAX_SCENE_BYTES}", "16 MiB", "50.0 MiB"),
     # numbers

@@ -46,6 +46,7 @@ from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
 from mbsim.model.model import Frames
+from mbsim.names import CONTACT_DATASETS, hdf5_name
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
 if TYPE_CHECKING:
@@ -201,10 +202,11 @@ class CompliantContacts:
         and class_counts."""
         row: dict[str, float | np.ndarray] = {}
         for pair, (count, deepest, classes) in zip(self.pairs, data.contact_pairs, strict=True):
-            row[f"diagnostics/contacts/{pair.name}/count"] = float(count)
-            row[f"diagnostics/contacts/{pair.name}/max_penetration"] = deepest
+            group = f"diagnostics/contacts/{hdf5_name(pair.name)}"  # one link per name (mbsim.names)
+            row[f"{group}/count"] = float(count)
+            row[f"{group}/max_penetration"] = deepest
             if pair.classes is not None:
-                row[f"diagnostics/contacts/{pair.name}/class_counts"] = (
+                row[f"{group}/class_counts"] = (
                     classes if classes is not None else np.zeros(len(pair.classes) + 1)
                 )
         return row
@@ -360,6 +362,8 @@ def build_compliant(
     ``masses`` and ``inertias`` (per body) and ``stick_step`` (the step the run takes in
     contact) set the stick limiter of the friction; without them there is none."""
     pairs = []
+    # an unnamed pair is called MASTER_SLAVE, made unique: two pairs' series must not share a group
+    taken = set(CONTACT_DATASETS) | {item.values["name"] for item in items if item.values.get("name")}
     for item in items:
         values = item.values
         if values.get("type") != "compliant" or not values.get("enabled", True):
@@ -425,7 +429,7 @@ def build_compliant(
                 damping_exponent=values["damping_exponent"],
                 friction=(fr["static"], fr["dynamic"], fr["v_static"], fr["v_dynamic"]),
                 master_box=obb_from_points(np.asarray(bounds, dtype=float)),
-                name=values.get("name") or f"{master_name}_{slave_name}",
+                name=values.get("name") or _unique(f"{master_name}_{slave_name}", taken),
                 classes=None if values.get("penetration_classes") is None else values["penetration_classes"],
                 detection=values.get("detection") or "sdf_octree",
                 mesh=master_mesh,
@@ -434,3 +438,12 @@ def build_compliant(
             )
         )
     return CompliantContacts(pairs, nbody) if pairs else None
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``... when taken; the result is taken from then on."""
+    out, k = name, 2
+    while out in taken:
+        out, k = f"{name}_{k}", k + 1
+    taken.add(out)
+    return out

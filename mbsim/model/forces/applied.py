@@ -11,7 +11,7 @@ import numpy as np
 
 from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_point_forces, register_force
 from mbsim.model.model import Frames
-from mbsim.scene.fields import Choice, ExprVector, Field, Text, Vector
+from mbsim.scene.fields import Choice, ExprVector, Field, Name, Text, Vector
 
 
 def _env(f: Frames, body: int, t: float, dimension: int) -> dict[str, float]:
@@ -86,7 +86,7 @@ class PointForce(ForceType):
     doc = "a force at a body point; components are expressions of t and the body's state"
     FIELDS = {
         "type": Field(Text(), "force"),
-        "name": Field(Text(), "optional name", None),
+        "name": Field(Name(), "optional name", None),
         "body": Field(Text(), "the body it acts on"),
         "point": Field(
             Vector("dim"), "point of application, world position at t = 0; default the centre of mass", None
@@ -107,7 +107,7 @@ class Torque(ForceType):
     doc = "a torque on a body; expressions of t and the body's state"
     FIELDS = {
         "type": Field(Text(), "torque"),
-        "name": Field(Text(), "optional name", None),
+        "name": Field(Name(), "optional name", None),
         "body": Field(Text(), "the body it acts on"),
         "value": Field(ExprVector("rot"), "torque components, N m (one in 2D)"),
         "frame": Field(Choice(("world", "body")), "axes of the components (3D)", "world"),

@@ -7,7 +7,7 @@ import numpy as np
 from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_point_forces, register_force
 from mbsim.model.model import Frames
 from mbsim.model.spatial import cross
-from mbsim.scene.fields import Field, Number, Text, Vector
+from mbsim.scene.fields import Field, Name, Number, Text, Vector
 
 
 @register_force
@@ -16,7 +16,7 @@ class SpringDamper(ForceType):
     doc = "linear spring and damper between two points; the spring is conservative (potential energy)"
     FIELDS = {
         "type": Field(Text(), "spring_damper"),
-        "name": Field(Text(), "optional name", None),
+        "name": Field(Name(), "optional name", None),
         "body1": Field(Text(), "first body (or ground)"),
         "body2": Field(Text(), "second body (or ground)"),
         "point1": Field(Vector("dim"), "attachment on body1, world position at t = 0"),
