@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mbsim.names import check_model_names
 from mbsim.scene.fields import Boolean, Choice, Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath, RawScene
 
@@ -151,6 +152,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
             raise ctx.error((*path, "prefix"), f"expected a text, got {_kind_of(prefix)}")
         packages = {k: raw.base_dir / v for k, v in (got["package_paths"] or {}).items()}
         tree = read_model(file, fmt, packages, got["collisions"])
+        check_model_names(tree, prefix, lambda reason: ctx.error((*path, "prefix"), reason))  # mbsim.names
         sizes = {j.name: (1, 1) for j in tree.joints if j.kind in ("revolute", "prismatic")}
         sizes.update({j.name: (4, 3) for j in tree.joints if j.kind == "spherical"})
         sizes.update({j.name: (7, 6) for j in tree.joints if j.kind == "free" and fmt == "mjcf"})

@@ -20,6 +20,7 @@ import numpy as np
 import mbsim
 from mbsim.errors import OutputError
 from mbsim.model.model import Model
+from mbsim.names import NAMED_GROUPS, hdf5_name, name_from_hdf5
 from mbsim.output.geometry import write_geometry
 from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 
@@ -99,7 +100,8 @@ class ResultWriter:
         self.file = open_for_writing(self.claim)
         _start_file(self.file, model.scene_text, {"dimension": model.dimension, **attrs}, "running", "")
         for b, name in enumerate(model.body_names):  # mass properties as the run used them (derived ones too)
-            group = self.file.require_group(f"bodies/{name}")
+            group = self.file.require_group(f"bodies/{hdf5_name(name)}")  # one link per name (mbsim.names)
+            group.attrs["name"] = name
             group.attrs["mass"] = float(model.body_mass[b])
             inertia = np.asarray(model.body_inertia[b], dtype=float)
             group.attrs["inertia"] = float(inertia.reshape(-1)[0]) if model.dimension == 2 else inertia
@@ -137,16 +139,17 @@ class ResultWriter:
 
     def _targets(self, key: str, block: np.ndarray):
         """(dataset path, data) pairs of a buffered block (n, ...)."""
-        if "{body}" in key:
+        # the placeholders stand first in mbsim's own keys; a contact named "{body}" is not one
+        if key.startswith("bodies/{body}/"):
             for b, name in enumerate(self.model.body_names):
-                yield key.replace("{body}", name), block[:, b]
-        elif "{driven}" in key:
+                yield key.replace("{body}", hdf5_name(name)), block[:, b]
+        elif key.startswith("joints/{driven}/"):
             driven = [j for j in self.model.joints if j.drive_row is not None]
             for j, joint in enumerate(driven):
-                yield key.replace("{driven}", joint.name), block[:, j]
-        elif "{joint}" in key:
+                yield key.replace("{driven}", hdf5_name(joint.name)), block[:, j]
+        elif key.startswith("joints/{joint}/"):
             for j, joint in enumerate(self.model.joints):
-                yield key.replace("{joint}", joint.name), block[:, j]
+                yield key.replace("{joint}", hdf5_name(joint.name)), block[:, j]
         else:
             yield key, block
 
@@ -160,6 +163,9 @@ class ResultWriter:
         )
         if path in self._names:
             ds.attrs["names"] = self._names[path]
+        named, _, link = path.rpartition("/")[0].rpartition("/")
+        if named in NAMED_GROUPS and "name" not in ds.parent.attrs:  # a user-named group: its exact name
+            ds.parent.attrs["name"] = name_from_hdf5(link)
         self._datasets[path] = ds
         return ds
 
