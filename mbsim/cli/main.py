@@ -13,17 +13,46 @@ import click
 
 import mbsim
 
-# name -> (module, attribute, the one-line help shown by ``mbsim --help`` without importing it)
+# name -> (module, attribute, the one-line summary shown by ``mbsim --help`` without importing it);
+# each summary is shown whole (wrapped, never cut), so keep it to one sentence
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("mbsim.cli.run", "run", "Simulate SCENE and write the HDF5 result file."),
-    "validate": ("mbsim.cli.validate", "validate", "Check SCENE (keys, types, values, bodies, joints,..."),
-    "info": ("mbsim.cli.info", "info", "Summarise the result file RESULT (status, steps, violations,..."),
+    "validate": (
+        "mbsim.cli.validate",
+        "validate",
+        "Check SCENE (keys, types, values, bodies, joints, solver, assembly) without simulating.",
+    ),
+    "info": (
+        "mbsim.cli.info",
+        "info",
+        "Summarise the result file RESULT (status, steps, violations, energy, contents).",
+    ),
     "plot": ("mbsim.cli.plot", "plot", "Plot quantities of RESULT against time into a PNG file."),
-    "compare": ("mbsim.cli.compare", "compare", "Run SCENE once per solver spec and compare wall time,..."),
-    "sweep": ("mbsim.cli.sweep", "sweep", "Run SCENE once per combination of --param values, on Dask,..."),
-    "verify": ("mbsim.cli.verify", "verify", "Run the benchmark problems (all shipped ones, or PROBLEM: an id..."),
-    "import": ("mbsim.cli.import_model", "import_model", "Write MODEL_FILE (URDF or MJCF) as a standalone..."),
-    "export": ("mbsim.cli.export", "export", "Write the motion of RESULT as a .glb or a self-contained .html page."),
+    "compare": (
+        "mbsim.cli.compare",
+        "compare",
+        "Run SCENE once per solver spec and compare wall time, violations, energy drift and error.",
+    ),
+    "sweep": (
+        "mbsim.cli.sweep",
+        "sweep",
+        "Run SCENE once per combination of --param values, on Dask, one result file per case.",
+    ),
+    "verify": (
+        "mbsim.cli.verify",
+        "verify",
+        "Run the benchmark problems (all, or each PROBLEM) against their published or closed-form references.",
+    ),
+    "import": (
+        "mbsim.cli.import_model",
+        "import_model",
+        "Write MODEL_FILE (URDF or MJCF) as a standalone scene: every body and joint spelled out.",
+    ),
+    "export": (
+        "mbsim.cli.export",
+        "export",
+        "Write the motion of RESULT as a .glb or a self-contained .html page.",
+    ),
 }
 
 

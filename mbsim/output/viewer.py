@@ -113,6 +113,20 @@ def _payload(motions: list[Motion], look: Look, stride: int) -> tuple[dict, byte
     return header, zlib.compress(b"".join(data), 6)
 
 
+# Characters of JSON text that are escaped inside the page's <script> element: "<" (a name holding
+# "</script>" would end the element early, and "<!--<script>" would keep it open past its real
+# end: a blank page), and ">" and "&" for good measure, each as its \uXXXX escape, which
+# JSON.parse reads back as the character. ensure_ascii escapes the rest that matters (U+2028 and
+# U+2029, which older script parsers take for line ends).
+_SCRIPT_UNSAFE = re.compile("[<>&]")
+
+
+def script_json(value: object) -> str:
+    """``value`` as JSON text that can sit inside an HTML ``<script>`` element whatever its strings hold."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    return _SCRIPT_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _describe(motion: Motion) -> str:
     a = motion.attrs
     status = a.get("status", "")
@@ -143,8 +157,7 @@ def page(motions: list[Motion], look: Look) -> str:
         f'<li class="{"" if m.attrs.get("status") == "completed" else "failed"}">{html.escape(_describe(m))}</li>'
         for m in motions
     )
-    # JSON inside <script>: "</" must not end the element
-    header_text = json.dumps(header, separators=(",", ":")).replace("</", "<\\/")
+    header_text = script_json(header)
     heading = scene if len(motions) == 1 else f"{scene}: {len(motions)} runs side by side"
     values = {
         "TITLE": html.escape(f"{scene} — mbsim"),
@@ -159,4 +172,4 @@ def page(motions: list[Motion], look: Look) -> str:
     return re.sub(r"__([A-Z]+)__", lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-__all__ = ["PAGE_BUDGET", "page"]
+__all__ = ["PAGE_BUDGET", "page", "script_json"]
