@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option
@@ -20,9 +22,12 @@ def info(result: str, as_json: bool, debug: bool) -> None:
     if as_json:
         emit_json(data)
         return
+    recorded = data.pop("max_position_violation_recorded", None)  # shown beside the run's own figure
     width = max(len(k) for k in data if not isinstance(data[k], (list, dict)))
     for key, value in data.items():
-        if isinstance(value, list):
+        if key == "max_position_violation":
+            click.echo(f"{key:<{width}}  {_violation_text(value, recorded)}")
+        elif isinstance(value, list):
             click.echo(f"{key}:")
             for item in value:
                 click.echo(f"  {item}")
@@ -30,3 +35,11 @@ def info(result: str, as_json: bool, debug: bool) -> None:
             click.echo(f"{key:<{width}}  {value:.6g}")
         else:
             click.echo(f"{key:<{width}}  {value}")
+
+
+def _violation_text(over_steps: float | None, recorded: float | None) -> str:
+    """The run's maximum over every step (what ``run`` printed) and the recorded rows' own."""
+    rows = "no recorded rows" if recorded is None or math.isnan(recorded) else f"{recorded:.6g} in the recorded rows"
+    if over_steps is None:
+        return f"{rows} (the maximum over every step is written when the run ends)"
+    return f"{over_steps:.6g} (every step; {rows})"
