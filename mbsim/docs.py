@@ -13,6 +13,7 @@ from mbsim.model.meshgen import GENERATORS
 from mbsim.model.shapes import SHAPE_TYPES
 from mbsim.models import MODEL_FIELDS
 from mbsim.models import __doc__ as models_doc
+from mbsim.names import NAME_RULE
 from mbsim.scene.expr import FUNCTIONS
 from mbsim.scene.fields import STATE_2D, STATE_3D, table_markdown
 from mbsim.scene.spec import (
@@ -42,6 +43,11 @@ def scene_reference() -> str:
         "## Top level",
         "",
         table_markdown(SCENE_FIELDS),
+        "",
+        f"**Names.** Every name of a scene (its `name`, bodies, joints, shapes, forces, contacts, couplings, "
+        f"a model's `prefix` with the link and joint names it imports) follows one rule: {NAME_RULE}. "
+        "`/`, `.`, `..`, `%`, spaces, markup and any Unicode are allowed; the result file keeps each as it "
+        "is (user guide, *The result file*). Anything else is refused when the scene loads (exit 2).",
         "",
         "## `time`",
         "",
