@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,8 +33,20 @@ import yaml
 import mbsim
 from mbsim import interrupts
 from mbsim.errors import MbsimError, OutputError, SceneError, UsageError, did_you_mean, path_text
-from mbsim.output.compare_plots import plot_comparison
-from mbsim.output.safety import check_target
+from mbsim.output.compare_plots import PLOT_NAMES, PLOT_SOFTWARE, plot_comparison
+from mbsim.output.outdir import (
+    Mark,
+    check_outdir,
+    check_report,
+    check_result,
+    install_result,
+    json_mark,
+    markdown_line,
+    markdown_mark,
+    open_outdir,
+    png_mark,
+    write_report,
+)
 from mbsim.output.summary import open_result
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 from mbsim.scene.load import RawScene, apply_override, load_raw_scene
@@ -46,6 +57,13 @@ from mbsim.solvers import PLANNED, SOLVERS
 FORMATS = ("table", "json", "csv", "markdown")
 COMPARE_FORMAT = "mbsim-compare"
 COMPARE_FORMAT_VERSION = 1
+# the reports in OUTDIR and the mark by which mbsim knows it wrote each (mbsim.output.outdir)
+_JSON_MARK = json_mark(COMPARE_FORMAT, "an mbsim compare table")
+REPORTS: dict[str, Mark] = {
+    "compare.json": _JSON_MARK,
+    "compare.md": markdown_mark("compare", "an mbsim compare report"),
+    **{name: png_mark(PLOT_SOFTWARE, "an mbsim compare plot", ("compare.json", _JSON_MARK)) for name in PLOT_NAMES},
+}
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _METHOD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -322,8 +340,7 @@ def check_all(
     for choice in [*choices, *([reference] if reference else [])]:
         check_choice(choice)
     base = load_raw_scene(scene_file, overrides)
-    if outdir.exists() and not outdir.is_dir():
-        raise OutputError("is not a directory; expected the output directory of the comparison", file=str(outdir))
+    check_outdir(outdir, "comparison")
     taken: set[str] = set()
     out: list[PreparedChoice] = []
     for choice in [*choices, *([reference] if reference else [])]:
@@ -331,7 +348,7 @@ def check_all(
         if choice is reference:
             stem = "reference-" + stem
         file = outdir / f"{unique_stem(stem, taken)}.h5"
-        check_target(file)  # another live run's file, or one that is not ours: refused before anything runs
+        check_result(file)  # another live run's file, a link, or one that is not ours: refused before anything runs
         try:
             raw, notes = scene_for(base, choice)
             spec = build_spec(raw)
@@ -341,6 +358,8 @@ def check_all(
                 raise
             raise _relocate(exc, choice) from None
         out.append(PreparedChoice(choice, spec, file, notes, prepared))
+    for name, mark in REPORTS.items():  # every target is checked before anything is written
+        check_report(outdir / name, mark)
     ref = out.pop() if reference else None
     return out, ref
 
@@ -602,10 +621,7 @@ def compare(
         raise UsageError(f"--repeat expects a positive count, got {repeat}", file="--repeat")
     out = Path(outdir) if outdir else Path("outputs") / f"compare-{Path(scene_file).stem}"
     items, ref_item = check_all(scene_file, choices, reference, tuple(overrides), out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the output directory: {exc.strerror or exc}", file=str(out)) from None
+    open_outdir(out, "comparison")  # created if absent; a folder nothing can be written into is refused
 
     first = items[0].spec
     result = Comparison(
@@ -644,8 +660,7 @@ def compare(
     if ref_item is not None and not result.interrupted:
         same = next((r for r, it in zip(result.rows, items, strict=True) if it.choice.same_run(ref_item.choice)), None)
         if same is not None and same.status in ("completed", "failed") and Path(same.file).is_file():
-            check_target(ref_item.file)
-            shutil.copyfile(same.file, ref_item.file)  # reuse the run; the reference keeps its own file
+            install_result(ref_item.file, Path(same.file))  # reuse the run; the reference keeps its own file
             result.reference = copy.deepcopy(same)
             result.reference.file = str(ref_item.file)
             result.reference.notes.append(f"the run of solver '{same.solver}', not run again")
@@ -683,11 +698,12 @@ def _write(result: Comparison) -> None:
     if result.reference is not None:
         runs.append((f"reference {result.reference.solver}", result.reference.file, result.reference.status))
     try:
-        plot_comparison([(label, Path(f), s) for label, f, s in runs if Path(f).is_file()], out)
+        plot_comparison([(label, Path(f), s) for label, f, s in runs if Path(f).is_file()], out, REPORTS)
     except Exception as exc:  # a plot must not lose the table
         result.notes.append(f"plots not written: {type(exc).__name__}: {exc}")
-    (out / "compare.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    (out / "compare.md").write_text(render(result, "markdown"), encoding="utf-8")
+    table = json.dumps(result.to_dict(), indent=2) + "\n"
+    write_report(out / "compare.json", table.encode(), REPORTS["compare.json"])
+    write_report(out / "compare.md", render(result, "markdown").encode(), REPORTS["compare.md"])
 
 
 # ----------------------------------------------------------------------------- tables
@@ -757,6 +773,7 @@ def render(result: Comparison, fmt: str) -> str:
     notes = _notes(result)
     if fmt == "markdown":
         lines = [
+            markdown_line("compare"),  # how mbsim knows the file in OUTDIR as its own
             f"# mbsim compare: {result.scene}",
             "",
             f"Scene `{result.scene_file}`"

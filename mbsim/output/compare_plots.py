@@ -2,16 +2,24 @@
 
 ``violation.png``: position violation against time; ``energy.png``: |relative energy error|
 against time, both on a log scale so that methods orders of magnitude apart stay visible.
-Failed runs are drawn dashed up to where they stopped; files without rows are skipped.
+Failed runs are drawn dashed up to where they stopped; files without rows are skipped. Each
+PNG carries the text chunk ``Software: mbsim compare``, by which a later comparison into the
+same folder knows it may replace it (mbsim.output.outdir).
 """
 
 from __future__ import annotations
 
+import io
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
+from mbsim.output.outdir import Mark, write_report
 from mbsim.output.summary import open_result, relative_energy_error
+
+PLOT_SOFTWARE = "mbsim compare"  # the PNGs' Software text: their mark in OUTDIR
+PLOT_NAMES = ("violation.png", "energy.png")
 
 
 def _series(path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -26,12 +34,13 @@ def _series(path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     return t[:n], y[:n]
 
 
-def plot_comparison(runs: list[tuple[str, Path, str]], outdir: str | Path) -> list[Path]:
+def plot_comparison(runs: list[tuple[str, Path, str]], outdir: str | Path, marks: Mapping[str, Mark]) -> list[Path]:
     """Write violation.png and energy.png into ``outdir``.
 
     Args:
         runs: (label, result file, status) per run, in table order.
         outdir: the comparison's directory.
+        marks: file name -> the mark an existing file must carry to be replaced.
     Returns:
         The two PNG paths.
     """
@@ -44,8 +53,8 @@ def plot_comparison(runs: list[tuple[str, Path, str]], outdir: str | Path) -> li
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
     panels = (
-        ("violation", "violation.png", "max |Phi(q)|", "position violation"),
-        ("energy", "energy.png", "|relative energy error|", "energy error: |(E - W)(t) - (E - W)(0)| / scale"),
+        ("violation", PLOT_NAMES[0], "max |Phi(q)|", "position violation"),
+        ("energy", PLOT_NAMES[1], "|relative energy error|", "energy error: |(E - W)(t) - (E - W)(0)| / scale"),
     )
     for what, name, ylabel, title in panels:
         fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -78,10 +87,12 @@ def plot_comparison(runs: list[tuple[str, Path, str]], outdir: str | Path) -> li
             ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
         path = outdir / name
-        fig.savefig(path, dpi=110)
+        picture = io.BytesIO()
+        fig.savefig(picture, format="png", dpi=110, metadata={"Software": PLOT_SOFTWARE})
         plt.close(fig)
+        write_report(path, picture.getvalue(), marks[name])
         written.append(path)
     return written
 
 
-__all__ = ["plot_comparison", "relative_energy_error"]
+__all__ = ["PLOT_NAMES", "PLOT_SOFTWARE", "plot_comparison", "relative_energy_error"]

@@ -23,10 +23,12 @@ The client (this process) does the bookkeeping; workers only run cases
 - **Results.** Every attempt that returns a file has it written into OUTDIR by the client,
   through a temporary name and a rename (a half-written file never carries the final name).
   A worker's disk is never assumed to be the client's.
-- **No clobbering, one writer** (CONTRACT §4). Before anything runs, OUTDIR must be (or be
-  creatable as) a writable directory, and no case's file in it may be a directory or another
-  non-regular file, a file that is not HDF5, or a file a live mbsim process is writing: any of
-  these refuses the sweep with exit 2 naming the file. A case's file that is HDF5 but not an
+- **No clobbering, one writer** (CONTRACT §4, :mod:`mbsim.output.outdir`). Before anything
+  runs, OUTDIR must be (or be creatable as) a writable directory, each table's name in it must
+  be free or hold a table mbsim wrote (its mark), and no case's file in it may be a symbolic
+  link, a directory or another non-regular file, a file that is not HDF5, or a file a live mbsim
+  process is writing: any of these refuses the sweep with exit 2 naming the file. The tables
+  are checked again just before they are replaced. A case's file that is HDF5 but not an
   mbsim result (another program's) is found when the case comes up: that case fails with the
   reason and its file is untouched, and so does a case whose file turned into something else or
   was taken by another live mbsim process while the sweep ran (:func:`write_result` takes the
@@ -69,10 +71,10 @@ from urllib.parse import urlsplit
 from mbsim import interrupts
 from mbsim.assertions import Assertion, evaluate_all
 from mbsim.errors import Interrupted, OutputError, SceneError, UsageError, path_text
-from mbsim.output.safety import check_target, claim_result
+from mbsim.output.outdir import check_report, check_result, install_result, open_outdir
 from mbsim.sweep.cases import Case, SweepPlan
 from mbsim.sweep.preload import LOG_LEVEL_KEY
-from mbsim.sweep.table import SweepResult, SweepRow, write_tables
+from mbsim.sweep.table import TABLES, SweepResult, SweepRow, write_tables
 from mbsim.sweep.worker import (
     EVENT_TOPIC_PREFIX,
     HASH_ATTR,
@@ -100,7 +102,6 @@ WORKERS_PER_CORE = 4  # more processes than that only compete for the cores (and
 CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler and hear it answer
 CLOSE_TIMEOUT = 5.0  # seconds the cluster gets to close before its worker processes are killed
 POLL = 0.01  # seconds between looks at the cases in flight
-TABLES = ("sweep.json", "sweep.csv", "sweep.md")
 Progress = Callable[[SweepRow | None, int, int], None]  # (row just finished or None, done, total)
 
 
@@ -262,34 +263,17 @@ def _signals_blocked() -> Iterator[None]:
 
 
 def prepare_outdir(outdir: str | Path, stems: list[str]) -> tuple[Path, set[str]]:
-    """Create OUTDIR and check it and the case files already in it (module docstring).
+    """Create OUTDIR and check it and the files already in it (module docstring).
 
     Returns:
         OUTDIR and the names of the case files it holds.
     Raises:
-        OutputError: (exit 2) OUTDIR is not a writable directory, a table's path is not a
-            regular file, or a case's file is refused. Interrupted: a signal came.
+        OutputError: (exit 2) OUTDIR is not a writable directory, a table's path holds something
+            mbsim did not write, or a case's file is refused. Interrupted: a signal came.
     """
-    out = Path(outdir)
-    if out.exists() and not out.is_dir():
-        raise OutputError("is not a directory; expected the output directory of the sweep", file=str(out))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the output directory: {exc.strerror or exc}", file=str(out)) from None
-    probe = out / f".mbsim-sweep-probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    try:
-        with open(probe, "xb") as f:
-            f.write(b"mbsim")
-    except OSError as exc:
-        raise OutputError(f"cannot write into the output directory: {exc.strerror or exc}", file=str(out)) from None
-    finally:
-        with contextlib.suppress(OSError):
-            probe.unlink()
-    for name in TABLES:
-        path = out / name
-        if path.exists() and not path.is_file():
-            raise OutputError("is not a regular file; the sweep writes its table there", file=str(path))
+    out = open_outdir(outdir, "sweep")
+    for name, mark in TABLES.items():
+        check_report(out / name, mark)
     wanted = {f"{stem}.h5" for stem in stems}
     try:
         with os.scandir(out) as entries:
@@ -299,45 +283,18 @@ def prepare_outdir(outdir: str | Path, stems: list[str]) -> tuple[Path, set[str]
     for k, name in enumerate(sorted(existing)):
         if k % 256 == 0:
             interrupts.check()
-        check_target(out / name, read=False)
+        check_result(out / name, read=False)
     return out, existing
 
 
 def write_result(path: Path, data: bytes) -> None:
-    """Write a case's result file: through a temporary name, then a hard link when the target
-    is absent (fails if it appeared meanwhile) or, for an existing file, a rename made while
-    holding the writer's lock on it (mbsim.output.safety), which refuses another live run's
-    file and anything that is not an mbsim result.
+    """Write a case's result file into OUTDIR (:func:`mbsim.output.outdir.install_result`: never
+    over another live run's file, a link or anything that is not an mbsim result).
 
     Raises:
         OutputError: the target is refused or cannot be written; nothing of it changed.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as exc:
-            raise OutputError(f"cannot write the result file: {exc.strerror or exc}", file=str(path)) from None
-        try:
-            os.link(tmp, path)
-            return
-        except FileExistsError:
-            pass
-        except OSError:  # no hard links on this file system: claim it (created if absent)
-            pass
-        claim = claim_result(path)
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise OutputError(f"cannot write the result file: {exc.strerror or exc}", file=str(path)) from None
-        finally:
-            claim.release()
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    install_result(path, data)
 
 
 def read_completed(path: Path, case_hash: str) -> dict[str, Any] | None:
@@ -346,7 +303,7 @@ def read_completed(path: Path, case_hash: str) -> dict[str, Any] | None:
 
     import h5py
 
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():  # a link is never taken for the case's file
         return None
     try:
         with h5py.File(path, "r", locking=False) as f:
@@ -592,7 +549,7 @@ class _Feed:
                     self._tick()
                     continue
                 try:
-                    check_target(path)  # another program's HDF5 file, or one a live run took since
+                    check_result(path)  # another program's HDF5 file, a link, or one a live run took since
                 except OutputError as exc:
                     self.finish(row, "failed", str(exc))
                     continue

@@ -3,6 +3,10 @@
 A row holds the case's parameter values, where its result came from (``run`` now, or
 ``resumed`` from a completed file of an earlier run of the same sweep), its status, how many
 attempts it took, the run summary's numbers and the outcome of every ``--assert``.
+
+Each table file carries the mark by which a later sweep into the same OUTDIR knows it may
+replace it (:data:`TABLES`, mbsim.output.outdir): sweep.json its ``"format": "mbsim-sweep"``
+first key, sweep.md its first line, sweep.csv its header row.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import mbsim
 from mbsim import interrupts
 from mbsim.errors import EXIT_CODES
+from mbsim.output.outdir import Mark, csv_mark, json_mark, markdown_line, markdown_mark, write_report
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 
 SWEEP_FORMAT = "mbsim-sweep"
@@ -196,6 +201,27 @@ _CSV_EXTRA = (
 )
 
 
+_CSV_FIXED = ",".join([*(c[2] for c in _COLUMNS), *(c[1] for c in _CSV_EXTRA)])
+
+
+def is_sweep_csv_header(line: str) -> bool:
+    """Whether ``line`` is the header row of a sweep.csv: ``case,file,``, the parameters (dotted
+    paths: no commas), the fixed columns, the assertions, ``message,history``."""
+    return line.startswith("case,file,") and f",{_CSV_FIXED}," in line and line.endswith(",message,history")
+
+
+# the table files in OUTDIR and the mark by which mbsim knows it wrote each
+TABLES: dict[str, Mark] = {
+    "sweep.json": json_mark(SWEEP_FORMAT, "an mbsim sweep table"),
+    "sweep.csv": csv_mark(
+        "an mbsim sweep table (CSV)",
+        is_sweep_csv_header,
+        f"starts with a sweep's header row (case,file,...,{_CSV_FIXED},...)",
+    ),
+    "sweep.md": markdown_mark("sweep", "an mbsim sweep report"),
+}
+
+
 def _cell(value: Any, fmt: str) -> str:
     if isinstance(value, float) and math.isfinite(value) and not fmt:
         return format(value, ".6g")
@@ -266,6 +292,7 @@ def render(result: SweepResult, fmt: str) -> str:
     notes = _notes(result)
     if fmt == "markdown":
         lines = [
+            markdown_line("sweep"),  # how mbsim knows the file in OUTDIR as its own
             f"# mbsim sweep: {result.scene}",
             "",
             f"Scene `{result.scene_file}`"
@@ -321,24 +348,9 @@ def _csv_value(value: Any) -> Any:
 
 
 def write_atomic(path: str | Path, data: bytes | Iterable[str]) -> None:
-    """Write ``path`` (bytes, or pieces of UTF-8 text) through a temporary name in the same
-    directory and a rename, so that no reader ever sees half a file (and a crash leaves only a
-    ``.*.tmp`` behind)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            if isinstance(data, bytes):
-                f.write(data)
-            else:
-                for piece in data:
-                    f.write(piece.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``path`` (bytes, or pieces of UTF-8 text) through a temporary name and a rename,
+    without looking at what is there (:func:`write_tables` checks the marks)."""
+    write_report(path, data, None)
 
 
 def render_chunks(result: SweepResult, fmt: str) -> Iterator[str]:
@@ -350,13 +362,27 @@ def render_chunks(result: SweepResult, fmt: str) -> Iterator[str]:
 
 
 def write_tables(result: SweepResult) -> None:
-    """sweep.json, sweep.csv and sweep.md into OUTDIR."""
+    """sweep.json, sweep.csv and sweep.md into OUTDIR, each replacing only a table mbsim wrote.
+
+    Raises:
+        OutputError: (exit 2) a table's path holds something else, or cannot be written.
+    """
     out = Path(result.outdir)
-    write_atomic(out / "sweep.json", (*_json_chunks(result), "\n"))
-    write_atomic(out / "sweep.csv", (render(result, "csv") + "\n").encode("utf-8"))
-    write_atomic(out / "sweep.md", render(result, "markdown").encode("utf-8"))
+    write_report(out / "sweep.json", (*_json_chunks(result), "\n"), TABLES["sweep.json"])
+    write_report(out / "sweep.csv", (render(result, "csv") + "\n").encode("utf-8"), TABLES["sweep.csv"])
+    write_report(out / "sweep.md", render(result, "markdown").encode("utf-8"), TABLES["sweep.md"])
 
 
 _ROW_FIELDS = tuple(f.name for f in fields(SweepRow))
 
-__all__ = ["FORMATS", "SweepResult", "SweepRow", "render", "render_chunks", "write_atomic", "write_tables"]
+__all__ = [
+    "FORMATS",
+    "TABLES",
+    "SweepResult",
+    "SweepRow",
+    "is_sweep_csv_header",
+    "render",
+    "render_chunks",
+    "write_atomic",
+    "write_tables",
+]
