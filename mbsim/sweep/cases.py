@@ -24,6 +24,13 @@ The case hash is the sha256 of the scene as loaded (the YAML text after every ov
 ``/scene`` of the result file holds it), the sha256 of every mesh file the case names, and
 ``--strict``. A result file in OUTDIR with status ``completed`` and the same hash is the
 case's result: the case is not run again.
+
+A scene with ``models:`` (URDF, MJCF) is expanded on the client, where its model files are:
+the case ships the scene as loaded, every body and joint of the models spelled out (the text
+that ``/scene`` of a run of it holds anyway), and no overrides, so that a worker on another
+machine needs neither the model files nor what they include (meshes, MJCF includes and assets,
+``package://`` folders); the mesh files of imported collision shapes are shipped like any
+other mesh. Its hash is that of the expanded scene, so an edited model file is run again.
 """
 
 from __future__ import annotations
@@ -72,6 +79,8 @@ class Case:
         meshes: (path below the worker's root, absolute path on the client) of each mesh file.
         scene_dir: the scene's directory below the worker's root.
         rewrites: overrides that point absolute mesh paths at the shipped copies.
+        expanded: the scene with its ``models:`` expanded and every override applied, as YAML
+            (None when it has no models: the scene file and the overrides are shipped).
     """
 
     index: int
@@ -82,6 +91,7 @@ class Case:
     meshes: tuple[tuple[str, str], ...] = ()
     scene_dir: str = "."
     rewrites: tuple[str, ...] = ()
+    expanded: bytes | None = field(default=None, repr=False)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -183,7 +193,9 @@ class SweepPlan:
         raw.overridden = seen
         try:
             spec = build_spec(raw)
-            scene_dir, meshes, rewrites = _layout(raw)
+            # with models: the expanded scene (spec.raw) is what travels (module docstring)
+            shipped = spec.raw if raw.data.get("models") is not None else raw
+            scene_dir, meshes, rewrites = _layout(shipped)
         except SceneError as exc:
             raise _relocate(exc, owners) from None
         case = Case(
@@ -191,10 +203,11 @@ class SweepPlan:
             assignments=assignments,
             stem=self.stems[index],
             overrides=tuple(self.overrides) + case_overrides,
-            case_hash=case_hash(raw, meshes, self.strict, self._digests),
+            case_hash=case_hash(shipped, meshes, self.strict, self._digests),
             meshes=meshes,
             scene_dir=scene_dir,
             rewrites=rewrites,
+            expanded=shipped.to_yaml().encode("utf-8") if shipped is not raw else None,
         )
         return case, raw, spec
 
@@ -209,18 +222,20 @@ class SweepPlan:
             if absolute not in cache:
                 cache[absolute] = Path(absolute).read_bytes()
             files.append((rel, cache[absolute]))
+        expanded = case.expanded is not None
         return CasePayload(
             index=case.index,
             attempt=attempt,
             scene_name=Path(self.scene_file).name,
             scene_dir=case.scene_dir,
-            scene_bytes=self.scene_bytes,
+            scene_bytes=case.expanded if expanded else self.scene_bytes,
             files=tuple(files),
-            overrides=case.overrides + case.rewrites,
+            overrides=(() if expanded else case.overrides) + case.rewrites,
             strict=self.strict,
             case_hash=case.case_hash,
             parameters=tuple((key, value) for key, _, value in case.assignments),
-            display_file=self.scene_file,
+            # lines of the expanded text are not lines of the user's file: say which text it is
+            display_file=f"{self.scene_file} (its models: expanded)" if expanded else self.scene_file,
             topic=topic,
             scratch=scratch,
         )

@@ -302,7 +302,8 @@ def case_stems(cases: Iterable[tuple[Assignment, ...]]) -> list[str]:
 
     Letters, digits and ``. _ -`` only; no leading ``-`` or ``.``; no Windows device name; at
     most 120 characters (longer ones are cut and end in a hash of the whole assignment). Stems
-    equal without regard to case (two values equal to six digits) get ``-case<N>`` (1-based).
+    equal without regard to case (two values equal to six digits) get ``-case<N>`` (1-based),
+    and ``-case<N>-2``, ... should that be another case's own name.
     ``cases`` may be an iterator (:func:`iter_cases`): only the stems are kept.
     """
     shorts: dict[str, str] | None = None
@@ -327,7 +328,19 @@ def case_stems(cases: Iterable[tuple[Assignment, ...]]) -> list[str]:
     counts = Counter(s.lower() for s in stems)
     if all(n == 1 for n in counts.values()):
         return stems
-    return [s if counts[s.lower()] == 1 else f"{s}-case{i + 1}" for i, s in enumerate(stems)]
+    # a suffixed name must not be one another case has by itself (values a, A and a-case1 of
+    # one key make name-a twice and name-a-case1 once): two cases would write one file
+    taken = {s.lower() for s in stems if counts[s.lower()] == 1}
+    out = []
+    for i, s in enumerate(stems):
+        if counts[s.lower()] > 1:
+            name, k = f"{s}-case{i + 1}", 2
+            while name.lower() in taken:
+                name, k = f"{s}-case{i + 1}-{k}", k + 1
+            taken.add(name.lower())
+            s = name
+        out.append(s)
+    return out
 
 
 __all__ = [
