@@ -362,3 +362,27 @@ def test_an_edited_model_file_is_run_again_not_resumed(tmp_path: Path) -> None:
     assert text.count('<mass value="3.7"/>') == 1
     urdf.write_text(text.replace('<mass value="3.7"/>', '<mass value="3.9"/>'))
     assert plan_sweep(str(copy), params).case(0).case_hash != before
+
+
+# ----------------------------------------------------------------------------- the README's example (item 11)
+
+
+@pytest.mark.slow
+def test_the_readme_sweep_example_fails_exactly_where_the_readme_says(tmp_path: Path) -> None:
+    """README.md's sweep example exits 4: the assertion fails for k = 1e7 and 1e8 at 5e-5 s only,
+    with the drifts the README quotes (its words are checked against the run, not trusted)."""
+    readme = (SCENES.parent / "README.md").read_text()
+    assert "It exits 4,\n# and that is its finding" in readme
+    code, out, err = run_mbsim(
+        "sweep", SCENES / "blocks_stiffness_sweep.yaml", "--param", "parameters.k=logspace(6,8,3)",
+        "--param", "time.step=1e-5,2e-5,5e-5", "--assert", "energy_drift < 1e-3", "--workers", 1,
+        "-o", tmp_path / "sweep-blocks", "--format", "json", "--quiet", timeout=900,
+    )  # fmt: skip
+    assert code == 4, err
+    rows = json.loads(out)["rows"]
+    assert all(r["status"] == "completed" for r in rows)
+    failed = {(r["parameters"]["parameters.k"], r["parameters"]["time.step"]): r["energy_drift"]
+              for r in rows if not r["assertions"][0]["passed"]}  # fmt: skip
+    assert sorted(failed) == [(1e7, 5e-5), (1e8, 5e-5)]
+    assert f"{failed[(1e7, 5e-5)]:.1e}" == "2.0e-03" and f"{failed[(1e8, 5e-5)]:.1e}" == "3.3e-02"
+    assert f"{max(r['energy_drift'] for r in rows if r['assertions'][0]['passed']):.1e}" == "7.2e-04"
