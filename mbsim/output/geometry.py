@@ -42,9 +42,10 @@ def up_direction(gravity: np.ndarray) -> np.ndarray:
     """The scene's up (CONTRACT §7): against gravity; without gravity +z in 3D, +y in 2D."""
     g = np.zeros(3)
     g[: len(gravity)] = gravity
-    norm = float(np.linalg.norm(g))
-    if norm > 0:
-        return -g / norm
+    big = float(np.max(np.abs(g)))
+    if big > 0 and np.isfinite(big):
+        g = g / big  # first: the norm of a gravity of 1e200 overflows
+        return -g / float(np.linalg.norm(g))
     return np.array([0.0, 1.0, 0.0]) if len(gravity) == 2 else np.array([0.0, 0.0, 1.0])
 
 

@@ -16,11 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.errors import UsageError
+from mbsim.errors import UsageError, plural
 from mbsim.names import hdf5_name, member_names
 from mbsim.output.geometry import GeometryError, Sizes, Triangles, inertia_box, read_geometry, shape_triangles
 from mbsim.output.summary import check_result_path, open_result
 
+# the largest |coordinate| (m) exported: its square (a distance, a bounding sphere) still fits a
+# float32, which glTF viewers and the page compute in
+MAX_COORDINATE = 1e18
 MAX_FRAMES = 1_000_000  # --fps over the time range may not ask for more key times than this
 
 
@@ -158,6 +161,13 @@ def read_motion(
     if not finite.all():
         notes.append(f"{int((~finite).sum())} rows with non-finite values left out")
         times, translation, rotation = times[finite], translation[:, finite], rotation[:, finite]
+    # positions so far out (a diverged run's last rows) that glTF's and the page's float32
+    # arithmetic would overflow are left out too
+    near = np.all(np.abs(translation) <= MAX_COORDINATE, axis=(0, 2))
+    if not near.all():
+        far = plural(int((~near).sum()), "row")
+        notes.append(f"{far} with a position beyond {MAX_COORDINATE:g} m left out (viewers compute in float32)")
+        times, translation, rotation = times[near], translation[:, near], rotation[:, near]
     # glTF key times are float32 and strictly increasing: of rows whose times are equal in
     # float32 (an impact's two rows, steps shorter than float32 resolves), the last is kept
     t32 = times.astype(np.float32)
