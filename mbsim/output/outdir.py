@@ -214,6 +214,11 @@ def check_outdir(out: str | Path, what: str) -> None:
     if os.path.lexists(p) and not p.is_dir():
         kind = "a symbolic link that leads to no directory" if p.is_symlink() else "not a directory"
         raise _refuse(p, f"is {kind}; expected the output directory of the {what}")
+    above = p.absolute().parent
+    while not os.path.lexists(p) and not os.path.lexists(above) and above != above.parent:
+        above = above.parent
+    if not os.path.lexists(p) and not above.is_dir():  # `-o afile/sub`: it could never be created
+        raise _refuse(p, f"cannot create the output directory: {above} is not a directory")
 
 
 def open_outdir(out: str | Path, what: str) -> Path:

@@ -217,7 +217,7 @@ def read_only_dir(path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(path)], capture_output=True)
 
 
-@pytest.mark.parametrize("kind", ["file", "link-to-file", "dangling-link", "fifo", "read-only"])
+@pytest.mark.parametrize("kind", ["file", "link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"])
 def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: str) -> None:
     target = tmp_path / "out"
     with contextlib.ExitStack() as stack:
@@ -230,6 +230,9 @@ def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: s
             target.symlink_to(tmp_path / "nowhere")
         elif kind == "fifo":
             os.mkfifo(target)
+        elif kind == "below-a-file":
+            (tmp_path / "afile").write_text("a file\n")
+            target = tmp_path / "afile" / "sub"
         else:
             stack.enter_context(read_only_dir(target))
         before = snapshot(tmp_path)

@@ -175,7 +175,7 @@ def read_only_dir(path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(path)], capture_output=True)
 
 
-@pytest.mark.parametrize("kind", ["link-to-file", "dangling-link", "fifo", "read-only"])
+@pytest.mark.parametrize("kind", ["link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"])
 def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: str) -> None:
     target = tmp_path / "out"
     with contextlib.ExitStack() as stack:
@@ -186,6 +186,9 @@ def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: s
             target.symlink_to(tmp_path / "nowhere")
         elif kind == "fifo":
             os.mkfifo(target)
+        elif kind == "below-a-file":
+            (tmp_path / "afile").write_text("a file\n")
+            target = tmp_path / "afile" / "sub"
         else:
             stack.enter_context(read_only_dir(target))
         before = snapshot(tmp_path)
@@ -233,10 +236,12 @@ def test_hostile_values_write_distinct_files_inside_outdir(tmp_path: Path) -> No
     outdir = tmp_path / "work" / "out"
     code, out, err = run_mbsim(
         "sweep", PENDULUM, *SHORT, "--param", "name=a,A,a-case1,../../evil,a/b", "--workers", 1, "-o", outdir,
-        "--format", "json", "--quiet",
+        # a case's file is OUTDIR/<name>.h5 whatever the scene's output.file says
+        "--param", f"output.file={tmp_path / 'escaped.h5'}", "--format", "json", "--quiet",
     )  # fmt: skip
     assert code == 0, err
     rows = json.loads(out)["rows"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["out"]  # nothing beside OUTDIR
     files = sorted(p.name for p in outdir.glob("*.h5"))
     assert len(files) == 5 and files == sorted(r["file"] for r in rows)
