@@ -459,6 +459,7 @@ def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], 
         note(f"running {label}" + (f", repeat {k + 1}/{repeat}" if repeat > 1 else "") + "...")
         prepared, item.prepared = item.prepared, None  # the checked (model, solver) serves the first run
         try:
+            check_result(item.file)  # again: a link or a file of the user's put there since the check
             summary = run(item.spec, item.file, prepared=prepared)
         except MbsimError as exc:
             row.message = str(exc)

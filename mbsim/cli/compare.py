@@ -47,7 +47,8 @@ from mbsim.solvers import SOLVERS
     "--outdir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory of the result files, compare.json, compare.md and plots (default: outputs/compare-<scene stem>/).",
+    help="Directory of the result files, compare.json, compare.md and plots (default: outputs/compare-<scene stem>/); "
+    "only files mbsim wrote there are replaced.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Format of the table."

@@ -72,7 +72,8 @@ class CaseProgress:
     "--outdir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory of the result files and sweep.json/csv/md (default: outputs/sweep-<scene stem>/).",
+    help="Directory of the result files and sweep.json/csv/md (default: outputs/sweep-<scene stem>/); "
+    "only files mbsim wrote there are replaced.",
 )
 @click.option(
     "--workers",

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -307,3 +308,37 @@ def test_a_legacy_png_without_an_mbsim_compare_json_is_not_ours(tmp_path: Path) 
     outdir.mkdir()
     _legacy_png(outdir / "energy.png")
     refused(outdir, "energy.png")
+
+
+@pytest.mark.slow
+def test_a_link_put_in_place_of_a_result_while_the_comparison_runs_is_not_followed(
+    tmp_path: Path, genuine: Path
+) -> None:
+    """While the first solver runs (seconds), the second solver's result name becomes a link to an
+    mbsim result elsewhere: the second run refuses it (its row fails, saying so) instead of
+    writing through it."""
+    precious = tmp_path / "precious.h5"
+    shutil.copyfile(genuine / "lagrange.h5", precious)
+    before = precious.read_bytes()
+    outdir = tmp_path / "out"
+    command = [sys.executable, "-m", "mbsim", "compare", PENDULUM, "--solvers", "lagrange,lagrange:integrator=euler",
+               "--set", "time.end=300", "-o", outdir, "--format", "json", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (outdir / "lagrange.h5").exists():  # the first run has started
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        target = outdir / "lagrange_integrator-euler.h5"
+        target.symlink_to(precious)
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    first, second = json.loads(out)["rows"]
+    assert first["status"] == "completed", first
+    assert second["status"] == "failed" and "is a symbolic link" in second["message"], second
+    assert precious.read_bytes() == before
+    assert os.readlink(target) == str(precious)
