@@ -11,6 +11,7 @@ process after the model files are gone (a worker on another machine sees exactly
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -391,3 +392,36 @@ def test_the_readme_sweep_example_fails_exactly_where_the_readme_says(tmp_path: 
     assert sorted(failed) == [(1e7, 5e-5), (1e8, 5e-5)]
     assert f"{failed[(1e7, 5e-5)]:.1e}" == "2.0e-03" and f"{failed[(1e8, 5e-5)]:.1e}" == "3.3e-02"
     assert f"{max(r['energy_drift'] for r in rows if r['assertions'][0]['passed']):.1e}" == "7.2e-04"
+
+
+def test_collision_meshes_of_an_imported_model_travel_with_the_case(tmp_path: Path) -> None:
+    """collisions: true with a package:// mesh: the expanded scene names the mesh by its absolute
+    path on the client; the mesh travels in the task and the case runs without the client's files."""
+    import trimesh
+
+    client = tmp_path / "client"
+    (client / "parts" / "meshes").mkdir(parents=True)
+    trimesh.creation.box(extents=[0.1, 0.1, 0.3]).export(client / "parts" / "meshes" / "box.stl")
+    (client / "robot.urdf").write_text(
+        '<robot name="r"><link name="base"/><link name="arm">'
+        '<inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
+        '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>'
+        '<collision><geometry><mesh filename="package://parts/meshes/box.stl"/></geometry></collision></link>'
+        '<joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>'
+        '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint></robot>\n'
+    )
+    (client / "scene.yaml").write_text(
+        "mbsim: 1\nname: mesh arm\ngravity: [0, 0, -9.81]\ntime: {end: 0.002, step: 0.001}\n"
+        "solver: {method: recursive, integrator: rk4}\n"
+        "models:\n  - {file: robot.urdf, collisions: true, package_paths: {parts: parts}}\n"
+    )
+    plan = plan_sweep(str(client / "scene.yaml"), parse_params(["gravity=[0,0,-9.81],[0,0,-1.62]"]))
+    payloads = [plan.payload(case, 1) for case in plan.cases]
+    mesh = (client / "parts" / "meshes" / "box.stl").read_bytes()
+    shutil.rmtree(client)
+    for payload in payloads:
+        assert [data for _, data in payload.files] == [mesh]
+        outcome = run_case(payload)
+        assert (outcome.status, outcome.message) == ("completed", ""), outcome.message
+        with h5py.File(io.BytesIO(outcome.data), "r") as f:
+            assert "arm" in f["bodies"]
