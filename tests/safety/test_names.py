@@ -45,6 +45,7 @@ ALLOWED = {
     "comma": "x,y",
     "capital_ground": "Ground",
     "longest": "n" * 200,
+    "format_characters": "\u202eevil\u2028line\ufeff",  # RTL override, JS line separator, BOM
 }
 NAMES = list(ALLOWED.values())
 TIMEOUT = 300
@@ -362,6 +363,41 @@ def model_scene(folder: Path, link: str, prefix: str) -> Path:
         encoding="utf-8",
     )
     return scene
+
+
+MJCF = """\
+<mujoco model="m">
+  <worldbody>
+    <body name="BODY" pos="0 0 0">
+      <joint name="left/shoulder" type="hinge" axis="0 0 1"/>
+      <geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "says"),
+    [("left/upper arm", 0, ""), ("left&#10;arm", 2, "arm.xml:3: body 'left\\narm'")],
+    ids=["mjcf_attach_prefix_names", "mjcf_body_newline"],
+)
+def test_imported_mjcf_names(tmp_path, body, code, says):
+    (tmp_path / "arm.xml").write_text(MJCF.replace("BODY", body), encoding="utf-8")
+    scene = tmp_path / "mj.yaml"
+    scene.write_text(
+        'mbsim: 1\nname: mj\ntime: {end: 0.01, step: 0.01}\nmodels:\n  - {file: arm.xml, prefix: "r/"}\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "mj.h5"
+    got, _, stderr = run_mbsim("run", scene, "-o", out, "--quiet", timeout=TIMEOUT)
+    assert got == code, stderr
+    assert "Traceback" not in stderr
+    if code:
+        assert says in stderr and "U+000A" in stderr and not out.exists()
+    else:
+        info = info_json(out)
+        assert info["bodies"] == ["r/left/upper arm"] and info["joints"] == ["r/left/shoulder"]
 
 
 def test_imported_names_with_a_slash_prefix_keep_their_names(tmp_path):
