@@ -449,3 +449,40 @@ def test_verify_quantity_takes_a_name_with_a_slash(tmp_path):
     code, stdout, stderr = run_mbsim("verify", folder, "--json", "-o", tmp_path / "out", timeout=TIMEOUT)
     assert code == 0, stdout + stderr
     assert "Traceback" not in stderr
+
+
+# ----------------------------------------------------------------------------- glob characters
+
+GLOB = """\
+mbsim: 1
+name: glob names
+dimension: 2
+gravity: [0, -9.81]
+time: {end: 0.6, step: 0.01}
+solver: {method: timestepping}
+ground: {shapes: [{type: line, point: [0, 0], normal: [0, 1]}]}
+bodies:
+  - {name: "ball[1]", mass: 1.0, inertia: 1.0e-3, position: [0, 0.5], shapes: [{type: circle, radius: 0.1}]}
+  - {name: "ball*", mass: 1.0, inertia: 1.0e-3, position: [1, 0.5], shapes: [{type: circle, radius: 0.1}]}
+  - {name: ball1, mass: 1.0, inertia: 1.0e-3, position: [2, 0.5], shapes: [{type: circle, radius: 0.1}]}
+contacts:
+  - {type: rigid, body1: ground, body2: BODY2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body2", "resting"),
+    [('"ball[1]"', {"ball[1]"}), ('"ball*"', {"ball*"}), ('"ball?"', {"ball1", "ball*"}), ('"ball?1?"', {"ball[1]"})],
+    ids=["exact_name_with_brackets", "exact_name_with_star", "pattern_still_a_pattern", "pattern_matching_brackets"],
+)
+def test_a_contact_body_that_is_a_name_means_that_body(tmp_path, body2, resting):
+    """A body's exact name in body1/body2 is that body even when it holds glob characters
+    (`ball[1]` used to be the pattern matching `ball1`); anything else is still a pattern."""
+    scene = tmp_path / "glob.yaml"
+    scene.write_text(GLOB.replace("BODY2", body2), encoding="utf-8")
+    out = tmp_path / "glob.h5"
+    code, _, stderr = run_mbsim("run", scene, "-o", out, "--quiet", timeout=TIMEOUT)
+    assert code == 0, stderr
+    with h5py.File(out, "r") as f:
+        heights = {g.attrs["name"]: float(g["position"][-1, 1]) for g in f["bodies"].values()}
+    assert {name for name, y in heights.items() if y > 0.05} == resting, heights

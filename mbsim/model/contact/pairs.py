@@ -3,7 +3,7 @@
 Each rigid, enabled entry of ``contacts`` allows contact between every shape of a body of its
 ``body1`` set and every shape of a body of its ``body2`` set. A set is a body name, a list of
 names, or a glob pattern (``fnmatch``: ``ball*``, ``*``; ``ground`` is included when it matches
-or is named), so that one entry covers a pile: all unordered pairs between the two sets, never
+or is named; a body's exact name is that body, even one holding ``*``, ``?`` or ``[``), so that one entry covers a pile: all unordered pairs between the two sets, never
 a body with itself. When two entries cover the same pair the later one wins (its restitution
 and friction apply). Disabled entries are skipped as if deleted; compliant entries take no part
 here (mbsim.model.contact covers rigid contact only).
@@ -150,7 +150,7 @@ def _resolve_set(
     names: list[str] = []
     for k, text in enumerate(items):
         where = (*path, k) if isinstance(value, list) else path
-        if any(c in text for c in PATTERN_CHARS):
+        if text not in body_index and any(c in text for c in PATTERN_CHARS):  # a body's own name wins
             matched = [n for n in body_index if fnmatchcase(n, text)]
             if not matched:
                 raise ctx.error(where, f"pattern '{text}' matches no body; bodies are {_listing(list(body_index))}")
