@@ -14,26 +14,35 @@ from mbsim.errors import SceneError, path_text
 HEADER = "# written by mbsim import from "  # the first line of every scene this command writes
 
 
-def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
-    """The YAML text of the scene equivalent to ``models: [{file: model_file, base: base}]``:
-    every body and joint spelled out, the file's gravity, a time section and a method."""
+def standalone_scene(model_file: str, base: str, fmt: str | None = None, prefix: str = "") -> str:
+    """The YAML text of the scene equivalent to ``models: [{file: model_file, base: base, prefix:
+    prefix}]``: every body and joint spelled out, the file's gravity, a time section and a method."""
     import yaml
 
     from mbsim.models import expand_models, model_format
+    from mbsim.models.files import not_regular
     from mbsim.scene.fields import Context
     from mbsim.scene.load import RawScene
 
     path = Path(model_file)
-    if not path.is_file():
-        raise SceneError(f"model file not found: {model_file}", file=model_file)
+    problem = not_regular(path)
+    if problem:
+        raise SceneError("model file not found" if problem == "not found" else problem, file=model_file)
     fmt = model_format(path, fmt)
     if fmt is None:
         raise SceneError("cannot tell the format from the extension; expected .urdf, .xml or .mjcf", file=model_file)
     raw = RawScene(
-        {"models": [{"file": str(path.resolve()), "format": fmt, "base": base}]}, file=model_file, base_dir=Path.cwd()
+        {"models": [{"file": str(path.resolve()), "format": fmt, "base": base, "prefix": prefix}]},
+        file=model_file,
+        base_dir=Path.cwd(),
     )
     expanded, (imported,) = expand_models(raw, Context(scene=raw))
     data = expanded.data
+    if not data["bodies"]:  # a scene needs one body: say so of the model, not of a scene the user never wrote
+        raise SceneError(
+            "nothing in the model moves (every link is welded to the ground); try --base free",
+            file=model_file,
+        )
     scene = {
         "mbsim": 1,
         "name": f"{path_text(Path(model_file).stem)} (imported)",
@@ -63,11 +72,12 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None) -> str:
               help="fixed: the root is welded to the ground; free: a floating base.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(["urdf", "mjcf"]), default=None,
               help="urdf or mjcf (default: from the extension).")  # fmt: skip
+@click.option("--prefix", default="", help="Prepended to every body and joint name (as a models: entry's prefix).")
 @debug_option
 @handle_errors
-def import_model(model_file: str, output: str | None, base: str, fmt: str | None, debug: bool) -> None:
+def import_model(model_file: str, output: str | None, base: str, fmt: str | None, prefix: str, debug: bool) -> None:
     """Write MODEL_FILE (URDF or MJCF) as a standalone scene: every body and joint spelled out."""
-    text = standalone_scene(model_file, base, fmt)
+    text = standalone_scene(model_file, base, fmt, prefix)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -117,7 +117,8 @@ def _vector(value) -> np.ndarray:
 def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]]:
     """The scene with its ``models:`` entries replaced by bodies and joints (a copy; ``raw`` is
     left as it is), and what each entry imported."""
-    from mbsim.models.tree import quaternion_matrix, scene_parts, transform
+    from mbsim.models.files import not_regular
+    from mbsim.models.tree import leaders_first, quaternion_matrix, scene_parts, transform
     from mbsim.scene.spec import _kind_of
 
     entries = raw.data.get("models")
@@ -135,6 +136,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
     imported: list[Imported] = []
     taken_bodies = {b.get("name") for b in data["bodies"] if isinstance(b, dict)}
     imported_joints: dict[str, dict] = {}
+    typed_joints = {j.get("name"): k for k, j in enumerate(data["joints"]) if isinstance(j, dict) and "type" in j}
     for i, entry in enumerate(entries):
         path = ("models", i)
         got = read_mapping(ctx, path, entry, MODEL_FIELDS)
@@ -145,14 +147,17 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                 (*path, "file"),
                 f"cannot tell the format of '{got['file']}' from its extension; give format: urdf or mjcf",
             )
-        if not file.is_file():
+        problem = not_regular(file)
+        if problem == "not found":
             raise ctx.error((*path, "file"), f"model file not found: {file}")
+        if problem:
+            raise ctx.error((*path, "file"), f"the model file {file} {problem}")
         prefix = got["prefix"]
         if not isinstance(prefix, str):
             raise ctx.error((*path, "prefix"), f"expected a text, got {_kind_of(prefix)}")
         packages = {k: raw.base_dir / v for k, v in (got["package_paths"] or {}).items()}
         tree = read_model(file, fmt, packages, got["collisions"])
-        check_model_names(tree, prefix, lambda reason: ctx.error((*path, "prefix"), reason))  # mbsim.names
+        check_model_names(tree, prefix, lambda reason, at=path: ctx.error((*at, "prefix"), reason))  # mbsim.names
         sizes = {j.name: (1, 1) for j in tree.joints if j.kind in ("revolute", "prismatic")}
         sizes.update({j.name: (4, 3) for j in tree.joints if j.kind == "spherical"})
         sizes.update({j.name: (7, 6) for j in tree.joints if j.kind == "free" and fmt == "mjcf"})
@@ -187,7 +192,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                 raise ctx.error((*path, key), "only a free base moves at t = 0; set base: free")
         positions, velocities = dict(got["joint_positions"] or {}), dict(got["joint_velocities"] or {})
         defaults = {j.name: j.default for j in tree.joints}
-        for c in tree.couplings:  # a follower starts where (and as) its leader puts it unless given
+        for c in leaders_first(tree):  # a follower starts where (and as) its leader puts it unless given
             if c.joint not in positions:
                 positions[c.joint] = c.multiplier * positions.get(c.leader, defaults.get(c.leader, 0.0)) + c.offset
             if c.joint not in velocities:
@@ -218,7 +223,20 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                 )
             taken_bodies.add(body["name"])
         for joint in parts.joints:
-            imported_joints[joint["name"]] = joint
+            name = joint["name"]
+            if name in imported_joints:  # MJCF: a joint and an equality may share a name
+                raise ctx.error(
+                    (*path, "file"),
+                    f"two joints imported from {got['file']} are named '{name}' (a joint and an equality "
+                    "constraint, or two models with the same prefix); rename one or give the model a prefix",
+                )
+            if name in typed_joints:
+                raise ctx.error(
+                    ("joints", typed_joints[name], "name"),
+                    f"joint '{name}' is also imported from {got['file']}; rename it, give the model a prefix, or "
+                    "leave out its type to amend the imported joint",
+                )
+            imported_joints[name] = joint
         data["bodies"].extend(parts.bodies)
         if parts.ground_shapes:
             if data.get("ground") is None:

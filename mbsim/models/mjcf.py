@@ -20,65 +20,199 @@ fixed joint, ``joint`` (linear) -> a coupling of the coordinates, so that loops 
 
 from __future__ import annotations
 
+import math
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mbsim.errors import SceneError
-from mbsim.models.tree import Coupling, Link, Loop, ModelTree, TreeJoint, quaternion_matrix, transform
+from mbsim.errors import SceneError, shorten
+from mbsim.models.files import not_regular, parse_xml, read_regular
+from mbsim.models.tree import (
+    Coupling,
+    Link,
+    Loop,
+    ModelTree,
+    TreeJoint,
+    check_couplings,
+    check_links,
+    quaternion_matrix,
+    transform,
+)
+
+_DIRS = ("meshdir", "texturedir", "assetdir")  # <compiler> folders that file references resolve in
+MAX_FILES = 1000  # files one model may include
 
 
-def _line_finder(path: Path):
-    """(tag, name) -> line in the top file (lxml), for messages; None when not found."""
+@dataclass
+class _Source:
+    """One XML file of the model (the top file or an include), parsed by lxml."""
+
+    path: Path
+    root: object
+
+
+def _label(el) -> str:
+    """``body 'arm'``; an unnamed element after its nearest named ancestor: ``body 'arm' <inertial>``."""
+    if el.get("name"):
+        return f"{el.tag} '{el.get('name')}'"
+    owner = next((a for a in el.iterancestors() if a.get("name")), None)
+    return f"<{el.tag}>" if owner is None else f"{owner.tag} '{owner.get('name')}' <{el.tag}>"
+
+
+def _candidates(ref: str, bases: list[Path], subs: list[str]) -> list[Path]:
+    """Where MuJoCo may look for a referenced file: absolute as it is, else relative to the model's
+    and the including file's folders, in each <compiler> folder (checked all: refusing a FIFO that
+    MuJoCo might not have chosen is safe, reading one is not)."""
+    if Path(ref).is_absolute():
+        return [Path(ref)]
+    out = []
+    for base in bases:
+        for sub in ["", *subs]:
+            out.append(base / sub / ref)
+    return list(dict.fromkeys(out))
+
+
+def prescan(path: Path) -> list[_Source]:
+    """Every XML file of an MJCF model (the top file and its includes, followed here), each
+    checked to be a regular file, parsed without entities or network; every other file they name
+    (meshes, height fields, textures, skins) checked to be a regular file where it exists; every
+    number finite. Done before MuJoCo's compiler reads any of them: a FIFO would block it."""
+    file = str(path)
+    sources = [_Source(path, parse_xml(read_regular(path), file))]
+    if sources[0].root.tag != "mujoco":
+        raise SceneError(f"expected an MJCF file (<mujoco> at the top), found <{sources[0].root.tag}>", file=file,
+                         line=sources[0].root.sourceline)  # fmt: skip
+    seen = {os.path.realpath(path)}
+    model_dir = path.parent
+    for src in sources:  # grows as includes are found (breadth first)
+        for el in src.root.iter("include"):
+            ref = el.get("file")
+            where = {"file": str(src.path), "line": el.sourceline, "key_path": "<include file>"}
+            if not ref:
+                raise SceneError("<include> without a file", **where)
+            found = None
+            for candidate in _candidates(ref, [model_dir, src.path.parent], []):
+                problem = not_regular(candidate)
+                if problem is None:
+                    found = found or candidate
+                elif problem != "not found":
+                    raise SceneError(f"the included file '{shorten(ref)}' ({candidate}) {problem}", **where)
+            if found is None:
+                raise SceneError(f"the included file '{shorten(ref)}' is not found", **where)
+            real = os.path.realpath(found)
+            if real in seen:
+                continue  # MuJoCo refuses a file included twice (or itself), naming it
+            seen.add(real)
+            if len(seen) > MAX_FILES:
+                raise SceneError(f"the model includes more than {MAX_FILES} files", **where)
+            text = read_regular(found, label=str(src.path), element="<include file>", line=el.sourceline)
+            sources.append(_Source(found, parse_xml(text, str(found))))
+    subs = [v for s in sources for el in s.root.iter("compiler") for k in _DIRS if (v := el.get(k))]
+    names = {el.get("name") for s in sources for el in s.root.iter() if el.get("name")}
+    for src in sources:
+        for el in src.root.iter():
+            for attr, value in el.attrib.items():
+                where = {"file": str(src.path), "line": el.sourceline, "key_path": f"{_label(el)} {attr}"}
+                if attr.startswith("file") and el.tag != "include":
+                    for candidate in _candidates(value, [model_dir, src.path.parent], subs):
+                        problem = not_regular(candidate)
+                        if problem not in (None, "not found"):
+                            raise SceneError(f"the file '{shorten(value)}' ({candidate}) {problem}", **where)
+                elif attr not in ("name", "class", "childclass", *_DIRS) and value not in names:
+                    _finite(value, where)
+    return sources
+
+
+def _finite(value: str, where: dict) -> None:
+    """An attribute that is a list of numbers has only finite ones (MuJoCo takes nan and inf, and
+    writes a warning into stdout, where mbsim import writes the scene)."""
+    tokens = value.split()
     try:
-        from lxml import etree
+        numbers = [float(t) for t in tokens]
+    except ValueError:
+        return  # a name, a keyword, a reference: MuJoCo's compiler judges it
+    bad = next((t for t, x in zip(tokens, numbers, strict=True) if not math.isfinite(x)), None)
+    if bad is not None:
+        raise SceneError(f"'{shorten(bad)}' is not a finite number", **where)
 
-        root = etree.parse(str(path), parser=etree.XMLParser(remove_comments=True, resolve_entities=False)).getroot()
-        lines, named = {}, {}
-        for el in root.iter():
+
+def _locator(sources: list[_Source]):
+    """(tag, name) -> (file, line) of the element among the model's files (the top file first), by
+    tag and name, else by name (a tendon is a <fixed> or <spatial>, an equality a <connect> ...)."""
+    tagged, named = {}, {}
+    for src in sources:
+        for el in src.root.iter():
             if isinstance(el.tag, str) and el.get("name") is not None:
-                lines.setdefault((el.tag, el.get("name")), el.sourceline)
-                named.setdefault(el.get("name"), el.sourceline)
-    except Exception:  # the compiler has read it; lines are a courtesy
-        lines, named = {}, {}
-    # by tag and name, else by name (a tendon is a <fixed> or <spatial>, an equality a <connect> ...)
-    return lambda tag, name: lines.get((tag, name), named.get(name))
+                tagged.setdefault((el.tag, el.get("name")), (str(src.path), el.sourceline))
+                named.setdefault(el.get("name"), (str(src.path), el.sourceline))
+    top = (str(sources[0].path), None)
+    return lambda tag, name: tagged.get((tag, name), named.get(name, top))
+
+
+def _compiler_error(exc: ValueError, sources: list[_Source]) -> SceneError:
+    """MuJoCo's refusal ("Error: ...\nElement name 'a', id 1, line 12") naming the file and the
+    element's tag, found among the model's files by name and line."""
+    text = str(exc).strip()
+    found = re.search(r"line (\d+)", text)
+    line = int(found.group(1)) if found else None
+    named = re.search(r"Element name '([^']+)', id", text)  # '' for an unnamed element: told by the line only
+    tagged = re.search(r"Element '([^']*)'", text)
+    reason = text.splitlines()[0].removeprefix("Error: ").strip() if text else "MuJoCo cannot compile it"
+    if text.startswith("XML Error"):
+        reason = "not a valid MJCF/XML file: " + " ".join(text.split())
+    file, element = str(sources[0].path), ""
+    for src in sources:  # the element at that line (MuJoCo's lines are its own file's)
+        hit = next(
+            (el for el in src.root.iter() if isinstance(el.tag, str) and el.sourceline == line
+             and ((named and el.get("name") == named.group(1)) or (tagged and el.tag == tagged.group(1)))),
+            None,
+        )  # fmt: skip
+        if hit is not None:
+            file, element = str(src.path), _label(hit)
+            break
+    else:
+        element = f"<{tagged.group(1)}>" if tagged else (f"'{named.group(1)}'" if named else "")
+    return SceneError(f"MuJoCo's compiler refuses the model: {reason}", file=file, line=line, key_path=element)
 
 
 def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
-    """The kinematic tree of an MJCF file, as MuJoCo compiles it."""
+    """The kinematic tree of an MJCF file, as MuJoCo compiles it (after :func:`prescan`)."""
     import mujoco
 
     path = Path(path)
     file = str(path)
+    sources = prescan(path)
     try:
         m = mujoco.MjModel.from_xml_path(file)
     except ValueError as exc:  # MuJoCo's compiler: "Error: ...\nElement 'joint', line 12"
-        text = str(exc).strip()
-        found = re.search(r"line (\d+)", text)
-        element = re.search(r"Element name '([^']*)', id", text) or re.search(r"Element '([^']*)'", text)
-        reason = text.splitlines()[0].removeprefix("Error: ").strip() if text else "MuJoCo cannot compile it"
-        if text.startswith("XML Error"):
-            reason = "not a valid MJCF/XML file: " + " ".join(text.split())
-        raise SceneError(
-            f"MuJoCo's compiler refuses the model: {reason}",
-            file=file,
-            line=int(found.group(1)) if found else None,
-            key_path=f"<{element.group(1)}>" if element else "",
-        ) from None
-    line = _line_finder(path)
+        raise _compiler_error(exc, sources) from None
+    locate = _locator(sources)
+
+    def line(tag: str, label: str) -> int | None:
+        where, at = locate(tag, label)
+        return at if where == file else None  # a line of an included file is told by refuse
 
     def name(kind, i: int) -> str:
         return mujoco.mj_id2name(m, kind, i) or ""
 
     def refuse(reason: str, tag: str, label: str) -> SceneError:
-        return SceneError(reason, file=file, line=line(tag, label), key_path=f"{tag} '{label}'")
+        where, at = locate(tag, label)
+        return SceneError(reason, file=where, line=at, key_path=f"{tag} '{label}'")
 
+    if m.nbody == 1:
+        raise SceneError("the model has no bodies (its <worldbody> holds none)", file=file,
+                         line=sources[0].root.sourceline, key_path="mujoco")  # fmt: skip
     body_names = []
     for b in range(m.nbody):
         label = "world" if b == 0 else name(mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+        if label in body_names:  # an unnamed body's label taken by a named one: never merge the two
+            raise refuse(f"an unnamed body would be called '{label}', the name of another body; name it", "body",
+                         label)  # fmt: skip
         body_names.append(label)
+    _check_finite(m, refuse)
     if m.ntendon:
         raise refuse("tendons change the dynamics and mbsim cannot represent them", "tendon",
                      name(mujoco.mjtObj.mjOBJ_TENDON, 0))  # fmt: skip
@@ -101,6 +235,9 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
             raise refuse(f"the body has {count} joints; mbsim joins two bodies by one joint", "body", label)
         j = int(m.body_jntadr[b])
         jname = name(mujoco.mjtObj.mjOBJ_JOINT, j) or f"{label}_joint"
+        if any(tj.name == jname for tj in joints):  # an unnamed joint's label taken by a named one
+            raise refuse(f"an unnamed joint would be called '{jname}', the name of another joint; name it", "body",
+                         label)  # fmt: skip
         jtype = int(m.jnt_type[j])
         qa, da = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
         if jtype == mujoco.mjtJoint.mjJNT_FREE:
@@ -142,9 +279,48 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
             links[body].shapes.append(_geom_shape(m, g, refuse, label))
     loops, couplings = _equalities(m, body_names, line, refuse, file)
     skipped = [f"actuator '{name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) or a}'" for a in range(m.nu)]
-    return ModelTree(
+    tree = ModelTree(
         file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), couplings, loops, skipped=skipped
     )
+    check_links(tree)
+    check_couplings(tree)
+    return tree
+
+
+def _check_finite(m, refuse) -> None:
+    """Every compiled number mbsim reads is finite (huge finite sizes can overflow in MuJoCo's
+    compiler, e.g. a density times a volume), else exit 2 naming the element."""
+    import mujoco
+
+    o = mujoco.mjtObj
+    arrays = (
+        (o.mjOBJ_BODY, "body", ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia")),
+        (o.mjOBJ_JOINT, "joint", ("jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_range")),
+        (o.mjOBJ_GEOM, "geom", ("geom_size", "geom_pos", "geom_quat")),
+        (o.mjOBJ_EQUALITY, "equality", ("eq_data",)),
+    )
+    for kind, tag, names in arrays:
+        for attr in names:
+            values = np.asarray(getattr(m, attr), float)
+            if values.size == 0:
+                continue
+            values = values.reshape(len(values), -1)
+            bad = np.flatnonzero(~np.all(np.isfinite(values), axis=1))
+            if bad.size:
+                i = int(bad[0])
+                label = mujoco.mj_id2name(m, kind, i) or f"{tag}{i}"
+                raise refuse(f"its compiled {attr.split('_', 1)[1]} is not finite (the file's sizes overflow)", tag,
+                             label)  # fmt: skip
+    for attr, owner in (("qpos0", "jnt_qposadr"), ("qpos_spring", "jnt_qposadr"), ("dof_damping", "jnt_dofadr"),
+                        ("dof_armature", "jnt_dofadr")):  # fmt: skip
+        values = np.asarray(getattr(m, attr), float)
+        if not np.all(np.isfinite(values)):
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            j = int(np.searchsorted(np.asarray(getattr(m, owner)), i, side="right") - 1)
+            label = mujoco.mj_id2name(m, o.mjOBJ_JOINT, j) or f"joint{j}"
+            raise refuse(f"its compiled {attr} is not finite (the file's sizes overflow)", "joint", label)
+    if not np.all(np.isfinite(m.opt.gravity)):
+        raise refuse("the gravity is not finite", "option", "")
 
 
 def _geom_shape(m, g: int, refuse, label: str) -> dict:

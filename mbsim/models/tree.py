@@ -36,6 +36,8 @@ class Link:
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
     shapes: list[dict] = field(default_factory=list)  # scene shapes with poses in the link frame
     line: int | None = None
+    mass_line: int | None = None  # the lines of the file's mass and inertia, where known (URDF)
+    inertia_line: int | None = None
 
 
 @dataclass
@@ -105,8 +107,96 @@ class ModelTree:
     skipped: list[str] = field(default_factory=list)  # actuators and other ignored content, for validate
     free_root: bool = False  # the file itself makes the root a floating base (MJCF free joint)
 
-    def error(self, reason: str, element: str, line: int | None = None) -> SceneError:
-        return SceneError(reason, file=self.file, line=line, key_path=element)
+    def error(self, reason: str, element: str, line: int | None = None, hint: str = "") -> SceneError:
+        return SceneError(reason, file=self.file, line=line, key_path=element, hint=hint)
+
+
+def inertia_problem(inertia: np.ndarray) -> str | None:
+    """What makes a link's inertia (about its centre of mass) unphysical, or None: not finite, not
+    symmetric, not positive semi-definite, or principal moments that break I1 + I2 >= I3 (every
+    rigid body obeys it), each within 1e-9 of the largest moment (as the scene's check)."""
+    with np.errstate(all="ignore"):  # entries near 1e308 overflow: refused below, without warnings
+        if not np.all(np.isfinite(inertia)):
+            return "the inertia is not finite"
+        scale = float(np.max(np.abs(inertia)))
+        if not np.allclose(inertia, inertia.T, rtol=1e-9, atol=1e-12 * scale):
+            return "the inertia matrix is not symmetric"
+        eig = np.linalg.eigvalsh(inertia)
+        if not np.all(np.isfinite(eig)) or not np.isfinite(eig[0] + eig[1]):
+            return "the inertia is too large: its principal values overflow"
+    values = [float(f"{x:.9g}") for x in eig]
+    tol = 1e-9 * max(abs(eig[-1]), abs(eig[0]))
+    if eig[0] < -tol:
+        return f"the inertia is not positive semi-definite (principal values {values})"
+    if eig[0] + eig[1] < eig[2] - tol:
+        return f"the principal inertias {values} break the triangle inequality I1 + I2 >= I3 of every rigid body"
+    return None
+
+
+def check_links(tree: ModelTree) -> None:
+    """Every link's mass is finite and not negative, and its inertia physical (:func:`inertia_problem`)."""
+    for link in tree.links.values():
+        where = f"link '{link.name}'"
+        if not np.isfinite(link.mass) or link.mass < 0.0:
+            what = "negative" if np.isfinite(link.mass) else "not finite:"
+            raise tree.error(f"the mass is {what} {link.mass:g}", f"{where} <inertial> <mass>",
+                             link.mass_line or link.line)  # fmt: skip
+        if not np.all(np.isfinite(link.com)):
+            raise tree.error(f"the centre of mass {link.com.tolist()} is not finite", f"{where} <inertial>", link.line)
+        problem = inertia_problem(link.inertia)
+        if problem:
+            raise tree.error(problem, f"{where} <inertial> <inertia>", link.inertia_line or link.line)
+
+
+def check_couplings(tree: ModelTree) -> None:
+    """Each coupling (URDF mimic, MJCF joint equality) ties a joint with a coordinate (revolute or
+    prismatic) to another such joint of the file, each joint follows at most one, without cycles."""
+    kinds = {j.name: j.kind for j in tree.joints}
+    follows: dict[str, Coupling] = {}
+    for c in tree.couplings:
+        if c.leader == c.joint:
+            raise tree.error(f"joint '{c.joint}' cannot follow itself", c.element, c.line)
+        if c.leader not in kinds:
+            from mbsim.errors import did_you_mean
+
+            raise tree.error(f"it follows joint '{c.leader}', which is not in the file", c.element, c.line,
+                             did_you_mean(c.leader, kinds))  # fmt: skip
+        for role, name in (("the follower", c.joint), ("the joint it follows", c.leader)):
+            if kinds.get(name) not in ("revolute", "prismatic"):
+                raise tree.error(f"{role}, '{name}', is a {kinds.get(name)} joint: it has no coordinate to couple",
+                                 c.element, c.line)  # fmt: skip
+        if not np.isfinite(c.multiplier) or not np.isfinite(c.offset):
+            raise tree.error("its multiplier and offset must be finite numbers", c.element, c.line)
+        if c.joint in follows:
+            first = follows[c.joint]
+            raise tree.error(f"joint '{c.joint}' already follows '{first.leader}' ({first.element}); a joint "
+                             "follows at most one", c.element, c.line)  # fmt: skip
+        follows[c.joint] = c
+    leaders_first(tree)  # refuses a cycle
+
+
+def leaders_first(tree: ModelTree) -> list[Coupling]:
+    """The couplings ordered so that a leader's own coupling comes before its followers' (chains
+    of mimics start in order); a cycle of joints following each other is refused."""
+    follows = {c.joint: c for c in tree.couplings}
+    out: list[Coupling] = []
+    done: set[str] = set()
+    for c in tree.couplings:
+        path: list[Coupling] = []  # from c up its leaders, until one that is done or leads freely
+        on_path: set[str] = set()
+        item: Coupling | None = c
+        while item is not None and item.joint not in done:
+            if item.joint in on_path:
+                names = [p.joint for p in path[[p.joint for p in path].index(item.joint) :]]
+                cycle = " -> ".join(repr(n) for n in [*names, item.joint])
+                raise tree.error(f"the joints follow each other in a cycle ({cycle})", item.element, item.line)
+            path.append(item)
+            on_path.add(item.joint)
+            item = follows.get(item.leader)
+        for p in reversed(path):
+            done.add(p.joint)
+            out.append(p)
+    return out
 
 
 def transform(rotation: np.ndarray | None = None, translation: np.ndarray | None = None) -> np.ndarray:
@@ -242,12 +332,28 @@ def scene_parts(
     root_omega: np.ndarray,
 ) -> SceneParts:
     """The scene's bodies and joints of ``tree`` (see the module docstring)."""
+    with np.errstate(all="ignore"):  # overflow of huge finite sizes: refused by _check_finite, without warnings
+        return _scene_parts(tree, prefix, free_base, root_pose, positions, velocities, root_velocity, root_omega)
+
+
+def _scene_parts(
+    tree: ModelTree,
+    prefix: str,
+    free_base: bool,
+    root_pose: np.ndarray,
+    positions: dict[str, float],
+    velocities: dict[str, float],
+    root_velocity: np.ndarray,
+    root_omega: np.ndarray,
+) -> SceneParts:
     placed = place(tree, root_pose, positions, velocities, root_velocity, root_omega)
     free_root = free_base or tree.free_root
-    group = {tree.root: tree.root if free_root else "ground"}
+    # the links welded to the ground are the group None (no link name can collide with it: a link
+    # named "ground" is a body of its own, refused below unless a prefix renames it)
+    group: dict[str, str | None] = {tree.root: tree.root if free_root else None}
     for j in tree.joints:
         group[j.child] = group[j.parent] if j.kind == "fixed" else j.child
-    members: dict[str, list[str]] = {}
+    members: dict[str | None, list[str]] = {}
     for link, g in group.items():
         members.setdefault(g, []).append(link)
 
@@ -263,9 +369,9 @@ def scene_parts(
         return {"type": "plane", "point": _floats(point), "normal": _floats(T[:3, :3] @ np.asarray(shape["normal"]))}
 
     bodies, ground_shapes = [], []
-    body_of_link = {link: ("ground" if g == "ground" else prefix + g) for link, g in group.items()}
+    body_of_link = {link: ("ground" if g is None else prefix + g) for link, g in group.items()}
     for g, links in members.items():
-        if g == "ground":
+        if g is None:
             for link in links:
                 for shape in tree.links[link].shapes:
                     if shape["type"] == "plane":
@@ -274,6 +380,14 @@ def scene_parts(
                     base, T = shape_world(link, shape)
                     ground_shapes.append({**base, "pose": _pose_dict(T)})
             continue
+        root_link = tree.links[g]
+        if prefix + g == "ground":
+            raise tree.error(
+                "a moving link named 'ground' would become a body named 'ground', the scene's name of the fixed "
+                "world; give the model a prefix (prefix: in the scene's models: entry, --prefix for mbsim import)",
+                f"link '{g}'",
+                root_link.line,
+            )
         T_g = placed.pose[g]
         R_g, o_g = T_g[:3, :3], T_g[:3, 3]
         parts = []
@@ -284,9 +398,8 @@ def scene_parts(
             R = R_g.T @ R_l
             parts.append((L.mass, R_g.T @ (com_w - o_g), R @ L.inertia @ R.T))
         mass, com_g, inertia = combine(parts)
-        root_link = tree.links[g]
+        merged = f" (with {', '.join(repr(n) for n in links if n != g)} merged into it)" if len(links) > 1 else ""
         if mass <= 0.0:
-            merged = f" (with {', '.join(repr(n) for n in links if n != g)} merged into it)" if len(links) > 1 else ""
             raise tree.error(
                 f"the moving link '{g}'{merged} has no mass; give it an <inertial> with a positive mass "
                 "(a moving body needs one)",
@@ -295,6 +408,7 @@ def scene_parts(
             )
         com_w = R_g @ com_g + o_g
         inertia = 0.5 * (inertia + inertia.T)
+        _check_body_inertia(tree, g, merged, inertia)
         w = placed.omega[g]
         body = {
             "name": prefix + g,
@@ -345,7 +459,12 @@ def scene_parts(
     frames = {"ground": (np.eye(3), np.zeros(3))}
     for body in bodies:
         frames[body["name"]] = (pose_rotation(body) if "orientation" in body else np.eye(3), np.array(body["position"]))
+    taken = {j.name for j in tree.joints if j.kind not in ("fixed", "free")}  # the ones written as joints
     for loop in tree.loops:
+        if loop.name in taken:  # MJCF: a joint and an equality may share a name; the scene's joints may not
+            raise tree.error(f"the joint made of it would be named '{prefix + loop.name}', as another imported "
+                             "joint; rename one of them", loop.element, loop.line)  # fmt: skip
+        taken.add(loop.name)
         b1, b2 = body_of_link[loop.link1], body_of_link[loop.link2]
         if b1 == b2:
             raise tree.error(f"it joins link '{loop.link1}' to '{loop.link2}', which move as one body", loop.element,
@@ -360,7 +479,49 @@ def scene_parts(
                 R, com = frames[body]
                 item[key] = _floats(R.T @ (p[:3] - com))
         joints.append(item)
+    for item, element in [*((b, "link") for b in bodies), *((j, "joint") for j in joints)]:
+        _check_finite(tree, item, element, prefix)
     return SceneParts(bodies, joints, ground_shapes, joint_names, body_of_link, list(tree.skipped))
+
+
+def _check_body_inertia(tree: ModelTree, link: str, merged: str, inertia: np.ndarray) -> None:
+    """The scene's own check of a body's inertia (mbsim.scene.spec.check_inertia: positive definite,
+    triangle inequality), refused here naming the link, so that an import never writes a body the
+    scene then refuses at a line of the scene that does not exist."""
+    from mbsim.scene.spec import check_inertia
+
+    class _AtTheLink:  # the one method of Context that check_inertia calls
+        @staticmethod
+        def error(path, reason: str, hint: str = "") -> SceneError:
+            what = f"the body's inertia{merged} (about its centre of mass)"
+            return tree.error(f"{what}: {reason}", f"link '{link}'", tree.links[link].line, hint)
+
+    check_inertia(_AtTheLink(), (), inertia)  # type: ignore[arg-type]
+
+
+def _check_finite(tree: ModelTree, item: dict, element: str, prefix: str) -> None:
+    """Every number of an imported body or joint is finite (a sum or product of the file's finite
+    numbers can overflow), else exit 2 naming the link or joint."""
+
+    def numbers(value):
+        if isinstance(value, dict):
+            for v in value.values():
+                yield from numbers(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from numbers(v)
+        elif isinstance(value, float):
+            yield value
+
+    if all(np.isfinite(x) for x in numbers(item)):
+        return
+    name = item["name"][len(prefix) :]
+    owner = tree.links.get(name) if element == "link" else next((j for j in tree.joints if j.name == name), None)
+    raise tree.error(
+        "its initial pose, velocity or mass properties overflow (not finite numbers); check the file's sizes",
+        f"{element} '{name}'",
+        getattr(owner, "line", None),
+    )
 
 
 def pose_rotation(pose: dict) -> np.ndarray | None:

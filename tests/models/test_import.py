@@ -268,8 +268,8 @@ BROKEN = {
     "missing_link": (
         "<robot name='r'>\n<link name='a'/>\n<joint name='j' type='revolute'>\n<parent link='a'/><child link='b'/>"
         "<axis xyz='0 0 1'/></joint>\n</robot>",
-        "joint 'j': its child link 'b' is not in the file",
-        3,
+        "joint 'j' <child>: its child link 'b' is not in the file",
+        4,
     ),
     "mesh_uri": (
         "<robot name='r'>\n<link name='a'>\n<visual><geometry><mesh filename='package://nowhere/a.stl'/></geometry>"
@@ -451,7 +451,7 @@ MJCF_BROKEN = {
         "joint 'j': joint frictionloss 0.1 changes the dynamics",
         4,
     ),
-    "not_xml": ("<mujoco><worldbody>", "MuJoCo's compiler refuses the model", None),
+    "not_xml": ("<mujoco><worldbody>", "not a well-formed XML file", 1),
     "bad_attribute": (
         "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='hinge' axis='0 0'/>\n<geom size='0.1'/>\n"
         "</body>\n</worldbody>\n</mujoco>",
