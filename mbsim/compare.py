@@ -39,6 +39,7 @@ from mbsim.output.outdir import (
     check_outdir,
     check_report,
     check_result,
+    detach,
     install_result,
     json_mark,
     markdown_line,
@@ -460,6 +461,7 @@ def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], 
         prepared, item.prepared = item.prepared, None  # the checked (model, solver) serves the first run
         try:
             check_result(item.file)  # again: a link or a file of the user's put there since the check
+            detach(item.file)  # a hard link's other names keep their contents
             summary = run(item.spec, item.file, prepared=prepared)
         except MbsimError as exc:
             row.message = str(exc)

@@ -221,6 +221,23 @@ def check_outdir(out: str | Path, what: str) -> None:
         raise _refuse(p, f"cannot create the output directory: {above} is not a directory")
 
 
+def detach(path: str | Path) -> None:
+    """Before a result file of OUTDIR is written in place (``mbsim run``'s writer truncates an
+    existing result): if the file has other names too (hard links: a backup made with ``cp -al``),
+    drop this name, so that the run writes a new file and the other names keep their contents.
+    Call it after :func:`check_result` accepted the file."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        try:
+            os.unlink(p)
+        except OSError as exc:
+            raise _refuse(p, f"cannot replace the result file: {exc.strerror or exc}") from None
+
+
 def open_outdir(out: str | Path, what: str) -> Path:
     """Make sure OUTDIR is a directory this process can write into, creating it if absent.
 
@@ -327,6 +344,7 @@ __all__ = [
     "check_outdir",
     "check_report",
     "check_result",
+    "detach",
     "csv_mark",
     "install_result",
     "is_marked",

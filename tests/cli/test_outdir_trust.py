@@ -342,3 +342,18 @@ def test_a_link_put_in_place_of_a_result_while_the_comparison_runs_is_not_follow
     assert second["status"] == "failed" and "is a symbolic link" in second["message"], second
     assert precious.read_bytes() == before
     assert os.readlink(target) == str(precious)
+
+
+def test_a_result_with_other_names_is_replaced_without_changing_them(tmp_path: Path, genuine: Path) -> None:
+    """A backup made with hard links (`cp -al out backup`): the run writes a new lagrange.h5, the
+    backup's name keeps the old contents (the writer truncates an existing result in place)."""
+    outdir = tmp_path / "out"
+    shutil.copytree(genuine, outdir)
+    backup = tmp_path / "backup.h5"
+    os.link(outdir / "lagrange.h5", backup)
+    before = backup.read_bytes()
+    code, _, err = compare(outdir, "--set", "time.step=0.005")
+    assert code == 0, err
+    assert backup.read_bytes() == before
+    with h5py.File(outdir / "lagrange.h5", "r") as new, h5py.File(backup, "r") as old:
+        assert len(new["time"]) == 5 and len(old["time"]) == 3
