@@ -81,42 +81,43 @@ def prescan(path: Path) -> list[_Source]:
     (meshes, height fields, textures, skins) checked to be a regular file where it exists; every
     number finite. Done before MuJoCo's compiler reads any of them: a FIFO would block it."""
     file = str(path)
-    sources = [_Source(path, parse_xml(read_regular(path), file))]
+    sources = [_Source(path, parse_xml(_utf8(read_regular(path), file), file))]
     if sources[0].root.tag != "mujoco":
         raise SceneError(f"expected an MJCF file (<mujoco> at the top), found <{sources[0].root.tag}>", file=file,
                          line=sources[0].root.sourceline)  # fmt: skip
     seen = {os.path.realpath(path)}
     model_dir = path.parent
     for src in sources:  # grows as includes are found (breadth first)
-        for el in src.root.iter("include"):
+        for el in src.root.iter("include", "model"):  # <asset><model file>: an MJCF file to attach from
             ref = el.get("file")
-            where = {"file": str(src.path), "line": el.sourceline, "key_path": "<include file>"}
+            where = {"file": str(src.path), "line": el.sourceline, "key_path": f"<{el.tag} file>"}
+            what = "included file" if el.tag == "include" else "model file"
             if not ref:
-                raise SceneError("<include> without a file", **where)
+                raise SceneError(f"<{el.tag}> without a file", **where)
             found = None
             for candidate in _candidates(ref, [model_dir, src.path.parent], []):
                 problem = not_regular(candidate)
                 if problem is None:
                     found = found or candidate
                 elif problem != "not found":
-                    raise SceneError(f"the included file '{shorten(ref)}' ({candidate}) {problem}", **where)
+                    raise SceneError(f"the {what} '{shorten(ref)}' ({candidate}) {problem}", **where)
             if found is None:
-                raise SceneError(f"the included file '{shorten(ref)}' is not found", **where)
+                raise SceneError(f"the {what} '{shorten(ref)}' is not found", **where)
             real = os.path.realpath(found)
             if real in seen:
                 continue  # MuJoCo refuses a file included twice (or itself), naming it
             seen.add(real)
             if len(seen) > MAX_FILES:
                 raise SceneError(f"the model includes more than {MAX_FILES} files", **where)
-            text = read_regular(found, label=str(src.path), element="<include file>", line=el.sourceline)
-            sources.append(_Source(found, parse_xml(text, str(found))))
+            text = read_regular(found, label=str(src.path), element=f"<{el.tag} file>", line=el.sourceline)
+            sources.append(_Source(found, parse_xml(_utf8(text, str(found)), str(found))))
     subs = [v for s in sources for el in s.root.iter("compiler") for k in _DIRS if (v := el.get(k))]
     names = {el.get("name") for s in sources for el in s.root.iter() if el.get("name")}
     for src in sources:
         for el in src.root.iter():
             for attr, value in el.attrib.items():
                 where = {"file": str(src.path), "line": el.sourceline, "key_path": f"{_label(el)} {attr}"}
-                if attr.startswith("file") and el.tag != "include":
+                if attr.startswith("file") and el.tag not in ("include", "model"):
                     for candidate in _candidates(value, [model_dir, src.path.parent], subs):
                         problem = not_regular(candidate)
                         if problem not in (None, "not found"):
@@ -124,6 +125,19 @@ def prescan(path: Path) -> list[_Source]:
                 elif attr not in ("name", "class", "childclass", *_DIRS) and value not in names:
                     _finite(value, where)
     return sources
+
+
+def _utf8(text: bytes, file: str) -> bytes:
+    """``text`` when it is UTF-8 (MuJoCo's XML reader knows no other encoding: Latin-1 names would
+    reach mbsim as broken UTF-8, UTF-16 as a parse error without a reason)."""
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = text[: exc.start].count(b"\n") + 1
+        raise SceneError(
+            "MuJoCo reads MJCF files in UTF-8 only, and this one is not (save it as UTF-8)", file=file, line=line
+        ) from None
+    return text
 
 
 def _finite(value: str, where: dict) -> None:

@@ -788,3 +788,61 @@ def test_copied_real_robot_still_imports(tmp_path):
     shutil.copytree(src, tmp_path / "ur_description")
     scene = accepted(tmp_path, tmp_path / "ur_description" / "urdf" / "ur5_robot.urdf")
     assert len(scene["bodies"]) == 6
+
+
+MJCF_ENCODINGS = {
+    "latin1_name": (lambda t: t.replace("<mujoco", '<?xml version="1.0" encoding="ISO-8859-1"?>\n<mujoco', 1)
+                    .replace('name="tip"', 'name="caf\xe9"').encode("latin-1"), "UTF-8 only"),
+    "utf16": (lambda t: t.encode("utf-16"), "UTF-8 only"),
+    "utf8_bom": (lambda t: b"\xef\xbb\xbf" + t.encode(), None),
+    "crlf": (lambda t: t.replace("\n", "\r\n").encode(), None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(MJCF_ENCODINGS))
+def test_mjcf_encodings_other_than_utf8_are_refused(tmp_path, case):
+    """MuJoCo reads UTF-8 only: a Latin-1 body name was exit 1 (a UnicodeDecodeError), UTF-16 an
+    XML error without a reason; now exit 2 saying so. A BOM or CRLF lines import as usual."""
+    encode, needle = MJCF_ENCODINGS[case]
+    model = write(tmp_path, encode(PENDULUM_MJCF.read_text()), "model.xml")
+    if needle is None:
+        assert [b["name"] for b in accepted(tmp_path, model)["bodies"]] == ["upper", "lower", "tip"]
+    else:
+        refused(run_mbsim("import", model, timeout=TIMEOUT), str(model), needle)
+
+
+def test_a_fifo_in_an_attached_mjcf_model_never_blocks(tmp_path):
+    """<asset><model file> attaches another MJCF file: its own references are checked too."""
+    (tmp_path / "parts").mkdir()
+    write(tmp_path, '<mujoco><asset><mesh name="m" file="hand.stl"/></asset><worldbody><body name="hand">'
+          '<joint type="hinge"/><geom size="0.1"/></body></worldbody></mujoco>', "parts/hand.xml")  # fmt: skip
+    fifo(tmp_path / "parts" / "hand.stl")
+    text = mjcf_with('<asset><model name="hand" file="parts/hand.xml"/></asset>')
+    model = write(tmp_path, text, "model.xml")
+    refused(run_mbsim("import", model, timeout=10), f"{tmp_path / 'parts' / 'hand.xml'}:1:", "mesh 'm'", "FIFO")
+
+
+@pytest.mark.parametrize("kind", ["symlink_to_fifo", "symlink_loop", "file_uri_device", "package_folder"])
+def test_indirect_paths_to_what_is_not_a_file_are_refused(tmp_path, kind):
+    """A symlink to a FIFO as the model, a symlink loop, a URDF mesh file:// URI to a device, a
+    package:// mesh that is a folder: exit 2 saying what it is, in seconds."""
+    if kind in ("symlink_to_fifo", "symlink_loop"):
+        model = tmp_path / "robot.urdf"
+        if kind == "symlink_to_fifo":
+            model.symlink_to(fifo(tmp_path / "pipe"))
+            needle = "FIFO"
+        else:
+            model.symlink_to(tmp_path / "other.urdf")
+            (tmp_path / "other.urdf").symlink_to(model)
+            needle = "cannot be read"
+        refused(run_mbsim("import", model, timeout=10), needle)
+        refused(run_mbsim("validate", scene_with(tmp_path, model), timeout=10), needle)
+        return
+    if kind == "file_uri_device":
+        uri, needle = "file:///dev/zero", "is a character device"
+    else:
+        (tmp_path / "pkg" / "meshes" / "arm.stl").mkdir(parents=True)
+        uri, needle = "package://pkg/meshes/arm.stl", "is a directory"
+    visual = f'<visual><geometry><mesh filename="{uri}"/></geometry></visual>'
+    model = write(tmp_path, mutate(ARM, '</link>\n  <link name="fore">', f'{visual}</link>\n  <link name="fore">'))
+    refused(run_mbsim("import", model, timeout=10), "link 'upper' <visual> <mesh>", needle)
