@@ -140,9 +140,12 @@ def member_names(group: Mapping[str, Any] | Iterable[str] | None) -> list[str]:
 
 
 def member(group: Mapping[str, Any], name: str) -> Any:
-    """The member of ``group`` stored for ``name``, or None."""
-    link = hdf5_name(name)
-    return group.get(link)
+    """The member of ``group`` stored for ``name``, or None; in a file written before names were
+    escaped (stored as they are), the member of that very name."""
+    found = group.get(hdf5_name(name))
+    if found is None and "/" not in name and not _ONLY_DOTS.fullmatch(name):
+        found = group.get(name)
+    return found
 
 
 # the result file's groups whose members are named by the user (CONTRACT §3 and §8)

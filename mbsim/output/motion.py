@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import UsageError, plural
-from mbsim.names import hdf5_name, member_names
+from mbsim.names import member, member_names
 from mbsim.output.geometry import GeometryError, Sizes, Triangles, inertia_box, read_geometry, shape_triangles
 from mbsim.output.summary import check_result_path, open_result
 
@@ -96,7 +96,7 @@ def _read_bodies(f, bodies: list[str], n: int, dim: int):
     rotation[..., 3] = 1.0
     mass, inertia = {}, {}
     for b, name in enumerate(bodies):
-        group = f["bodies"][hdf5_name(name)]  # stored escaped (mbsim.names)
+        group = member(f["bodies"], name)  # stored escaped (mbsim.names)
         mass[name] = float(group.attrs.get("mass", 1.0))
         inertia[name] = np.asarray(group.attrs.get("inertia", 1.0), dtype=float)
         if "position" not in group:

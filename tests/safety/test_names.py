@@ -150,6 +150,23 @@ def test_export_glb_nodes_carry_the_original_names(names_result, tmp_path):
     assert sorted(n for n in nodes if n not in ("mbsim root", "ground")) == sorted(NAMES)
 
 
+def test_a_file_of_the_previous_layout_still_exports(names_result, tmp_path):
+    """Before the rule, names were links as they are (no escapes, no ``name`` attributes): such a
+    file (here: the names that stored the same) still exports with its names."""
+    old = tmp_path / "old.h5"
+    old.write_bytes(names_result.read_bytes())
+    with h5py.File(old, "r+") as f:
+        for group in ("bodies", "joints", "geometry"):
+            f[group].move("%25", "%")  # the one stored name the escapes changed that stays readable
+            for member in f[group].values():
+                del member.attrs["name"]
+    out = tmp_path / "old.glb"
+    code, _, stderr = run_mbsim("export", old, "-o", out, timeout=TIMEOUT)
+    assert code == 0, stderr
+    assert "%" in glb_node_names(out) and "upper/arm" in glb_node_names(out)
+    assert "%" in info_json(old)["bodies"]
+
+
 def test_export_html_takes_every_name(names_result, tmp_path):
     out = tmp_path / "names.html"
     code, _, stderr = run_mbsim("export", names_result, "-o", out, timeout=TIMEOUT)
