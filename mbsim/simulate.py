@@ -1,7 +1,8 @@
 """The run loop: scene -> model -> solver -> result file; returns a RunSummary.
 
 NaN, divergence (energy past ``solver.divergence`` times what the scene can supply,
-mbsim.diagnostics), a position violation past ``solver.max_violation`` and solver failures end
+mbsim.diagnostics), a position violation past ``solver.max_violation``, solver failures, a full
+disk and a result file deleted, replaced or truncated under the run (mbsim.output.guard) end
 the run with status ``failed`` (exit 3); SIGINT, SIGTERM and SIGHUP end it after the current step
 with status ``failed`` and the message ``interrupted (SIGTERM)`` (mbsim.interrupts). In every
 case the file keeps every recorded step up to the end.
@@ -313,7 +314,8 @@ def run(
             n_events = len(table[0])
             writer.write_events(*table)
             writer.set_attrs(events=n_events)
-        writer.close(
+        # a full disk or a file taken away under the run at the very end fails the run too
+        status, message = writer.close(
             status,
             message,
             steps=steps,

@@ -22,7 +22,7 @@ from mbsim.cli.options import (
 )
 from mbsim.errors import EXIT_CODES
 from mbsim.output.export import export_results
-from mbsim.output.safety import check_export_target, claim_result
+from mbsim.output.safety import check_export_target, claim_result, is_result_file
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import RunSummary, output_path, prepare_claimed
 from mbsim.simulate import run as simulate_run
@@ -148,7 +148,9 @@ def run(
     if summary.status != "completed":
         if not as_json:
             what = summary.message if signum is not None else f"simulation failed: {summary.message}"
-            click.echo(f"mbsim: {what} (partial results in {summary.file})", err=True)
+            # a file deleted or replaced under the run is not where the partial results are
+            kept = f" (partial results in {summary.file})" if is_result_file(summary.file) else ""
+            click.echo(f"mbsim: {what}{kept}", err=True)
         sys.exit(interrupts.exit_code(signum) if signum is not None else EXIT_CODES["simulation"])
     failed = [o for o in outcomes if not o.passed]
     if failed:

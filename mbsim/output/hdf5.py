@@ -5,11 +5,22 @@ Rows are buffered in memory and appended to chunked, resizable datasets at least
 that a killed run leaves a readable file with every recorded step up to that point. The root
 attribute ``status`` is ``running`` until :meth:`ResultWriter.close` sets ``completed`` or
 ``failed``.
+
+A full disk or a file taken away under the run (mbsim.output.guard) never reaches the HDF5
+library as a failed write: the header is built in memory and written in one piece (exit 2 with
+nothing left behind when it does not fit), every flush first reserves the space it needs past
+the end of the file (keeping enough for the close), and writes only the rows that fit when the
+disk is full; the run then fails (exit 3) with ``no space left on device`` and the file keeps
+every row written so far, readable, with status ``failed``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
+import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,14 +33,25 @@ from mbsim.errors import OutputError
 from mbsim.model.model import Model
 from mbsim.names import NAMED_GROUPS, hdf5_name, name_from_hdf5
 from mbsim.output.geometry import write_geometry
+from mbsim.output.guard import (
+    CLOSE_RESERVE,
+    NO_SPACE,
+    FileIdentity,
+    ResultFileError,
+    SpaceReservation,
+    is_no_space,
+    megabytes,
+)
 from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 
 FORMAT_VERSION = 1
+_LIBVER = ("v108", "latest")
+_FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
 
 
 def open_for_writing(claim: ResultClaim) -> h5py.File:
-    """Create (truncate) the claimed file for writing.
+    """The header of the claimed file, in memory: :func:`write_header` puts it on disk.
 
     The 1.8 file format (with the newest object headers: attributes beyond 64 KiB, the column
     names of /q for thousands of bodies, are stored densely) and no HDF5 file lock: a plain
@@ -37,11 +59,52 @@ def open_for_writing(claim: ResultClaim) -> h5py.File:
     and reads every row flushed so far, with no environment variable and no SWMR flag. (The
     writer's own lock, mbsim.output.safety, keeps a second writer out.)
     """
+    # in memory first: a header that does not fit on the disk is found before a byte is written
+    return h5py.File(f"{claim.path}.header", "w", driver="core", backing_store=False, libver=_LIBVER, locking=False)
+
+
+def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, SpaceReservation, FileIdentity]:
+    """Write the in-memory ``header`` (closed here) into the claimed file, with the space its
+    close needs reserved past its end, and open it there for the rows.
+
+    Raises:
+        OutputError: (exit 2) the header does not fit on the disk or cannot be written; the
+            claimed path is removed again (nothing at all is left) and the claim released.
+    """
+    header.flush()
+    image = header.id.get_file_image()
+    header.close()
+    fd = claim.fd
+    space = SpaceReservation(fd)
+    need = len(image) + CLOSE_RESERVE
     try:
-        return h5py.File(claim.path, "w", libver=("v108", "latest"), locking=False)
+        os.ftruncate(fd, 0)
+        if not space.ensure(need):
+            raise OSError(errno.ENOSPC, NO_SPACE)
+        view = memoryview(image)
+        while view:  # pwrite may write less than asked
+            view = view[os.pwrite(fd, view, len(image) - len(view)) :]
+        f = h5py.File(claim.path, "r+", libver=_LIBVER, locking=False)
     except OSError as exc:
+        if is_no_space(exc):
+            why = (
+                f"{NO_SPACE}: its header and the room to close it need {megabytes(need)}, "
+                f"{megabytes(space.free())} are free; nothing was written"
+            )
+        else:
+            why = f"cannot write the result file: {exc.strerror or exc}"
+        with contextlib.suppress(OSError):  # nothing of the run is in it: leave nothing behind
+            if os.stat(claim.path).st_ino == os.fstat(fd).st_ino:
+                os.unlink(claim.path)
         claim.release()
-        raise OutputError(f"cannot write the result file: {exc}", file=str(claim.path)) from None
+        raise OutputError(why, file=str(claim.path)) from None
+    identity = FileIdentity(claim.path, fd)
+    if os.fstat(f.id.get_vfd_handle()).st_ino != identity.key[1]:  # replaced between the two opens
+        f.close()
+        claim.release()
+        raise OutputError("the result file was replaced by another file while mbsim opened it", file=str(claim.path))
+    identity.written()
+    return f, space, identity
 
 
 def _start_file(f: h5py.File, scene_text: str, attrs: dict[str, Any], status: str, message: str) -> None:
@@ -64,13 +127,23 @@ def write_stub(claim: ResultClaim, scene_text: str, attrs: dict[str, Any], statu
     """A result file for a run that ended before its model existed (a signal during start-up):
     the root attributes, /scene and empty /time, /q, /v; the claim is released."""
     try:
-        with open_for_writing(claim) as f:
-            _start_file(f, scene_text, attrs, status, message)
-            f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
-            for name in ("q", "v"):
-                f.create_dataset(name, shape=(0, 0), maxshape=(None, None), dtype="f8")
+        f = open_for_writing(claim)
+        _start_file(f, scene_text, attrs, status, message)
+        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
+        for name in ("q", "v"):
+            f.create_dataset(name, shape=(0, 0), maxshape=(None, None), dtype="f8")
+        disk, space, _ = write_header(claim, f)
+        disk.close()
+        space.release()
+    except OutputError:  # a full disk: the signal that ended the run is what the user hears of
+        pass
     finally:
         claim.release()
+
+
+def _chunk_rows(row_bytes: int) -> int:
+    """Rows per chunk of a dataset whose rows take ``row_bytes``: chunks of about 64 kB, at most 256 rows."""
+    return max(1, min(256, 2**16 // max(8, row_bytes)))
 
 
 class ResultWriter:
@@ -120,7 +193,12 @@ class ResultWriter:
         # row still leaves the layout of CONTRACT §3 (with zero rows)
         for path, width in (("time", None), ("q", len(qn)), ("v", len(vn))):
             self._create(path, () if width is None else (width,), 256)
-        self.file.flush()  # readable (status "running") from the start, before the first rows
+        # on disk in one piece, readable (status "running") from the start, with the space of its
+        # close reserved: a header that does not fit is exit 2 with nothing left behind
+        self.file, self.space, self.identity = write_header(self.claim, self.file)
+        self._datasets = {path: self.file[path] for path in self._datasets}
+        self.failure: str | None = None  # why the file takes no more rows (a full disk, a file taken away)
+        self._lost: str | None = None  # how the file was taken away under the run (FileIdentity.problem)
 
     def append(self, row: dict[str, np.ndarray | float]) -> None:
         """One row: key -> value of one time step."""
@@ -169,56 +247,199 @@ class ResultWriter:
         self._datasets[path] = ds
         return ds
 
+    def _new_bytes(self, rows: int) -> int:
+        """An upper bound of what writing the first ``rows`` buffered rows adds to the file (whole
+        chunks, each new one with its index entry; new datasets' headers), plus what the close needs."""
+        total = CLOSE_RESERVE + _FLUSH_OVERHEAD
+        for key, values in self._buffer.items():
+            if not values or not rows:
+                continue
+            for path, data in self._targets(key, values[0][:1]):
+                ds = self._datasets.get(path)
+                if ds is not None:
+                    n, chunk_rows, chunk_bytes = ds.shape[0], ds.chunks[0], math.prod(ds.chunks) * ds.dtype.itemsize
+                elif data.ndim > 1 and data.shape[1] == 0:
+                    continue
+                else:
+                    n, chunk_rows = 0, _chunk_rows(data[0].nbytes)
+                    chunk_bytes = chunk_rows * max(8, data[0].nbytes)
+                    total += 4096  # its object header and attributes
+                new_chunks = math.ceil((n + rows) / chunk_rows) - math.ceil(n / chunk_rows)
+                if new_chunks:  # each with its index entry; the index may split a node (v1 B-tree)
+                    total += new_chunks * (chunk_bytes + 1024) + 4096
+        return total
+
+    def _rows_that_fit(self) -> int:
+        """The most buffered rows whose space can be reserved now (0 when not even one's)."""
+        lo, hi = 0, self._pending - 1  # the whole buffer did not fit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.space.ensure(self._new_bytes(mid)):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _stop(self, message: str, kind: str | None = None) -> ResultFileError:
+        """Take no more rows: the error that ends the run (exit 3, status failed)."""
+        self.failure = message
+        self._lost = kind or self._lost
+        return ResultFileError(message)
+
+    def _write_failed(self, exc: Exception) -> ResultFileError:
+        """The HDF5 library failed a read or write: the file was taken away or damaged under the
+        run (it reads the metadata it evicted back from the file), the space reserved was not
+        enough, an I/O error. The file is then closed without another write (see close)."""
+        problem = self.identity.problem()
+        if problem is not None:
+            return self._stop(problem[1], problem[0])
+        self._lost = "broken"
+        if is_no_space(exc):
+            return self._stop(
+                f"{NO_SPACE}: the disk filled while rows were being written; the rows of the last flush may be lost"
+            )
+        return self._stop(f"writing the result file failed: {exc}")
+
     def flush(self) -> None:
-        if self._pending:
-            for key, values in self._buffer.items():
-                block = np.concatenate(values)
-                for path, data in self._targets(key, block):
-                    if data.ndim > 1 and data.shape[1] == 0 and path not in self._datasets:
+        """Write the buffered rows (as many as the disk takes) and flush the file.
+
+        Raises:
+            ResultFileError: the disk is full (the rows that fit are written first), or the file was
+                deleted, replaced or truncated under the run; from then on nothing more is written.
+        """
+        if self.failure is not None:
+            raise ResultFileError(self.failure)
+        problem = self.identity.problem()
+        if problem is not None:
+            raise self._stop(problem[1], problem[0])
+        pending = self._pending
+        rows = pending
+        if pending and not self.space.ensure(self._new_bytes(pending)):
+            rows = self._rows_that_fit()
+            more = self._new_bytes(rows + 1) - self._new_bytes(rows) + CLOSE_RESERVE  # for the next row
+        try:
+            if pending:
+                for key, values in self._buffer.items():
+                    block = np.concatenate(values)[:rows] if values else None
+                    values.clear()
+                    if block is None or not len(block):
                         continue
-                    ds = self._datasets.get(path)
-                    if ds is None:
-                        ds = self._create(path, data.shape[1:], max(1, min(256, 2**16 // max(8, data[0].nbytes))))
-                    n = ds.shape[0]
-                    ds.resize(n + len(data), axis=0)
-                    ds[n:] = data
-                values.clear()
-            self._pending = 0
-            self.file.attrs["steps_recorded"] = self.rows
-        self.file.flush()
+                    for path, data in self._targets(key, block):
+                        if data.ndim > 1 and data.shape[1] == 0 and path not in self._datasets:
+                            continue
+                        ds = self._datasets.get(path)
+                        if ds is None:
+                            ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes))
+                        n = ds.shape[0]
+                        ds.resize(n + len(data), axis=0)
+                        ds[n:] = data
+                self._pending = 0
+                self.rows -= pending - rows  # rows that did not fit are not in the file
+                self.file.attrs["steps_recorded"] = self.rows
+            self.file.flush()
+        except (OSError, RuntimeError) as exc:  # h5py's errors of a failed write
+            raise self._write_failed(exc) from None
+        self.identity.written()
         self._last_flush = time.perf_counter()
+        if rows < pending:
+            raise self._stop(
+                f"{NO_SPACE}: the result file keeps the {self.rows} rows recorded before the disk filled "
+                f"(the next row needs about {megabytes(more)} with the room to close the file, "
+                f"{megabytes(self.space.available())} are left)"
+            )
 
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
         """/events/time, kind, contact (CONTRACT §3, event_driven): all events so far, replacing
-        what an earlier call wrote."""
-        group = self.file.require_group("events")
-        text = h5py.string_dtype()
-        for name, data, dtype in (
-            ("time", np.asarray(times, float), "f8"),
-            ("kind", kinds, text),
-            ("contact", contacts, text),
-        ):
-            if name in group:
-                del group[name]
-            group.create_dataset(name, data=np.array(data, dtype=object if dtype is text else float), dtype=dtype)
-
-    def set_attrs(self, **attrs: Any) -> None:
-        for key, value in attrs.items():
-            self.file.attrs[key] = value
-
-    def close(self, status: str, message: str, **attrs: Any) -> None:
-        """Write the remaining rows, the final status and close the file."""
-        if not self.file:
+        what an earlier call wrote. Written only where the disk takes them (else the run fails)."""
+        if self.failure is not None:
+            return
+        size = sum(8 + len(str(k)) + len(str(c)) + 32 for k, c in zip(kinds, contacts, strict=False))
+        if not self.space.ensure(CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size):
+            self._stop(f"{NO_SPACE}: the events (/events) did not fit in the result file; its rows are kept")
             return
         try:
+            group = self.file.require_group("events")
+            text = h5py.string_dtype()
+            for name, data, dtype in (
+                ("time", np.asarray(times, float), "f8"),
+                ("kind", kinds, text),
+                ("contact", contacts, text),
+            ):
+                if name in group:
+                    del group[name]
+                group.create_dataset(name, data=np.array(data, dtype=object if dtype is text else float), dtype=dtype)
+        except (OSError, RuntimeError) as exc:
+            self._write_failed(exc)
+
+    def set_attrs(self, **attrs: Any) -> None:
+        """Root attributes; a failure (a file taken away under the run) ends the run at the next flush."""
+        if self.failure is not None:
+            return
+        try:
+            for key, value in attrs.items():
+                self.file.attrs[key] = value
+        except (OSError, RuntimeError) as exc:
+            self._write_failed(exc)
+
+    def close(self, status: str, message: str, **attrs: Any) -> tuple[str, str]:
+        """Write the remaining rows, the final status and close the file.
+
+        Returns:
+            The final (status, message): ``failed`` with the reason when the file could not take
+            every row (a full disk) or is no longer the run's (deleted, replaced, truncated).
+        """
+        if not self.file:
+            return status, message
+        defect = None
+        try:
             self.flush()
-        except Exception as exc:  # the file must not claim success when its last rows were lost
-            status, message = "failed", f"writing the result file failed: {exc}"
-            raise
+        except ResultFileError:
+            pass  # self.failure says why
+        except Exception as exc:  # a defect of mbsim: the file must not claim success, and it goes on
+            defect = exc
+            self.failure = f"writing the result file failed: {type(exc).__name__}: {exc}"
+        if self.failure is not None:
+            if status == "completed" or not message:
+                message = self.failure
+            elif self.failure not in message:  # the run's own failure first, then what the file lost
+                message = f"{message}; then {self.failure}"
+            status = "failed"
+        try:
+            self._finish(status, message, attrs)
         finally:
-            try:
-                self.set_attrs(status=status, message=message, **attrs)
-                self.file.flush()
+            self.space.release()
+            self.claim.release()
+        if defect is not None:
+            raise defect
+        return status, message
+
+    def _finish(self, status: str, message: str, attrs: dict[str, Any]) -> None:
+        """The final status into the file, and the HDF5 file closed without ever being left to the
+        garbage collector half-open (whose failed writes print "Exception ignored" or crash)."""
+        if self._lost in ("truncated", "overwritten", "broken"):
+            # not ours to repair: what another process left there (or the last good flush) stays
+            self._detach()
+        try:
+            for key, value in {"status": status, "message": message, **attrs}.items():
+                self.file.attrs[key] = value
+            self.file.flush()
+            self.file.close()
+        except (OSError, RuntimeError):  # the file cannot take its status: left as the last flush left it
+            self._detach()
+            with contextlib.suppress(OSError, RuntimeError):
                 self.file.close()
-            finally:
-                self.claim.release()
+
+    def _detach(self) -> None:
+        """Point the HDF5 library's descriptor at an anonymous file, so that whatever it still
+        writes (its metadata at close) goes nowhere and the file on disk stays as it is."""
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            handle = self.file.id.get_vfd_handle()
+            if hasattr(os, "memfd_create"):
+                nowhere = os.memfd_create("mbsim-detached")
+            else:
+                import tempfile
+
+                with tempfile.TemporaryFile() as anonymous:
+                    nowhere = os.dup(anonymous.fileno())
+            os.dup2(nowhere, handle)
+            os.close(nowhere)
