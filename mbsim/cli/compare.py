@@ -37,10 +37,10 @@ from mbsim.solvers import SOLVERS
 )
 @click.option(
     "--repeat",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1000),  # a count that cannot finish is refused (exit 2), not run
     default=1,
     show_default=True,
-    help="Runs per solver; the table shows the median wall time.",
+    help="Runs per solver (1 to 1000); the table shows the median wall time.",
 )
 @click.option(
     "-o",

@@ -70,6 +70,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _special_file(path: str) -> str | None:
+    """``path`` is there but no regular file (a FIFO would block ``open`` for ever): what it is."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+
+
 def _wrap(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
     """Replace ``owner.name`` by ``make(original)`` unless it is absent or already wrapped."""
     original = owner.__dict__.get(name)
@@ -86,6 +99,10 @@ def _wrap(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[
 def _guard_load_index(original: Callable[..., Any]) -> Callable[..., Any]:
     def _load_index(self: Any, *args: Any, **kwargs: Any) -> Any:
         path = str(getattr(self, "_index_path", "?"))
+        odd = _special_file(path)
+        if odd is not None:  # never opened: numba's save replaces it (os.replace) or is bypassed
+            _report("index", path, f"compiled-kernel cache file {path} is {odd}; the kernel is compiled again")
+            return {}
         try:
             overloads = original(self, *args, **kwargs)
         except Exception as exc:  # FileNotFoundError is numba's own {} already
@@ -111,13 +128,17 @@ def _guard_load_index(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _guard_load_data(original: Callable[..., Any]) -> Callable[..., Any]:
     def _load_data(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = str(args[0] if args else kwargs.get("name", "?"))
+        path = os.path.join(str(getattr(self, "_cache_path", "")), name)
+        odd = _special_file(path)
+        if odd is not None:  # never opened (a FIFO would block): a miss, as for an unreadable file
+            _report("data", path, f"compiled-kernel cache file {path} is {odd}; the kernel is compiled again")
+            raise OSError(f"cache file {path} is {odd}")
         try:
             return original(self, *args, **kwargs)
         except FileNotFoundError:
             raise  # removed under its index: numba's load() answers a miss, nothing to report
         except Exception as exc:
-            name = str(args[0] if args else kwargs.get("name", "?"))
-            path = os.path.join(str(getattr(self, "_cache_path", "")), name)
             _report(
                 "data",
                 path,

@@ -60,6 +60,11 @@ def convex_hull(points: list[np.ndarray]):
     return mesh
 
 
+# triangles a generator may make: 4 million take ~40 s and ~2 GB to check and build (mass
+# properties, watertightness, a field or octree), as many as the largest mesh file that loads
+MAX_GENERATED_TRIANGLES = 4_000_000
+
+
 def _points(ctx: Context, path: KeyPath, value: Any) -> list[np.ndarray]:
     if not isinstance(value, list) or len(value) < 4:
         raise ctx.error(path, "expected a list of at least 4 points [x, y, z]")
@@ -70,6 +75,13 @@ def _segments(ctx: Context, path: KeyPath, value: Any) -> tuple[int, int]:
     got = Vector(2).read(ctx, path, value)
     if np.any(got < 3) or np.any(got != np.round(got)):
         raise ctx.error(path, f"expected two whole numbers >= 3, got {value}")
+    triangles = 2.0 * float(got[0]) * float(got[1])
+    if triangles > MAX_GENERATED_TRIANGLES:
+        raise ctx.error(
+            path,
+            f"{got[0]:.3g} x {got[1]:.3g} segments make {triangles:.3g} triangles (about "
+            f"{triangles * 400 / 1e9:.3g} GB to build); expected at most {MAX_GENERATED_TRIANGLES:,} triangles",
+        )
     return int(got[0]), int(got[1])
 
 
@@ -100,7 +112,9 @@ GENERATORS: dict[str, Generator] = {
             "inner": Field(Number(positive=True), "inner radius, m"),
             "outer": Field(Number(positive=True), "outer radius, m"),
             "thickness": Field(Number(positive=True), "extent along local z, m"),
-            "sections": Field(Number(minimum=8, integer=True), "segments around", 128),
+            "sections": Field(
+                Number(minimum=8, maximum=MAX_GENERATED_TRIANGLES // 8, integer=True), "segments around", 128
+            ),
         },
         lambda v: annulus(v["inner"], v["outer"], v["thickness"], int(v["sections"])),
         "flat ring about local z, centred",

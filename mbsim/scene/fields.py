@@ -24,6 +24,9 @@ from mbsim.scene.load import KeyPath, RawScene
 
 REQUIRED = object()  # marker default: the key must be given
 MAX_TEXT = 4096  # characters of a name, method or file name (free text such as description may be longer)
+# iterations per step or per solve that a solver option may ask for: a solve that 10^6 iterations
+# do not settle never will, and a step must end for a signal to be honoured (CONTRACT §4)
+MAX_ITERATIONS = 1_000_000
 
 # the state of the body a force or torque acts on, by dimension (CONTRACT §1)
 STATE_3D = frozenset({"t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"})

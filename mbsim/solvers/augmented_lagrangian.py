@@ -53,7 +53,7 @@ from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
-from mbsim.scene.fields import Context, Field, Number
+from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number
 from mbsim.solvers import ode_kernels, robust_kernels
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import inverse_mass_times
@@ -69,7 +69,7 @@ OPTION_FIELDS = {
     "mu": Field(Number(minimum=0), "mu, damping ratio of the constraint stabilisation", 1.0),
     "tol": Field(Number(positive=True), "relative change of the accelerations that ends the iteration", 1e-9),
     "max_iter": Field(
-        Number(minimum=1, integer=True),
+        Number(minimum=1, maximum=MAX_ITERATIONS, integer=True),
         "multiplier iterations at most per solve (a direction that stalls near a singular position counts as lost)",
         3000,
     ),

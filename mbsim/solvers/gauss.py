@@ -40,7 +40,7 @@ from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.model.sparse import is_sparse
-from mbsim.scene.fields import Choice, Context, Field, Number, Sub
+from mbsim.scene.fields import MAX_ITERATIONS, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import MinNorm
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
@@ -49,15 +49,20 @@ from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, kkt_matrix, 
 NAME = "gauss"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
 OPTIMIZERS = ("kkt", "slsqp", "pso")
+MAX_PARTICLES = 10_000  # a swarm holds particles x coordinates numbers per solve
 RESULT_CODES = {"kkt": 0, "slsqp": 1, "swarm": 2, "refined": 3}
 
 SLSQP_FIELDS = {
     "tol": Field(Number(positive=True), "SLSQP's ftol, relative to the size of the objective", 1e-14),
-    "max_iter": Field(Number(minimum=1, integer=True), "iterations at most per solve", 100),
+    "max_iter": Field(Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "iterations at most per solve", 100),
 }
 PSO_FIELDS = {
-    "particles": Field(Number(minimum=3, integer=True), "swarm size, the two extra particles included", 20),
-    "max_iter": Field(Number(minimum=1, integer=True), "swarm iterations at most per solve", 40),
+    "particles": Field(
+        Number(minimum=3, maximum=MAX_PARTICLES, integer=True), "swarm size, the two extra particles included", 20
+    ),
+    "max_iter": Field(
+        Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "swarm iterations at most per solve", 40
+    ),
     "inertia": Field(Number(minimum=0), "inertia weight w", 0.729),
     "c1": Field(Number(minimum=0), "cognitive coefficient (pull to the particle's best)", 1.49445),
     "c2": Field(Number(minimum=0), "social coefficient (pull to the swarm's best)", 1.49445),
@@ -65,7 +70,9 @@ PSO_FIELDS = {
     "mutation_rate": Field(Number(minimum=0, maximum=1), "probability that a particle mutates per iteration", 0.1),
     "penalty": Field(Number(positive=True), "weight of |J v_dot - gamma|^2 in the swarm's objective", 1e6),
     "tol": Field(Number(minimum=0), "relative improvement of the best value counted as progress", 1e-12),
-    "patience": Field(Number(minimum=1, integer=True), "iterations without progress that end the search", 5),
+    "patience": Field(
+        Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "iterations without progress that end the search", 5
+    ),
     "seed": Field(Number(minimum=0, integer=True), "seed of the random numbers (runs are reproducible)", 0),
 }
 OPTION_FIELDS = {

@@ -26,13 +26,17 @@ from mbsim.errors import AssemblyError, SimulationError
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
-from mbsim.scene.fields import Boolean, Field, Number
+from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Field, Number
 from mbsim.solvers.linalg import correction
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
     "velocity": Field(Boolean(), "then project velocities onto J v + Phi_t = 0", True),
-    "iterations": Field(Number(minimum=1, integer=True), "Newton iterations of the position projection at most", 2),
+    "iterations": Field(
+        Number(minimum=1, maximum=MAX_ITERATIONS, integer=True),
+        "Newton iterations of the position projection at most",
+        2,
+    ),
     "tol": Field(Number(positive=True), "stop iterating once max |Phi| is below this", 1e-13),
 }
 

@@ -57,7 +57,7 @@ from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
-from mbsim.scene.fields import Boolean, Choice, Context, Field, Number, Sub
+from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.linalg import MinNorm, inverse_mass_times
@@ -68,7 +68,7 @@ NAME = "timestepping"
 CAPABILITIES = {"rigid_contacts": True, "integrators": False}
 
 PGS_FIELDS = {
-    "iterations": Field(Number(minimum=1, integer=True), "sweeps at most per step", 500),
+    "iterations": Field(Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "sweeps at most per step", 500),
     "tol": Field(Number(positive=True), "largest change of an impulse in a sweep that ends it (relative)", 1e-10),
     "omega": Field(Number(positive=True, maximum=1.99), "over-relaxation factor", 1.0),
     "warm_start": Field(Boolean(), "start from the previous step's impulses of the same contact features", True),

@@ -42,7 +42,7 @@ from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_ene
 from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
-from mbsim.scene.fields import Context, Field, Number, Raw
+from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number, Raw
 from mbsim.solvers import variational_kernels as vk
 from mbsim.solvers.base import Block, SolverBase, read_options
 from mbsim.solvers.linalg import MinNorm
@@ -64,7 +64,9 @@ OPTION_FIELDS = {
         "on 100 times the constraint residual, both relative to max(1, |u|)",
         1e-12,
     ),
-    "max_iter": Field(Number(minimum=1, integer=True), "Newton iterations at most per step", 25),
+    "max_iter": Field(
+        Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "Newton iterations at most per step", 25
+    ),
     "rank_tol": Field(Number(positive=True), "rank tolerance of the reaction solve at recorded nodes", 1e-12),
 }
 

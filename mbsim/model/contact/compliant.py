@@ -44,7 +44,7 @@ from mbsim.model.contact.compliant_kernels import (
 )
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
-from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf
+from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf, grid_too_large
 from mbsim.model.model import Frames
 from mbsim.names import CONTACT_DATASETS, hdf5_name
 from mbsim.scene.fields import Context, Field, Number, read_mapping
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from mbsim.model.data import RunData
 
 _LOG = logging.getLogger("mbsim.cache")
+# even surface samples a contact may ask for: a million take trimesh ~20 s and 1 GB to spread, and
+# every sample is queried at every evaluation (a mesh's own vertices come on top)
+MAX_SAMPLES = 1_000_000
 OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
 
 FRICTION_FIELDS = {
@@ -206,9 +209,7 @@ class CompliantContacts:
             row[f"{group}/count"] = float(count)
             row[f"{group}/max_penetration"] = deepest
             if pair.classes is not None:
-                row[f"{group}/class_counts"] = (
-                    classes if classes is not None else np.zeros(len(pair.classes) + 1)
-                )
+                row[f"{group}/class_counts"] = classes if classes is not None else np.zeros(len(pair.classes) + 1)
         return row
 
     def _boxes_overlap(self, pair: CompliantPair, f: Frames, grow: float = 0.0) -> bool:
@@ -397,6 +398,21 @@ def build_compliant(
         grid = read_mapping(ctx, (*path, "sdf"), values.get("sdf") or {}, SDF_FIELDS)
         cell = grid["cell"] or size / 64.0
         padding = grid["padding"] if grid["padding"] is not None else 0.1 * size
+        too_large = grid_too_large(np.asarray(master_mesh.bounds), cell, padding)
+        if too_large is not None:  # refused before a byte is allocated (a 1e-4 m cell: 216 GB)
+            blame = "padding" if grid["padding"] is not None and 2 * padding > size else "cell"
+            raise ctx.error(
+                (*path, "sdf", blame) if grid[blame] is not None else (*path, "sdf"),
+                f"the signed distance field of '{master_name}' ({size:.3g} m across) would be {too_large}; "
+                "choose a larger sdf.cell or a smaller sdf.padding",
+            )
+        extra = int(values.get("samples") or 0)
+        if extra > MAX_SAMPLES:
+            raise ctx.error(
+                (*path, "samples"),
+                f"{extra:.3g} sample points would need {24 * extra / 1e9:.3g} GB and more per step; "
+                f"expected at most {MAX_SAMPLES:,} (the slave's mesh vertices are sample points as well)",
+            )
         try:
             field = cached_sdf(master_mesh, cell, padding, cache_dir())
         except ValueError as exc:
@@ -411,7 +427,6 @@ def build_compliant(
             raise ctx.error((*path, "friction"), "expected v_dynamic > v_static")
         bounds = master_mesh.vertices
         points = np.asarray(slave_mesh.vertices, dtype=float)
-        extra = int(values.get("samples") or 0)
         if extra:  # evenly spread surface points, reproducible (fixed seed)
             import trimesh
 

@@ -42,6 +42,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ if TYPE_CHECKING:  # imported where a mesh is checked: a scene without meshes ne
 _JIT = {"cache": True, "nogil": True}
 _CACHE_VERSION = 1  # bump when the build changes what is stored
 _MAX_BUCKETS_PER_AXIS = 48  # bounds the sorted offset table at (2 * 48 - 1)^3 entries
+# grid nodes a field may have: 2^26 float64 values are 512 MiB in memory and in the cache (a
+# 406^3 grid, built in well under a minute); the default grid (1/64 of the master's size) has ~0.5 M
+MAX_SDF_NODES = 1 << 26
 _LOG = logging.getLogger("mbsim.cache")  # cache warnings (a name, not an import from mbsim)
 
 
@@ -336,11 +340,41 @@ def _pseudo_normals(mesh: trimesh.Trimesh) -> np.ndarray:
     return out
 
 
+def grid_size(bounds: np.ndarray, cell: float, padding: float) -> tuple[float, float, float]:
+    """Node counts per axis of the grid ``build_sdf`` makes, as floats: computed before anything is
+    allocated, and without the integer overflow of a grid of 1e30 nodes."""
+    bounds = np.asarray(bounds, dtype=np.float64)
+    counts = np.maximum(np.ceil(((bounds[1] + padding) - (bounds[0] - padding)) / cell) + 1.0, 2.0)
+    return float(counts[0]), float(counts[1]), float(counts[2])
+
+
+def grid_too_large(bounds: np.ndarray, cell: float, padding: float) -> str | None:
+    """Why the grid of spacing ``cell`` and margin ``padding`` around ``bounds`` is too large to
+    build (its size and memory, and the limit), or None when it is within :data:`MAX_SDF_NODES`."""
+    counts = grid_size(bounds, cell, padding)
+    nodes = counts[0] * counts[1] * counts[2]
+    if nodes <= MAX_SDF_NODES:
+        return None
+    shown = "x".join(f"{n:.0f}" if n < 1e6 else f"{n:.3g}" for n in counts)
+    amount = f"{nodes:.3g} nodes ({_bytes(8.0 * nodes)})" if np.isfinite(nodes) else "more than 1e308 nodes"
+    return (
+        f"a {shown} grid of {amount} for cell {cell:g} m and padding "
+        f"{padding:g} m; expected at most {MAX_SDF_NODES:,} nodes ({_bytes(8.0 * MAX_SDF_NODES)})"
+    )
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n / 1e3:.3g} kB"
+
+
 def _grid_for(bounds: np.ndarray, cell: float, padding: float) -> tuple[np.ndarray, np.ndarray]:
     """Origin and node counts of a grid of spacing ``cell`` covering ``bounds`` enlarged by ``padding``, centred."""
     lo = bounds[0] - padding
     hi = bounds[1] + padding
-    shape = np.maximum(np.ceil((hi - lo) / cell).astype(np.int64) + 1, 2)
+    shape = np.asarray(grid_size(bounds, cell, padding)).astype(np.int64)
     origin = 0.5 * (lo + hi) - 0.5 * cell * (shape - 1)
     return origin, shape
 
@@ -377,6 +411,9 @@ def build_sdf(mesh: trimesh.Trimesh, cell: float, padding: float) -> SignedDista
     if not (padding >= 0.0 and np.isfinite(padding)):
         raise ValueError(f"signed distance field: padding must be a number >= 0, got {padding!r}")
     mesh = _check_mesh(mesh)
+    too_large = grid_too_large(np.asarray(mesh.bounds, dtype=np.float64), float(cell), float(padding))
+    if too_large is not None:
+        raise ValueError(f"signed distance field: {too_large}")
     origin, shape = _grid_for(np.asarray(mesh.bounds, dtype=np.float64), float(cell), float(padding))
 
     tri = np.ascontiguousarray(mesh.triangles, dtype=np.float64)  # (nt, 3, 3)
@@ -449,6 +486,15 @@ def cached_sdf(
     if cache_dir is None:
         return build_sdf(mesh, cell, padding)
     path = Path(cache_dir) / f"sdf-{sdf_cache_key(mesh, cell, padding)[:40]}.npz"
+    odd = _not_regular(path)
+    if odd is not None:  # someone else's FIFO, device or directory: neither read nor replaced
+        _LOG.warning(
+            "mbsim: warning: signed distance field cache entry %s is %s, not a regular file; "
+            "the cache is bypassed and the field kept in memory for this run only",
+            path,
+            odd,
+        )
+        return build_sdf(mesh, cell, padding)
     field = _load_cached(path, mesh, cell, padding)
     if field is None:
         field = build_sdf(mesh, cell, padding)
@@ -456,21 +502,44 @@ def cached_sdf(
     return field
 
 
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists and is no regular file (symlinks followed), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):  # fmt: skip
+        if test(mode):
+            return what
+    return "a special file"
+
+
 def _load_cached(path: Path, mesh: trimesh.Trimesh, cell: float, padding: float) -> SignedDistanceField | None:
     """The field stored at ``path``, or None when there is none or it is unusable (then a warning)."""
     try:
-        if not path.exists():
-            return None
-    except OSError:  # e.g. a parent directory that cannot be searched: _store reports it
+        st = path.stat()
+    except OSError:  # absent, or a parent directory that cannot be searched: _store reports it
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None  # cached_sdf bypasses it (opening a FIFO would block for ever)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            field = SignedDistanceField(
-                origin=np.array(data["origin"], dtype=np.float64),
-                cell=float(data["cell"]),
-                shape=tuple(int(n) for n in data["shape"]),
-                values=np.array(data["values"], dtype=np.float64),
-            )
+        # O_NONBLOCK: the entry may have been swapped for a FIFO since the look above
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise OSError("not a regular file")
+            data_file = np.load(stream, allow_pickle=False)
+            with data_file as data:
+                field = SignedDistanceField(
+                    origin=np.array(data["origin"], dtype=np.float64),
+                    cell=float(data["cell"]),
+                    shape=tuple(int(n) for n in data["shape"]),
+                    values=np.array(data["values"], dtype=np.float64),
+                )
         problem = _mismatch(field, mesh, cell, padding)
     except Exception as exc:  # EOFError (zero bytes), BadZipFile, ValueError, KeyError, OSError, ...
         problem = _describe(exc)
