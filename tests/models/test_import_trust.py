@@ -846,3 +846,18 @@ def test_indirect_paths_to_what_is_not_a_file_are_refused(tmp_path, kind):
     visual = f'<visual><geometry><mesh filename="{uri}"/></geometry></visual>'
     model = write(tmp_path, mutate(ARM, '</link>\n  <link name="fore">', f'{visual}</link>\n  <link name="fore">'))
     refused(run_mbsim("import", model, timeout=10), "link 'upper' <visual> <mesh>", needle)
+
+
+@pytest.mark.parametrize(("depth", "accepted_"), [(300, True), (3000, False)])
+def test_deeply_nested_mjcf_bodies(tmp_path, depth, accepted_):
+    """300 nested bodies (MuJoCo takes them; the XML parser's default depth of 256 refused them)
+    import; 3000 (past MuJoCo's own limit) are exit 2 at once."""
+    text = "<mujoco><worldbody>" + "".join(
+        f'<body name="b{i}" pos="0 0 -0.1"><joint type="hinge"/><geom size="0.01"/>' for i in range(depth)
+    ) + "</body>" * depth + "</worldbody></mujoco>"  # fmt: skip
+    model = write(tmp_path, text, "model.xml")
+    if accepted_:
+        code, out, err = run_mbsim("import", model, timeout=TIMEOUT)
+        assert code == 0 and out.count("type: revolute") == depth, err
+    else:
+        refused(run_mbsim("import", model, timeout=TIMEOUT), "depth", "2048")
