@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from mbsim.cli.options import debug_option, handle_errors
 from mbsim.errors import SceneError, path_text
+from mbsim.output.safety import written_atomically
 
 HEADER = "# written by mbsim import from "  # the first line of every scene this command writes
 
@@ -97,15 +96,7 @@ def import_model(model_file: str, output: str | None, base: str, fmt: str | None
     folder = target.resolve().parent
     if not folder.is_dir():
         raise SceneError(f"the folder {folder} does not exist", file=output)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file (mkstemp makes it private)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # through a temporary name: a full disk or a read-only folder is exit 2 with no half-written scene
+    with written_atomically(target, "the scene") as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
     click.echo(f"{output}: scene written from {model_file}", err=True)
