@@ -35,7 +35,12 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None, prefix:
         file=model_file,
         base_dir=Path.cwd(),
     )
-    expanded, (imported,) = expand_models(raw, Context(scene=raw))
+    try:
+        expanded, (imported,) = expand_models(raw, Context(scene=raw))
+    except SceneError as exc:  # the entry above is ours, not the user's: its prefix is --prefix
+        if not exc.key_path.startswith("models[0].prefix"):
+            raise
+        raise SceneError(exc.reason, file=model_file, key_path="--prefix", hint=exc.hint) from None
     data = expanded.data
     if not data["bodies"]:  # a scene needs one body: say so of the model, not of a scene the user never wrote
         raise SceneError(

@@ -861,3 +861,10 @@ def test_deeply_nested_mjcf_bodies(tmp_path, depth, accepted_):
         assert code == 0 and out.count("type: revolute") == depth, err
     else:
         refused(run_mbsim("import", model, timeout=TIMEOUT), "depth", "2048")
+
+
+def test_a_refused_prefix_of_mbsim_import_is_named_as_the_option(tmp_path):
+    """mbsim import builds its models: entry itself: a prefix the name rule refuses is blamed on
+    --prefix, not on a models[0].prefix the user never wrote."""
+    err = refused(run_mbsim("import", write(tmp_path, ARM), "--prefix", "a\x01", timeout=TIMEOUT), "--prefix")
+    assert "models[0]" not in err
