@@ -65,5 +65,7 @@ def verify(
     click.echo(render(result, "json" if as_json else "table").rstrip("\n"))
     if result.interrupted:
         sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))
+    if result.error is not None:
+        raise result.error  # exit 2, after the rows that did run
     if result.failed:
         sys.exit(4)

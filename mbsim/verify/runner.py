@@ -33,9 +33,9 @@ from scipy.interpolate import CubicSpline
 import mbsim
 from mbsim import interrupts
 from mbsim.compare import check_choice, file_stem, parse_solver_spec, scene_for, unique_stem
-from mbsim.errors import Interrupted, MbsimError, SceneError, UsageError
+from mbsim.errors import Interrupted, MbsimError, OutputError, SceneError, UsageError
 from mbsim.names import dataset_path
-from mbsim.output.safety import check_target
+from mbsim.output.outdir import check_outdir, check_result, open_outdir
 from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
 from mbsim.scene.load import apply_override, load_raw_scene
 from mbsim.scene.spec import SceneSpec, build_spec
@@ -96,6 +96,7 @@ class Verification:
     outdir: str
     created: str = ""
     interrupted: bool = False
+    error: SceneError | None = None  # a problem found wrong by its run (a group as quantity): exit 2
 
     @property
     def failed(self) -> int:
@@ -147,8 +148,9 @@ def plan(
             if wanted and choice.method not in wanted:
                 continue
             check_choice(choice)
+            check_outdir(outdir / problem.id, "verification")  # a file in the way: refused before any run
             file = outdir / problem.id / f"{unique_stem(file_stem(choice), taken)}.h5"
-            check_target(file)
+            check_result(file)
             try:
                 raw, _ = scene_for(base, choice)
                 for assignment in own:
@@ -161,20 +163,38 @@ def plan(
         note(f"{problem.id}: {sum(p.problem is problem for p in out)} run(s) checked")
     if wanted and not out:
         raise UsageError(f"no problem runs method {', '.join(sorted(wanted))}", key_path="--method")
+    if out:  # a read-only or unwritable OUTDIR is exit 2 before anything runs, not a failed row
+        open_outdir(outdir, "verification")
     return out
+
+
+class WrongQuantity(Exception):
+    """A check's quantity that is no time series of the result file (a group, text, a table of
+    another length): a mistake of the problem file, reported at its key (exit 2)."""
 
 
 def _dataset(result: h5py.File, check: Check) -> tuple[np.ndarray, np.ndarray]:
     name = dataset_path(result, check.quantity)  # bodies/NAME/... with the scene's names (mbsim.names)
     if name is None:
         raise KeyError(f"the result file has no dataset '{check.quantity.strip('/')}'")
-    values = np.asarray(result[name][()], dtype=float)
+    node = result[name]
+    times = np.asarray(result["time"][()], dtype=float)
+    if isinstance(node, h5py.Group):
+        members = ", ".join(sorted(node)[:8]) or "nothing"
+        raise WrongQuantity(f"'{name}' is a group of the result file (holding {members}); expected a dataset")
+    if not isinstance(node, h5py.Dataset) or node.dtype.kind not in "iuf" or node.ndim == 0:
+        raise WrongQuantity(f"'{name}' is not a numeric time series of the result file ({node.dtype}, {node.shape})")
+    if node.shape[0] != len(times):
+        raise WrongQuantity(
+            f"'{name}' has {node.shape[0]} rows, the result file {len(times)} recorded times; expected a time series"
+        )
+    values = np.asarray(node[()], dtype=float)
     values = values.reshape(len(values), -1)
     if check.columns is not None:
         if max(check.columns) >= values.shape[1]:
             raise KeyError(f"'{name}' has {values.shape[1]} columns; the check names column {max(check.columns)}")
         values = values[:, check.columns]
-    return np.asarray(result["time"][()], dtype=float), values
+    return times, values
 
 
 def _differences(
@@ -229,6 +249,10 @@ def evaluate(check: Check, summary: RunSummary, path: Path, quick: bool = False)
         except KeyError as exc:
             result.note = str(exc.args[0])
             return result
+        except WrongQuantity as exc:
+            if check.locate is None:
+                raise SceneError(str(exc), key_path=check.quantity) from None
+            raise check.locate(str(exc)) from None
         diffs = _differences(check, times, values, quick, result)
         if diffs is None:
             return result
@@ -257,8 +281,8 @@ def run_one(item: Planned, note: Callable[[str], None], quick: bool = False) -> 
     prepared, item.prepared = item.prepared, None
     try:
         summary = run(item.spec, item.file, prepared=prepared)
-    except Interrupted:
-        raise
+    except (Interrupted, OutputError):
+        raise  # an output that cannot be written is exit 2 (the rows so far are shown), not a failed row
     except MbsimError as exc:
         row.status, row.message = "failed", str(exc)
         summary = None
@@ -312,6 +336,9 @@ def verify(
             row = run_one(item, note, quick)
         except Interrupted:
             result.interrupted = True
+            break
+        except SceneError as exc:  # the problem file is wrong (the table so far is still shown)
+            result.error = exc
             break
         result.rows.append(row)
         note(f"  {row.outcome}: {row.quantity} error {cell(row.error, '.3g')} (tolerance {cell(row.tolerance, 'g')})"
