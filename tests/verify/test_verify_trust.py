@@ -272,7 +272,10 @@ def test_problem_file_that_links_outside_is_not_read(tmp_path):
     "bomb",
     [
         'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
-        + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+        + "".join(
+            f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        )
         + "id: T1\n",
         "id: " + "[" * 10_000 + "]" * 10_000 + "\n",
     ],
