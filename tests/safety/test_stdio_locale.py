@@ -208,7 +208,7 @@ def test_a_reader_that_went_away(work: Path, command: str) -> None:
     ids=["info_json-head-c1", "compare-head-1", "info-head-1"],
 )
 def test_head_in_a_shell_pipeline(work: Path, pipeline: str) -> None:
-    command = f"set -o pipefail; {sys.executable} -m mbsim {pipeline}; echo \"status=$?\" >&2"
+    command = f'set -o pipefail; {sys.executable} -m mbsim {pipeline}; echo "status=$?" >&2'
     proc = subprocess.run([BASH, "-c", command], capture_output=True, text=True, timeout=TIMEOUT, cwd=work)
     no_python_noise(proc.stderr)
     assert proc.stdout  # head got its line
@@ -256,7 +256,7 @@ LOCALE_COMMANDS = {
     "export_html": (("export", "Lauf-ö.h5", "-o", "Seite-ö.html"), "Seite-ö.html"),
     "export_glb": (("export", "Lauf-ö.h5", "-o", "Modell-ö.glb"), "Modell-ö.glb"),
     "plot": (("plot", "Lauf-ö.h5", "-o", "Bild-ö.png"), "Bild-ö.png"),
-    "compare": (("compare", "Pendel-ö.yaml", "--solvers", "lagrange", "-o", "Vergleich-ö", "--set", "time.end=0.2"), "lagrange"),
+    "compare": (("compare", "Pendel-ö.yaml", "--solvers", "lagrange", "-o", "Vergleich-ö", *SHORT), "lagrange"),
     "import": (("import", "Arm-ö.urdf", "-o", "Arm-ö.yaml"), "Arm-ö.yaml"),
     "unknown_key_message": (("validate", "Pendel-ö.yaml", "--set", "bodies.0.mässe=1"), "mässe"),
 }  # fmt: skip
