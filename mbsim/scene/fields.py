@@ -118,9 +118,13 @@ class Number(Reader):
         text = "whole number" if self.integer else "number"
         if self.positive:
             text = "positive " + text
-        if self.minimum is not None:
+        if self.minimum is not None and self.minimum == self.maximum:
+            text += f" equal to {self.minimum:g}"
+        elif self.minimum is not None and self.maximum is not None:
+            text += f" from {self.minimum:g} to {self.maximum:g}"
+        elif self.minimum is not None:
             text += f" >= {self.minimum:g}"
-        if self.maximum is not None:
+        elif self.maximum is not None:
             text += f" <= {self.maximum:g}"
         return "a " + text
 
