@@ -263,10 +263,14 @@ class ResultWriter:
                 else:
                     n, chunk_rows = 0, _chunk_rows(data[0].nbytes)
                     chunk_bytes = chunk_rows * max(8, data[0].nbytes)
-                    total += 4096  # its object header and attributes
-                new_chunks = math.ceil((n + rows) / chunk_rows) - math.ceil(n / chunk_rows)
-                if new_chunks:  # each with its index entry; the index may split a node (v1 B-tree)
-                    total += new_chunks * (chunk_bytes + 1024) + 4096
+                    total += 3072  # its object header, attributes and new groups (measured: 1 to 2 kB)
+                chunks_before, chunks_after = math.ceil(n / chunk_rows), math.ceil((n + rows) / chunk_rows)
+                # each new chunk, and the nodes of the chunk index (a v1 B-tree of about 2 kB a node:
+                # the root with the first chunk; at most 64 entries a node, at least 32 after a
+                # split, which may add a root too) every 32 chunks
+                nodes = math.ceil(chunks_after / 32) - math.ceil(chunks_before / 32)
+                index = 3072 * nodes if chunks_before == 0 else 6144 * nodes
+                total += (chunks_after - chunks_before) * (chunk_bytes + 256) + index
         return total
 
     def _rows_that_fit(self) -> int:
@@ -316,7 +320,8 @@ class ResultWriter:
         rows = pending
         if pending and not self.space.ensure(self._new_bytes(pending)):
             rows = self._rows_that_fit()
-            more = self._new_bytes(rows + 1) - self._new_bytes(rows) + CLOSE_RESERVE  # for the next row
+            # what the disk could not give, for the message
+            need, left = self._new_bytes(rows + 1), self.space.available()
         try:
             if pending:
                 for key, values in self._buffer.items():
@@ -344,8 +349,8 @@ class ResultWriter:
         if rows < pending:
             raise self._stop(
                 f"{NO_SPACE}: the result file keeps the {self.rows} rows recorded before the disk filled "
-                f"(the next row needs about {megabytes(more)} with the room to close the file, "
-                f"{megabytes(self.space.available())} are left)"
+                f"(row {self.rows + 1} needed about {megabytes(need)} with the room to close the file; "
+                f"{megabytes(left)} were left)"
             )
 
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
