@@ -79,10 +79,11 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """mbsim: multibody dynamics from YAML scenes to HDF5 results.
 
-    Exit codes: 0 done; 2 the scene or the command line is wrong; 3 the simulation failed
-    (the result file is kept with status failed); 4 an --assert did not hold (verify: a problem failed); 128 + N a
-    signal N ended it (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the result file is closed with
-    status failed); 1 anything else.
+    Exit codes: 0 done; 2 the scene or the command line is wrong, or an output (stdout too)
+    cannot be written; 3 the simulation failed (the result file is kept with status failed);
+    4 an --assert did not hold (verify: a problem failed); 128 + N a signal N ended it (130
+    SIGINT, 143 SIGTERM, 129 SIGHUP; the result file is closed with status failed); 141 the
+    reader of stdout went away (| head); 1 anything else.
     """
 
 
