@@ -11,7 +11,9 @@ from mbsim import interrupts
 from mbsim.cli.options import debug_option, handle_errors, json_option, quiet_option
 
 
-@click.command()
+@click.command(
+    short_help="Run the benchmark problems (all, or each PROBLEM) against their published or closed-form references."
+)  # the docstring's first sentence is too long for `mbsim --help` (mbsim.cli.main.COMMANDS)
 @click.argument("problems", nargs=-1, metavar="[PROBLEM]...")
 @click.option(
     "--method",
