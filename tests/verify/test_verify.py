@@ -4,6 +4,7 @@ a user's own problem folder, and the shipped problems' tables against their deri
 from __future__ import annotations
 
 import json
+import re
 import runpy
 import sys
 import textwrap
@@ -239,7 +240,29 @@ def test_the_shipped_tables_are_what_their_derivations_write(folder: Path, tmp_p
     except SystemExit as exc:  # a derivation with a main() that returns its exit code
         assert exc.code in (0, None)
     for name, data in before.items():
-        assert (copy / name).read_bytes() == data, name
+        written = (copy / name).read_bytes()
+        if name.endswith(".csv") and written != data:
+            # an ODE solution recomputed under another numpy/scipy release moves in its last digits
+            # (seen: 2e-9 relative on a 6e-6 entry); any real change of a derivation is far larger
+            assert_same_table(written.decode(), data.decode(), name)
+        else:
+            assert written == data, name
+
+
+def assert_same_table(written: str, shipped: str, name: str, rtol: float = 1e-8, atol: float = 1e-12) -> None:
+    """The same lines, the same words, and numbers equal to ``rtol`` (plus ``atol`` near zero)."""
+    new_lines, old_lines = written.splitlines(), shipped.splitlines()
+    assert len(new_lines) == len(old_lines), f"{name}: {len(new_lines)} lines written, {len(old_lines)} shipped"
+    for number, (new, old) in enumerate(zip(new_lines, old_lines, strict=True), start=1):
+        new_words, old_words = re.split(r"[,\s]+", new), re.split(r"[,\s]+", old)
+        assert len(new_words) == len(old_words), f"{name}:{number}: {new!r} != {old!r}"
+        for a, b in zip(new_words, old_words, strict=True):
+            try:
+                x, y = float(a), float(b)
+            except ValueError:
+                assert a == b, f"{name}:{number}: {new!r} != {old!r}"
+                continue
+            assert abs(x - y) <= rtol * max(abs(x), abs(y)) + atol, f"{name}:{number}: {a} != {b}"
 
 
 @pytest.mark.slow

@@ -3,8 +3,9 @@
 Each rigid, enabled entry of ``contacts`` allows contact between every shape of a body of its
 ``body1`` set and every shape of a body of its ``body2`` set. A set is a body name, a list of
 names, or a glob pattern (``fnmatch``: ``ball*``, ``*``; ``ground`` is included when it matches
-or is named; a body's exact name is that body, even one holding ``*``, ``?`` or ``[``), so that one entry covers a pile: all unordered pairs between the two sets, never
-a body with itself. When two entries cover the same pair the later one wins (its restitution
+or is named; a body's exact name is that body, even one holding ``*``, ``?`` or ``[``), so
+that one entry covers a pile: all unordered pairs between the two sets, never a body with
+itself. When two entries cover the same pair the later one wins (its restitution
 and friction apply). Disabled entries are skipped as if deleted; compliant entries take no part
 here (mbsim.model.contact covers rigid contact only).
 
