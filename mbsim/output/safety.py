@@ -176,6 +176,10 @@ def _refuse(path: Path, reason: str) -> OutputError:
     return OutputError(reason, file=str(path))
 
 
+# a result path that is a symbolic link: writing through it would change a file elsewhere
+_LINK = "is a symbolic link; mbsim does not write a result through a link (give the file it leads to, or another name)"
+
+
 def _busy(path: Path) -> OutputError:
     return _refuse(path, f"is being written by {describe_writer(path)}; wait for it or choose another output")
 
@@ -187,11 +191,13 @@ def check_target(path: str | Path, read: bool = True) -> None:
     not mbsim's is refused when it comes up)."""
     p = Path(path)
     try:
-        st = os.stat(p)
+        st = os.lstat(p)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise _refuse(p, f"cannot use this path for the result file: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(p, _LINK)
     if stat.S_ISDIR(st.st_mode):
         raise _refuse(p, "is a directory; expected the path of a result file (.h5)")
     if not stat.S_ISREG(st.st_mode):
@@ -236,12 +242,14 @@ def claim_result(path: str | Path) -> ResultClaim:
                 os.close(fd)
                 raise _busy(p)
             return ResultClaim(p, fd, created=True)
-        check_target(p)  # refuses directories, devices, live files, files that are not results
+        check_target(p)  # refuses links, directories, devices, live files, files that are not results
         try:
-            fd = os.open(p, os.O_RDWR | os.O_NONBLOCK)
+            fd = os.open(p, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             continue
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # became a link since check_target looked
+                raise _refuse(p, _LINK) from None
             raise _refuse(p, f"cannot write the result file: {exc.strerror or exc}") from None
         if not _try_lock(fd):
             os.close(fd)
@@ -251,6 +259,15 @@ def claim_result(path: str | Path) -> ResultClaim:
             os.close(fd)
             check_target(p)
             raise _refuse(p, "exists and is not an mbsim result file")
+        if os.fstat(fd).st_nlink > 1:
+            # other names of this file (a `cp -al` or `ln` backup) keep their contents: the run
+            # writes a new file under this name instead of truncating the shared one
+            os.close(fd)
+            try:
+                os.unlink(p)
+            except OSError as exc:
+                raise _refuse(p, f"cannot replace the result file: {exc.strerror or exc}") from None
+            continue
         return ResultClaim(p, fd)
     raise _refuse(p, "the path keeps changing under mbsim (created and removed by another process)")
 

@@ -158,3 +158,37 @@ def test_taken_away_before_the_first_rows(background, tmp_path, attack) -> None:
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert rc == 3, err
     assert "under the run" in err
+
+
+def _finished_result(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / name
+    code, _, err = run_mbsim("run", PENDULUM, "-o", out, "--set", "time.end=0.05", "--quiet")
+    assert code == 0, err
+    return out
+
+
+def test_a_link_as_result_path_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    """`-o link.h5` where link.h5 leads to an mbsim result elsewhere: exit 2 naming the link; the
+    file it leads to keeps every byte (writing through would change a file the user did not name)."""
+    target = _finished_result(tmp_path, "elsewhere.h5")
+    before = target.read_bytes()
+    link = tmp_path / "link.h5"
+    link.symlink_to(target)
+    code, _, err = run_mbsim("run", PENDULUM, "-o", link, "--set", "time.end=0.1", "--quiet")
+    assert code == 2, err
+    assert "symbolic link" in err and "link.h5" in err and "Traceback" not in err
+    assert target.read_bytes() == before and link.is_symlink()
+
+
+def test_a_result_with_a_hard_linked_backup_is_replaced_by_a_new_file(tmp_path: Path) -> None:
+    """`ln out.h5 backup.h5` (or `cp -al`), then a new run to out.h5: the run writes a new file, the
+    backup keeps the old run's bytes."""
+    out = _finished_result(tmp_path, "out.h5")
+    backup = tmp_path / "backup.h5"
+    os.link(out, backup)
+    before = backup.read_bytes()
+    code, _, err = run_mbsim("run", PENDULUM, "-o", out, "--set", "time.end=0.1", "--quiet")
+    assert code == 0, err
+    assert backup.read_bytes() == before
+    assert out.stat().st_ino != backup.stat().st_ino
+    assert root_attrs(out)["status"] == "completed" and recorded_rows(out) > recorded_rows(backup)
