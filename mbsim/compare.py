@@ -391,6 +391,7 @@ class CompareRow:
     error_rms: float | None = None
     error_max: float | None = None
     notes: list[str] = field(default_factory=list)
+    file_failure: str | None = None  # the run's result file was lost (full disk, taken away): exit 3
 
 
 @dataclass
@@ -488,6 +489,7 @@ def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], 
         row.max_velocity_violation = last.max_velocity_violation
         row.energy_drift = last.energy_drift
         row.events = event_summary(item.file)
+        row.file_failure = last.file_failure
     if row.status != "completed":
         note(f"  {choice.text}: failed: {row.message}")
     return row

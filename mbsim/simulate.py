@@ -52,11 +52,15 @@ class RunSummary:
     energy_drift: float
     assembly: list[dict] = field(default_factory=list)
     events: int | None = None  # event_driven: the number of events (/events)
+    # why the result file could not keep the run (a full disk, the file taken away under the run):
+    # a failure of the command's output, not of the physics (compare ends with exit 3 for it)
+    file_failure: str | None = None
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        if out["events"] is None:
-            del out["events"]
+        for key in ("events", "file_failure"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -343,4 +347,5 @@ def run(
         energy_drift=stats.energy_drift,
         assembly=model.assembly_report,
         events=n_events,
+        file_failure=writer.failure,
     )

@@ -12,7 +12,7 @@ from mbsim import interrupts
 from mbsim.cli.options import debug_option, export_option, handle_errors, quiet_option, set_option
 from mbsim.compare import FORMATS, parse_reference, parse_solver_list, render
 from mbsim.compare import compare as run_comparison
-from mbsim.errors import UsageError
+from mbsim.errors import SimulationError, UsageError
 from mbsim.output.export import export_motions
 from mbsim.output.motion import read_motion
 from mbsim.output.safety import check_export_target
@@ -100,3 +100,10 @@ def compare(
             note(f"mbsim: export in {exported.file} ({exported.bytes / 1e6:.2f} MB)")
     if result.interrupted:
         sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))
+    # a solver whose result file could not keep its run (a full disk, the file taken away) is a
+    # lost output, not a finding of the comparison: the table is kept, the command fails (exit 3)
+    lost = [row for row in (*result.rows, result.reference) if row is not None and row.file_failure]
+    for row in lost:
+        click.echo(f"mbsim: {SimulationError.label}: {row.solver}: {row.file_failure}", err=True)
+    if lost:
+        sys.exit(SimulationError.exit_code)

@@ -166,13 +166,14 @@ def test_disk_filled_then_the_run_ends_at_its_close(disk, background) -> None:
 @pytest.mark.parametrize(
     ("size_kb", "full", "code"),
     [
-        pytest.param(400, False, 0, id="room-for-some-rows"),
+        pytest.param(400, False, 3, id="room-for-some-rows"),
         pytest.param(400, True, 2, id="full-at-start"),
     ],
 )
 def test_compare_on_a_full_disk(disk, size_kb, full, code) -> None:
-    """Each solver's run fails for want of space (a failed row: compare exits 0, as for any failed
-    run); where not even compare.json fits, exit 2 naming it. No traceback either way."""
+    """Each solver's run fails for want of space: a failed row in the table, and the command ends
+    with exit 3 after its reports (an output lost, not a finding of the comparison); where not
+    even compare.json fits, exit 2 naming it. No traceback either way."""
     folder = disk(size_kb)
     if full:
         fill(folder)
