@@ -13,8 +13,10 @@ Nothing here imports numpy or the rest of mbsim, so that it is cheap to install 
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
 
 # the signals a user, ``timeout``, a CI runner's cancellation or a batch scheduler sends
@@ -24,8 +26,14 @@ _received: list[int] = []  # signal numbers in the order they came (the first on
 _installed = False
 
 
+_raise_now = False  # inside `raising()`: the handler also interrupts the code that runs
+
+
 def _handle(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
+    if _raise_now:
+        # a BaseException, so that no `except Exception` of a library (numba's compiler) keeps it
+        raise KeyboardInterrupt
 
 
 def install() -> bool:
@@ -89,6 +97,28 @@ def check() -> None:
         from mbsim.errors import Interrupted
 
         raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[None]:
+    """Within the block a handled signal ends the block at once with :class:`mbsim.errors.Interrupted`
+    instead of waiting for the next poll: for long set-up that polls nothing, numba compiling a
+    method's kernels (minutes on a cold cache). Only around code that may be abandoned at any
+    point: it must write no file (a result file half-flushed would be lost)."""
+    global _raise_now
+    previous = _raise_now
+    _raise_now = True
+    try:
+        check()  # one that came just before
+        yield
+    except KeyboardInterrupt:
+        if received() is None:  # Ctrl-C through a library's own handler
+            record(signal.SIGINT)
+        from mbsim.errors import Interrupted
+
+        raise Interrupted(received()) from None
+    finally:
+        _raise_now = previous
 
 
 class handling:  # noqa: N801 - used as a context manager, like contextlib's

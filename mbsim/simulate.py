@@ -216,7 +216,8 @@ def run(
 
     try:
         with interrupts.handling(), np.errstate(all="ignore"):
-            solver.load_compiled()  # set-up (a signal meanwhile is acted on after it), not the timed loop
+            with interrupts.raising():  # a cold cache compiles for minutes: a signal ends it at once
+                solver.load_compiled()  # set-up, not the timed loop
             start = last_progress = time.perf_counter()
             record(state, StepInfo())
             writer.set_attrs(energy_scale=stats.scale)  # J; a live file's readers measure drift by it too
