@@ -74,6 +74,8 @@ class RunStats:
         scale, the largest |work| so far and what gravity can give a free fall by then."""
         max_work = np.fmax.accumulate(np.fmax(np.abs(work), self.max_work))
         error = np.abs(kinetic + potential - work - self.energy0)
+        # an energy that overflowed (inf - inf) has an unbounded error, never none (fmax skips NaN)
+        error[np.isnan(error)] = np.inf
         a, b = self.fall
         supply = np.fmax(np.fmax(self.scale, max_work), a * t + b * t * t)
         worst = np.fmax(kinetic, error)

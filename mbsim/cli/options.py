@@ -48,7 +48,12 @@ strict_option = click.option(
 
 
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(_text(obj), indent=2, default=_json_default))
+    """``obj`` as strict JSON on stdout: a number that is not finite (the energy drift of a run
+    whose state overflowed) is ``null``, as in compare.json and sweep.json, so that jq and every
+    other strict reader take it."""
+    from mbsim.output.tables import finite  # numpy: not before a command needs it
+
+    click.echo(json.dumps(finite(_text(obj)), indent=2, default=_json_default, allow_nan=False))
 
 
 def _text(value: Any) -> Any:
@@ -66,10 +71,12 @@ def _text(value: Any) -> Any:
 def _json_default(value: Any) -> Any:
     import numpy as np
 
+    from mbsim.output.tables import finite
+
     if isinstance(value, np.generic):
-        return value.item()
+        return finite(value.item())
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return finite(value.tolist())
     return str(value)
 
 

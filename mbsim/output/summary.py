@@ -135,8 +135,9 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
 
 def energy_drift(f: h5py.File) -> float:
     """Relative energy drift as mbsim.diagnostics defines it, from the recorded series."""
-    err = relative_energy_error(f)
-    return float(np.max(np.abs(err))) if len(err) else float("nan")
+    err = np.abs(relative_energy_error(f))
+    err[np.isnan(err)] = np.inf  # an energy that overflowed: an unbounded error (as the run counts it)
+    return float(np.max(err)) if len(err) else float("nan")
 
 
 def relative_energy_error(f: h5py.File) -> np.ndarray:
