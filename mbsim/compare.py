@@ -49,7 +49,7 @@ from mbsim.output.outdir import (
     write_report,
 )
 from mbsim.output.summary import open_result
-from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
+from mbsim.output.tables import aligned_rows, cell, json_ready, markdown_rows
 from mbsim.scene.load import RawScene, apply_override, load_raw_scene
 from mbsim.scene.spec import SOLVER_FIELDS, SceneSpec, build_spec
 from mbsim.simulate import RunSummary, prepare, run
@@ -410,7 +410,7 @@ class Comparison:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return finite(
+        return json_ready(
             {
                 "format": COMPARE_FORMAT,
                 "format_version": COMPARE_FORMAT_VERSION,

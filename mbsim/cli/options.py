@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from mbsim import interrupts
-from mbsim.errors import Interrupted, MbsimError, path_text
+from mbsim.errors import Interrupted, MbsimError
 
 set_option = click.option(
     "--set",
@@ -51,32 +51,20 @@ def emit_json(obj: Any) -> None:
     """``obj`` as strict JSON on stdout: a number that is not finite (the energy drift of a run
     whose state overflowed) is ``null``, as in compare.json and sweep.json, so that jq and every
     other strict reader take it."""
-    from mbsim.output.tables import finite  # numpy: not before a command needs it
+    from mbsim.output.tables import json_ready  # numpy: not before a command needs it
 
-    click.echo(json.dumps(finite(_text(obj)), indent=2, default=_json_default, allow_nan=False))
-
-
-def _text(value: Any) -> Any:
-    """``value`` with every string (file names above all) as text a JSON reader takes: the bytes
-    a non-UTF-8 locale could not decode become characters again, not lone surrogates."""
-    if isinstance(value, str):
-        return path_text(value)
-    if isinstance(value, dict):
-        return {_text(k): _text(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_text(v) for v in value]
-    return value
+    click.echo(json.dumps(json_ready(obj), indent=2, default=_json_default, allow_nan=False))
 
 
 def _json_default(value: Any) -> Any:
     import numpy as np
 
-    from mbsim.output.tables import finite
+    from mbsim.output.tables import json_ready
 
     if isinstance(value, np.generic):
-        return finite(value.item())
+        return json_ready(value.item())
     if isinstance(value, np.ndarray):
-        return finite(value.tolist())
+        return json_ready(value.tolist())
     return str(value)
 
 

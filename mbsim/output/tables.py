@@ -8,17 +8,23 @@ from typing import Any
 
 import numpy as np
 
+from mbsim.errors import path_text
 
-def finite(obj: Any) -> Any:
-    """NaN and infinity -> None, so that the JSON is strict."""
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` with values every strict JSON reader takes: NaN and infinity -> None, and every
+    string (file names above all) as UTF-8 text, the bytes an ASCII locale could not decode read
+    again (mbsim.errors.path_text), never lone surrogates."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
+    if isinstance(obj, str):
+        return path_text(obj)
     if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
+        return {json_ready(k): json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
+        return [json_ready(v) for v in obj]
     if isinstance(obj, np.generic):
-        return finite(obj.item())
+        return json_ready(obj.item())
     return obj
 
 

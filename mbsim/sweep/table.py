@@ -28,7 +28,7 @@ import mbsim
 from mbsim import interrupts
 from mbsim.errors import EXIT_CODES
 from mbsim.output.outdir import Mark, csv_mark, json_mark, markdown_line, markdown_mark, write_report
-from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
+from mbsim.output.tables import aligned_rows, cell, json_ready, markdown_rows
 
 SWEEP_FORMAT = "mbsim-sweep"
 SWEEP_FORMAT_VERSION = 1
@@ -151,7 +151,7 @@ class SweepResult:
     def to_dict(self, rows: bool = True) -> dict[str, Any]:
         """The sweep as JSON values (``sweep.json``); ``rows=False`` leaves the rows out (an
         empty list), for writing them one at a time (:func:`render_chunks`)."""
-        return finite(
+        return json_ready(
             {
                 "format": SWEEP_FORMAT,
                 "format_version": SWEEP_FORMAT_VERSION,
@@ -333,7 +333,7 @@ def _json_chunks(result: SweepResult) -> Iterator[str]:
         yield "[\n"
         last = len(result.rows) - 1
         for k, row in enumerate(result.rows):
-            yield "    " + json.dumps(finite(row.to_dict())) + (",\n" if k < last else "\n  ]")
+            yield "    " + json.dumps(json_ready(row.to_dict())) + (",\n" if k < last else "\n  ]")
     yield tail
 
 

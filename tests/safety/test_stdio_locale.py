@@ -279,6 +279,7 @@ def test_every_command_under_an_ascii_locale(umlauts: Path, command: str) -> Non
     if command == "compare":
         report = json.loads((umlauts / "Vergleich-ö" / "compare.json").read_text(encoding="utf-8"))
         assert report["scene_file"] == "Pendel-ö.yaml"
+        assert report["outdir"] == "Vergleich-ö" and report["rows"][0]["file"] == "Vergleich-ö/lagrange.h5"
         assert "Pendel-ö.yaml" in (umlauts / "Vergleich-ö" / "compare.md").read_text(encoding="utf-8")
     if command == "import":
         scene = umlauts / "Arm-ö.yaml"
