@@ -36,7 +36,7 @@ from mbsim.compare import check_choice, file_stem, parse_solver_spec, scene_for,
 from mbsim.errors import Interrupted, MbsimError, OutputError, SceneError, UsageError
 from mbsim.names import dataset_path
 from mbsim.output.outdir import check_outdir, check_result, open_outdir
-from mbsim.output.tables import aligned_rows, cell, finite, markdown_rows
+from mbsim.output.tables import aligned_rows, cell, json_ready, markdown_rows
 from mbsim.scene.load import apply_override, load_raw_scene
 from mbsim.scene.spec import SceneSpec, build_spec
 from mbsim.simulate import RunSummary, prepare, run
@@ -103,7 +103,7 @@ class Verification:
         return sum(r.outcome == "fail" for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return finite(
+        return json_ready(
             {
                 "format": VERIFY_FORMAT,
                 "format_version": VERIFY_FORMAT_VERSION,
