@@ -13,27 +13,25 @@ Nothing here imports numpy or the rest of mbsim, so that it is cheap to install 
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from types import FrameType
+from typing import Any, TypeVar
 
 # the signals a user, ``timeout``, a CI runner's cancellation or a batch scheduler sends
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+T = TypeVar("T")
 
 _received: list[int] = []  # signal numbers in the order they came (the first one decides)
 _installed = False
 
 
-_raise_now = False  # inside `raising()`: the handler also interrupts the code that runs
+_abandoned: list[threading.Thread] = []  # set-up threads a signal left running (see `polled`)
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
-    if _raise_now:
-        # a BaseException, so that no `except Exception` of a library (numba's compiler) keeps it
-        raise KeyboardInterrupt
 
 
 def install() -> bool:
@@ -99,26 +97,40 @@ def check() -> None:
         raise Interrupted(signum)
 
 
-@contextlib.contextmanager
-def raising() -> Iterator[None]:
-    """Within the block a handled signal ends the block at once with :class:`mbsim.errors.Interrupted`
-    instead of waiting for the next poll: for long set-up that polls nothing, numba compiling a
-    method's kernels (minutes on a cold cache). Only around code that may be abandoned at any
-    point: it must write no file (a result file half-flushed would be lost)."""
-    global _raise_now
-    previous = _raise_now
-    _raise_now = True
-    try:
-        check()  # one that came just before
-        yield
-    except KeyboardInterrupt:
-        if received() is None:  # Ctrl-C through a library's own handler
-            record(signal.SIGINT)
-        from mbsim.errors import Interrupted
+def polled(work: Callable[[], T]) -> T:
+    """``work()``, run in a helper thread while the main thread polls the signal flag: a signal
+    ends the wait at once with :class:`mbsim.errors.Interrupted` instead of after ``work``
+    returns. For long set-up that polls nothing and cannot take an exception raised into it:
+    numba compiling a method's kernels (minutes on a cold cache) runs inside LLVM's callbacks.
+    The abandoned thread dies with the process (:func:`abandoned`: the entry point then exits
+    without waiting for it). ``work`` must write no file. Off the main thread, or where the
+    handlers are not routed to the flag, it simply calls ``work()``."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not _handle:
+        return work()
+    check()
+    box: dict[str, Any] = {}
 
-        raise Interrupted(received()) from None
-    finally:
-        _raise_now = previous
+    def run() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread as it is
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="mbsim-set-up", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+        if received() is not None and thread.is_alive():
+            _abandoned.append(thread)
+            check()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def abandoned() -> bool:
+    """Whether a signal left set-up work running in a helper thread (:func:`polled`)."""
+    return any(thread.is_alive() for thread in _abandoned)
 
 
 class handling:  # noqa: N801 - used as a context manager, like contextlib's

@@ -93,6 +93,12 @@ def prepare(spec: SceneSpec, strict: bool = False):
     return model, solver
 
 
+def quietly(work: Callable[[], None]) -> None:
+    """``work()`` with numpy's floating-point warnings off (numpy's error state is per thread)."""
+    with np.errstate(all="ignore"):
+        work()
+
+
 def numerical_failure(exc: BaseException) -> SimulationError | None:
     """The SimulationError (exit 3) that an exception raised inside a step stands for, or None when
     it is a defect of mbsim (exit 1): a linear-algebra failure, or a library refusing non-finite
@@ -115,8 +121,10 @@ def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -
     status failed and the signal's message (the run ended before its first step), then raises
     Interrupted."""
     try:
+        # compiling the model and the solver's kernels takes minutes on a cold cache: a signal ends
+        # the wait at once (nothing here writes the result file; the stub below does)
         with interrupts.handling():
-            return prepare(spec, strict)
+            return interrupts.polled(lambda: prepare(spec, strict))
     except Interrupted as exc:
         attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
         from mbsim.output.hdf5 import write_stub  # here: h5py costs validate's start-up ~30 ms
@@ -216,8 +224,7 @@ def run(
 
     try:
         with interrupts.handling(), np.errstate(all="ignore"):
-            with interrupts.raising():  # a cold cache compiles for minutes: a signal ends it at once
-                solver.load_compiled()  # set-up, not the timed loop
+            interrupts.polled(lambda: quietly(solver.load_compiled))  # set-up: a cold cache compiles for minutes
             start = last_progress = time.perf_counter()
             record(state, StepInfo())
             writer.set_attrs(energy_scale=stats.scale)  # J; a live file's readers measure drift by it too

@@ -153,4 +153,12 @@ def main() -> None:
     signum = interrupts.received() or (pending[0] if pending else None)
     if signum is not None and code in (0, None):  # came after the last poll (or while click started)
         code = interrupts.exit_code(signum)
-    raise SystemExit(lost_output_code(code))
+    code = lost_output_code(code)
+    if interrupts.abandoned():
+        # set-up work that a signal cut short (numba compiling) still runs in a helper thread: leave
+        # now rather than wait for it, or for its libraries' exit hooks, at interpreter shutdown
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code if isinstance(code, int) else 1)
+    raise SystemExit(code)

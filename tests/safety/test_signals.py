@@ -59,7 +59,7 @@ def test_a_signal_at_any_moment_of_start_up(tmp_path: Path, background, sig: int
     run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=60", env=env)  # ~15 s of stepping
     time.sleep(delay)
     run.signal(sig)
-    exit_code, _, stderr = run.finish(timeout=30)  # not the minutes the compile would take
+    exit_code, _, stderr = run.finish(timeout=60)  # not the minutes the compile would take
     if delay == 0.0 and exit_code == -sig:  # it came before the interpreter ran a line of Python:
         return  # the default action ended the process, which a shell reports as 128 + N as well
     assert exit_code == code, stderr
