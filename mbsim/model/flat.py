@@ -16,9 +16,8 @@ return the reason instead, and the method steps through the Python path.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
+from mbsim.model.layout import FlatData, FlatModel
 
 from mbsim.model.constraints import PrimitiveGroup
 from mbsim.model.dynamics import inverse_sqrt_mass_blocks
@@ -43,183 +42,6 @@ VARIABLES = {
     3: ("t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"),
     2: ("t", "x", "y", "angle", "vx", "vy", "w"),
 }
-
-
-class FlatModel(NamedTuple):
-    """Everything a compiled right-hand side reads; shapes with n* the item counts.
-
-    Attributes:
-        dim, nbody, nq, nv, nc: dimension and sizes (mbsim.model.model.Model).
-        body_inv_mass: (nbody, w, w) inverse mass-matrix blocks; body_inertia: (nbody, 3, 3)
-            (2D: the 1x1 inertia in [0, 0]); body_weight: (nbody, 3) m g (2D: 2 columns used).
-        prim_*: constraint primitives, one row each: kind (POINT3 ...), bodies i and j
-            (extended: nbody = ground), vec (n, 3, 3) up to three local vectors of the kind,
-            row (first constraint row), nrow, offset (n, 3) value kept per row, drive (index of
-            the drive's c in the expression programs, c' and c'' follow; -1 none), wrap (angle
-            rows wrapped to (-pi, pi]).
-        spr_*: joint springs: the same table over spring coordinates (row = coordinate index),
-            stiffness, damping and rest (ncoord,).
-        sd_*: spring-dampers: bodies b1, b2, local points s1, s2 (n, 3), k, c, rest (n,).
-        ld_*: applied forces and torques: body, local point (n, 3), body_frame (components
-            in body axes), torque, expr (n, 3) program index per component (-1 none).
-        prog_*: the expression programs (mbsim.scene.expr.Programs): op, dst, args, imm,
-            start, stop, result; nreg registers, the variables first (VARIABLES).
-        row_bi, row_bj: (nc,) the two bodies of each constraint row (nbody: the ground), so that
-            sums over J's rows skip the blocks that are zero.
-        body_mass_block: (nbody, w, w) mass-matrix blocks (the kinetic energy).
-        rx_joint, rx_body: (nc,) per constraint row its joint and the body its reaction is
-            reported on (nbody: none); joint_body, joint_point: (njoint,), (njoint, 3) that
-            body and the joint point in its axes; driven_rows: (ndriven,) the drive rows
-            (mbsim.diagnostics.reactions).
-        body_inv_sqrt_mass: (nbody, w, w) blocks of M^-1/2 (the rank-robust methods' scaling,
-            mbsim.model.dynamics.inverse_sqrt_mass_blocks).
-        s_rows (nc,): the order in which S = J M^-1 J^T is factored, position i holding
-            constraint row s_rows[i] (_schur_pattern); in those positions: s_ptr (nc + 1,), s_col
-            the lower triangle's pattern of S (CSR, columns ascending): positions j <= i whose rows
-            share a body with position i's; row_first (nc,): the first of them, where row i of S's
-            envelope (and of its Cholesky factor) starts; row_last (nc,): the last position whose
-            envelope reaches column i (the back substitution's range).
-    """
-
-    dim: int
-    nbody: int
-    nq: int
-    nv: int
-    nc: int
-    body_inv_mass: np.ndarray
-    body_inertia: np.ndarray
-    body_weight: np.ndarray
-    prim_kind: np.ndarray
-    prim_bi: np.ndarray
-    prim_bj: np.ndarray
-    prim_vec: np.ndarray
-    prim_row: np.ndarray
-    prim_nrow: np.ndarray
-    prim_offset: np.ndarray
-    prim_drive: np.ndarray
-    prim_wrap: np.ndarray
-    nspr: int
-    spr_kind: np.ndarray
-    spr_bi: np.ndarray
-    spr_bj: np.ndarray
-    spr_vec: np.ndarray
-    spr_row: np.ndarray
-    spr_nrow: np.ndarray
-    spr_offset: np.ndarray
-    spr_drive: np.ndarray
-    spr_wrap: np.ndarray
-    spr_stiffness: np.ndarray
-    spr_damping: np.ndarray
-    spr_rest: np.ndarray
-    sd_b1: np.ndarray
-    sd_b2: np.ndarray
-    sd_s1: np.ndarray
-    sd_s2: np.ndarray
-    sd_k: np.ndarray
-    sd_c: np.ndarray
-    sd_rest: np.ndarray
-    ld_body: np.ndarray
-    ld_point: np.ndarray
-    ld_body_frame: np.ndarray
-    ld_torque: np.ndarray
-    ld_expr: np.ndarray
-    prog_op: np.ndarray
-    prog_dst: np.ndarray
-    prog_args: np.ndarray
-    prog_imm: np.ndarray
-    prog_start: np.ndarray
-    prog_stop: np.ndarray
-    prog_result: np.ndarray
-    nreg: int
-    row_bi: np.ndarray
-    row_bj: np.ndarray
-    body_mass_block: np.ndarray
-    rx_joint: np.ndarray
-    rx_body: np.ndarray
-    joint_body: np.ndarray
-    joint_point: np.ndarray
-    driven_rows: np.ndarray
-    body_inv_sqrt_mass: np.ndarray
-    s_rows: np.ndarray
-    s_ptr: np.ndarray
-    s_col: np.ndarray
-    row_first: np.ndarray
-    row_last: np.ndarray
-
-
-class FlatData(NamedTuple):
-    """The buffers of one run (written by the compiled step; see FlatModel for the shapes' n).
-
-    Attributes:
-        pos, rot, vel, omega_body, omega: body frames, ground last ((nbody+1, 3), rot 3x3;
-            omega in world axes); omega2, angle: the 2D angular velocity and angle (nbody+1,).
-        Q, Qn: (nv,) all generalized forces and their non-conservative part.
-        phi, phi_t, gamma: (nc,); J: (nc, nv) dense constraint Jacobian.
-        minv_jt: (nv, nc) M^-1 J^T; S: (nc, nc) its Schur complement, factored in place;
-            lam, rhs: (nc,); s_work: (nc,) a vector in S's factored order (FlatModel.s_rows); minv_q: (nv,).
-        spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, nv); spr_ref: (ncoord,) the
-            unwrapped deflection of the last accepted step (state carried between steps);
-            spr_rate, spr_bias: scratch of the coordinates' (unused) rate and bias.
-        row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.
-        regs: (nreg,) expression registers; vec3: (3,) a load's components.
-        y, ynew, ytmp, k1..k4: (nq + nv + 1,) integrator state, result and stages; q_scratch, dx: (nq,), (nv,).
-        k1_valid: (1,) 1 while k1 holds the derivative at y (a recorded state's evaluation is the
-            next step's first stage).
-        joint_gen: (njoint, 6) scratch of the joint reactions; seg: (7,) a block's report.
-        solve_stats: (9,) what the acceleration solves of a step report (iterations summed, rank
-            min, residual max): [0:3] the step being taken, [3:6] k1's solve, [6:9] the last
-            step taken (mbsim.solvers.ode_kernels).
-        robust_work: the rank-robust methods' buffers in one array (size 0 unless
-            ``make_data(flat, robust=True)``; mbsim.solvers.robust_kernels.ROBUST_BUFFERS:
-            one array rather than fifteen, because every compiled call passes all of D's
-            arrays); kkt_rank: (1,) LAPACK's rank output.
-    """
-
-    pos: np.ndarray
-    rot: np.ndarray
-    vel: np.ndarray
-    omega_body: np.ndarray
-    omega: np.ndarray
-    omega2: np.ndarray
-    angle: np.ndarray
-    Q: np.ndarray
-    Qn: np.ndarray
-    phi: np.ndarray
-    phi_t: np.ndarray
-    gamma: np.ndarray
-    J: np.ndarray
-    minv_jt: np.ndarray
-    S: np.ndarray
-    lam: np.ndarray
-    rhs: np.ndarray
-    s_work: np.ndarray
-    minv_q: np.ndarray
-    spr_value: np.ndarray
-    spr_jac: np.ndarray
-    spr_ref: np.ndarray
-    spr_rate: np.ndarray
-    spr_bias: np.ndarray
-    row_val: np.ndarray
-    row_jac_i: np.ndarray
-    row_jac_j: np.ndarray
-    row_bias: np.ndarray
-    regs: np.ndarray
-    vec3: np.ndarray
-    y: np.ndarray
-    ynew: np.ndarray
-    ytmp: np.ndarray
-    k1: np.ndarray
-    k2: np.ndarray
-    k3: np.ndarray
-    k4: np.ndarray
-    q_scratch: np.ndarray
-    dx: np.ndarray
-    k1_valid: np.ndarray
-    joint_gen: np.ndarray
-    seg: np.ndarray
-    solve_stats: np.ndarray
-    robust_work: np.ndarray
-    kkt_rank: np.ndarray
 
 
 def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
@@ -429,8 +251,6 @@ def robust_size(nv: int, nc: int) -> int:
 def make_data(flat: FlatModel, robust: bool = False) -> FlatData:
     """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest);
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian)."""
-    from numba.np.linalg import F_INT_nptype  # LAPACK's integer (gelsd's rank output)
-
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
     ncoord = flat.nspr
@@ -479,5 +299,5 @@ def make_data(flat: FlatModel, robust: bool = False) -> FlatData:
         seg=np.zeros(7),
         solve_stats=np.zeros(9),
         robust_work=np.zeros(robust_size(nv, nc) if robust else 0),
-        kkt_rank=np.zeros(1, dtype=F_INT_nptype),
+        kkt_rank=np.zeros(1, dtype=np.intc),  # LAPACK's integer (scipy.linalg.cython_lapack: C int)
     )

@@ -1,0 +1,119 @@
+# The typed structures of the compiled core (mbsim.model.layout): what a compiled step reads
+# (FlatModel, MuJoCo's mjModel: sizes n<object>, arrays <object>_<attribute>) and writes
+# (FlatData, mjData). Arrays are typed memoryviews for the kernels; Python reads the numpy
+# arrays they view (layout.pyx: __getattr__).
+
+cdef class FlatModel:
+    cdef readonly Py_ssize_t dim
+    cdef readonly Py_ssize_t nbody
+    cdef readonly Py_ssize_t nq
+    cdef readonly Py_ssize_t nv
+    cdef readonly Py_ssize_t nc
+    cdef const double[:, :, ::1] body_inv_mass
+    cdef const double[:, :, ::1] body_inertia
+    cdef const double[:, ::1] body_weight
+    cdef const long long[::1] prim_kind
+    cdef const long long[::1] prim_bi
+    cdef const long long[::1] prim_bj
+    cdef const double[:, :, ::1] prim_vec
+    cdef const long long[::1] prim_row
+    cdef const long long[::1] prim_nrow
+    cdef const double[:, ::1] prim_offset
+    cdef const long long[::1] prim_drive
+    cdef const long long[::1] prim_wrap
+    cdef readonly Py_ssize_t nspr
+    cdef const long long[::1] spr_kind
+    cdef const long long[::1] spr_bi
+    cdef const long long[::1] spr_bj
+    cdef const double[:, :, ::1] spr_vec
+    cdef const long long[::1] spr_row
+    cdef const long long[::1] spr_nrow
+    cdef const double[:, ::1] spr_offset
+    cdef const long long[::1] spr_drive
+    cdef const long long[::1] spr_wrap
+    cdef const double[::1] spr_stiffness
+    cdef const double[::1] spr_damping
+    cdef const double[::1] spr_rest
+    cdef const long long[::1] sd_b1
+    cdef const long long[::1] sd_b2
+    cdef const double[:, ::1] sd_s1
+    cdef const double[:, ::1] sd_s2
+    cdef const double[::1] sd_k
+    cdef const double[::1] sd_c
+    cdef const double[::1] sd_rest
+    cdef const long long[::1] ld_body
+    cdef const double[:, ::1] ld_point
+    cdef const long long[::1] ld_body_frame
+    cdef const long long[::1] ld_torque
+    cdef const long long[:, ::1] ld_expr
+    cdef const long long[::1] prog_op
+    cdef const long long[::1] prog_dst
+    cdef const long long[:, ::1] prog_args
+    cdef const double[::1] prog_imm
+    cdef const long long[::1] prog_start
+    cdef const long long[::1] prog_stop
+    cdef const long long[::1] prog_result
+    cdef readonly Py_ssize_t nreg
+    cdef const long long[::1] row_bi
+    cdef const long long[::1] row_bj
+    cdef const double[:, :, ::1] body_mass_block
+    cdef const long long[::1] rx_joint
+    cdef const long long[::1] rx_body
+    cdef const long long[::1] joint_body
+    cdef const double[:, ::1] joint_point
+    cdef const long long[::1] driven_rows
+    cdef const double[:, :, ::1] body_inv_sqrt_mass
+    cdef const long long[::1] s_rows
+    cdef const long long[::1] s_ptr
+    cdef const long long[::1] s_col
+    cdef const long long[::1] row_first
+    cdef const long long[::1] row_last
+    cdef dict _arrays
+
+cdef class FlatData:
+    cdef double[:, ::1] pos
+    cdef double[:, :, ::1] rot
+    cdef double[:, ::1] vel
+    cdef double[:, ::1] omega_body
+    cdef double[:, ::1] omega
+    cdef double[::1] omega2
+    cdef double[::1] angle
+    cdef double[::1] Q
+    cdef double[::1] Qn
+    cdef double[::1] phi
+    cdef double[::1] phi_t
+    cdef double[::1] gamma
+    cdef double[:, ::1] J
+    cdef double[:, ::1] minv_jt
+    cdef double[:, ::1] S
+    cdef double[::1] lam
+    cdef double[::1] rhs
+    cdef double[::1] s_work
+    cdef double[::1] minv_q
+    cdef double[::1] spr_value
+    cdef double[:, ::1] spr_jac
+    cdef double[::1] spr_ref
+    cdef double[::1] spr_rate
+    cdef double[::1] spr_bias
+    cdef double[:, ::1] row_val
+    cdef double[:, :, ::1] row_jac_i
+    cdef double[:, :, ::1] row_jac_j
+    cdef double[:, ::1] row_bias
+    cdef double[::1] regs
+    cdef double[::1] vec3
+    cdef double[::1] y
+    cdef double[::1] ynew
+    cdef double[::1] ytmp
+    cdef double[::1] k1
+    cdef double[::1] k2
+    cdef double[::1] k3
+    cdef double[::1] k4
+    cdef double[::1] q_scratch
+    cdef double[::1] dx
+    cdef long long[::1] k1_valid
+    cdef double[:, ::1] joint_gen
+    cdef double[::1] seg
+    cdef double[::1] solve_stats
+    cdef double[::1] robust_work
+    cdef int[::1] kkt_rank
+    cdef dict _arrays
