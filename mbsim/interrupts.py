@@ -101,7 +101,7 @@ def polled(work: Callable[[], T]) -> T:
     """``work()``, run in a helper thread while the main thread polls the signal flag: a signal
     ends the wait at once with :class:`mbsim.errors.Interrupted` instead of after ``work``
     returns. For long set-up that polls nothing and cannot take an exception raised into it:
-    numba compiling a method's kernels (minutes on a cold cache) runs inside LLVM's callbacks.
+    a signed distance field's grid built in compiled code (seconds to minutes for a fine one).
     The abandoned thread dies with the process (:func:`abandoned`: the entry point then exits
     without waiting for it). ``work`` must write no file. Off the main thread, or where the
     handlers are not routed to the flag, it simply calls ``work()``."""

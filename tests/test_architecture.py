@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,19 @@ def _modules():
     return sorted(p for p in PACKAGE.rglob("*.py") if PROBLEMS not in p.parents)
 
 
+def _compiled_modules():
+    """The Cython sources of the compiled core (.pyx implementations, .pxd declarations)."""
+    return sorted([*PACKAGE.rglob("*.pyx"), *PACKAGE.rglob("*.pxd")])
+
+
+# `from X cimport ...`, `from X import ...`, `cimport X`, `import X` at the start of a Cython line
+_CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+c?import\b|c?import\s+([\w.]+))", re.MULTILINE)
+
+
+def _cython_imports(path: Path) -> list[str]:
+    return [a or b for a, b in _CYTHON_IMPORT.findall(path.read_text(encoding="utf-8"))]
+
+
 def _part(path: Path) -> str:
     rel = path.relative_to(PACKAGE)
     return rel.parts[0].removesuffix(".py")
@@ -77,6 +92,29 @@ def test_import_direction(path):
         assert LAYER[target] <= LAYER[part] or target == part, f"{part} must not import {name}"
         if part in ("diagnostics", "output"):
             assert target in ("model", "errors", "names", "output", "diagnostics", "scene"), f"{part} imports {name}"
+
+
+@pytest.mark.parametrize("path", _compiled_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_import_direction_of_the_compiled_core(path):
+    part = _part(path)
+    for name in _cython_imports(path):
+        if name.startswith("mbsim."):
+            target = name.split(".")[1]
+            assert LAYER[target] <= LAYER[part] or target == part, f"{path.name} must not import {name}"
+
+
+def test_no_jit_anywhere():
+    """Issue 29: the kernels are compiled by pip install; numba is neither a dependency nor imported."""
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not any(d.lower().startswith("numba") for d in project["dependencies"]), project["dependencies"]
+    users = [
+        str(p.relative_to(PACKAGE))
+        for p in [*_modules(), *_compiled_modules()]
+        if any(
+            n == "numba" or n.startswith("numba.") for n in (_imports(p) if p.suffix == ".py" else _cython_imports(p))
+        )
+    ]
+    assert users == [], f"numba imported by {users}"
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))

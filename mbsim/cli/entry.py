@@ -1,7 +1,7 @@
 """The ``mbsim`` console script: standard streams and signal handlers first, then the command line.
 
 This module imports nothing but :mod:`mbsim.interrupts` before it installs the handlers, so that
-a SIGINT, SIGTERM or SIGHUP during start-up (click, numpy, h5py, numba imports) is recorded and
+a SIGINT, SIGTERM or SIGHUP during start-up (click, numpy, h5py imports) is recorded and
 honoured like one during a run, rather than killing the process or printing a traceback.
 
 Before that, the standard streams are made safe for any way a shell or a scheduler starts mbsim:
@@ -146,7 +146,7 @@ def main() -> None:
         code = interrupts.exit_code(interrupts.received() or signal.SIGINT)
     finally:
         # The command is done. Python's finalization puts the default handlers back, and a signal
-        # during it (numba and LLVM take a moment to tear down) would kill the process by that
+        # during it (the libraries take a moment to tear down) would kill the process by that
         # signal; blocked, it is looked at once here and otherwise dropped with the process.
         signal.pthread_sigmask(signal.SIG_BLOCK, interrupts.HANDLED)
     pending = sorted(set(signal.sigpending()) & set(interrupts.HANDLED))
@@ -155,7 +155,7 @@ def main() -> None:
         code = interrupts.exit_code(signum)
     code = lost_output_code(code)
     if interrupts.abandoned():
-        # set-up work that a signal cut short (numba compiling) still runs in a helper thread: leave
+        # set-up work that a signal cut short (building a distance field) still runs in a helper thread: leave
         # now rather than wait for it, or for its libraries' exit hooks, at interpreter shutdown
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):

@@ -2,7 +2,7 @@
 
 The commands are imported when one is invoked, not when the group is: ``mbsim --help`` stays
 quick, and the console script (mbsim.cli.entry) has installed the signal handlers before numpy,
-h5py, numba or Dask are imported, so that a signal during start-up ends the command like any other.
+h5py or Dask are imported, so that a signal during start-up ends the command like any other.
 """
 
 from __future__ import annotations

@@ -44,4 +44,4 @@ def dask_setup(worker: Any) -> None:
         for sig in _IGNORED:
             signal.signal(sig, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED)
-    import mbsim.simulate  # noqa: F401  (warm the imports: numpy, scipy, numba kernels)
+    import mbsim.simulate  # noqa: F401  (warm the imports: numpy, scipy, the compiled kernels)

@@ -47,19 +47,16 @@ def test_a_signal_during_the_run(tmp_path: Path, background, sig: int, code: int
 
 
 @pytest.mark.slow
-# a cold cache compiles the compiled-step kernels for minutes, and a signal ends that compile at
-# once: four moments (interpreter start, imports, scene loading, compilation) keep CI short
+# four moments: interpreter start, imports, scene loading and set-up, the first steps
 @pytest.mark.parametrize("delay", [0.0, 0.4, 1.2, 3.0])
 @pytest.mark.parametrize(("sig", "code"), SIGNALS, ids=lambda v: getattr(v, "name", str(v)))
 def test_a_signal_at_any_moment_of_start_up(tmp_path: Path, background, sig: int, code: int, delay: float) -> None:
-    """From interpreter start through imports, scene loading, kernel compilation (a cold numba
-    cache: the kernels compile for seconds) and the first steps."""
-    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cold")}
+    """From interpreter start through imports, scene loading, set-up and the first steps."""
     out = tmp_path / "run.h5"
-    run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=60", env=env)  # ~15 s of stepping
+    run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=60")  # ~15 s of stepping
     time.sleep(delay)
     run.signal(sig)
-    exit_code, _, stderr = run.finish(timeout=60)  # not the minutes the compile would take
+    exit_code, _, stderr = run.finish(timeout=60)
     if delay == 0.0 and exit_code == -sig:  # it came before the interpreter ran a line of Python:
         return  # the default action ended the process, which a shell reports as 128 + N as well
     assert exit_code == code, stderr

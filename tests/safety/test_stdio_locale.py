@@ -353,15 +353,3 @@ def test_run_export_and_plot_in_a_strange_environment(tmp_path: Path, environmen
         no_python_noise(out, err)
     complete(tmp_path / "e.h5")
     assert (tmp_path / "e.html").stat().st_size > 0 and (tmp_path / "e.png").stat().st_size > 0
-
-
-@pytest.mark.slow
-def test_an_unwritable_numba_cache_dir(tmp_path: Path) -> None:
-    """NUMBA_CACHE_DIR below a regular file (no folder can be made there): numba falls back to
-    its other cache locations or compiles in memory; the run runs (slow on a cold cache)."""
-    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
-    env = _env({"NUMBA_CACHE_DIR": NOT_A_DIR.replace("{tmp}", str(tmp_path))})
-    code, out, err = shell("", "run", PENDULUM, "-o", "n.h5", *SHORT, cwd=tmp_path, env=env)
-    assert code == 0, err
-    no_python_noise(out, err)
-    complete(tmp_path / "n.h5")
