@@ -1,0 +1,58 @@
+# Compiled stages of a right-hand side over a FlatModel, writing into a FlatData
+# (step_kernels.pyx). All allocate nothing and run without the GIL.
+
+from mbsim.model.layout cimport FlatModel, FlatData
+
+# body frames of (q, v) into D.pos, D.rot, D.vel, D.omega_body/D.omega (3D) or D.omega2/D.angle (2D)
+cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double[::1] v) noexcept nogil
+# value of expression `index` of the model's programs (variables already in D.regs)
+cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil
+# Phi, Phi_t, gamma and J of every joint equation into D.phi, D.phi_t, D.gamma, D.J
+cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil
+# joint-spring deflections and their Jacobian into D.spr_value, D.spr_jac (frames in D already)
+cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil
+# Q (all) and Qn (non-conservative) into D.Q, D.Qn, with the gyroscopic term; returns Qn . v
+cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
+# gravity, force elements and joint springs into D.Q, D.Qn (no gyroscopic term); returns Qn . v
+cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
+# add the force elements' generalized forces to Qc (elastic) and Qn (damping, applied loads)
+cdef void element_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil
+# out = B x (nv,) for a block-diagonal B given by its (nbody, w, w) blocks
+cdef void block_diagonal_times(FlatModel F, const double[:, :, ::1] blocks, const double[::1] x,
+                               double[::1] out) noexcept nogil
+# out = M^-1 x (nv,), block by block
+cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) noexcept nogil
+
+
+# The two bodies of constraint row r, each once (F.nbody: none), replacing numba's
+# `for b in row_bodies(F, r):`. Loop over a row's two bodies as
+#     for side in range(2):
+#         b = row_body(F, r, side)
+#         if b < F.nbody:
+#             ...
+# or take both at once: `bi, bj = row_bodies(F, r)` (a ctuple).
+cdef inline Py_ssize_t row_body(FlatModel F, Py_ssize_t r, int side) noexcept nogil:
+    cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
+    if side == 0:
+        return bi
+    cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
+    return bj if bj != bi else F.nbody
+
+
+cdef inline (Py_ssize_t, Py_ssize_t) row_bodies(FlatModel F, Py_ssize_t r) noexcept nogil:
+    cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
+    cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
+    return bi, (bj if bj != bi else F.nbody)
+
+
+# J[r] . x over the column blocks of row r's two bodies (the rest of the row is zero)
+cdef inline double row_dot(FlatModel F, const double[:, ::1] J, Py_ssize_t r, const double[::1] x) noexcept nogil:
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef double s = 0.0
+    cdef Py_ssize_t side, b, m
+    for side in range(2):
+        b = row_body(F, r, side)
+        if b < F.nbody:
+            for m in range(w):
+                s = s + J[r, w * b + m] * x[w * b + m]
+    return s
