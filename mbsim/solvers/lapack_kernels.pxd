@@ -1,0 +1,21 @@
+# Dense linear algebra of the compiled steps (lapack_kernels.pyx): LAPACK's SVD, least squares and
+# LU solve, and Cholesky factorisations in plain loops. Each returns LAPACK's info (0: success) or
+# whether the matrix was positive definite; nothing raises, nothing needs the GIL.
+
+# over typed memoryviews (cpdef: Python calls the same functions, as the tests do)
+cpdef int svd_into(double[:, ::1] at, double[:, ::1] u_t, double[::1] s, double[:, ::1] v) noexcept nogil
+cpdef int lstsq_symmetric_into(double[:, ::1] a, double[::1] b, double[::1] s, double rcond, int[::1] rank) noexcept nogil
+cpdef int solve_into(double[:, ::1] at, double[::1] b, int[::1] pivots) noexcept nogil
+cpdef bint cholesky_in_place(double[:, ::1] A) noexcept nogil
+cpdef void cholesky_solve(const double[:, ::1] L, double[::1] x) noexcept nogil
+cpdef bint cholesky_envelope(double[:, ::1] A, const long long[::1] first) noexcept nogil
+cpdef void cholesky_envelope_solve(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double[::1] x) noexcept nogil
+
+# the same over raw C-order buffers (robust_kernels' matrices are offsets into one work array):
+# the (m, n) matrix A given as at = A^T (n, m); a, L (n, n)
+cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s, double* v) noexcept nogil
+cdef int lstsq_symmetric_raw(Py_ssize_t n, double* a, double* b, double* s, double rcond, int* rank) noexcept nogil
+cdef int solve_raw(Py_ssize_t n, double* at, double* b, int* pivots) noexcept nogil
+cdef bint cholesky_in_place_raw(Py_ssize_t n, double* A) noexcept nogil
+cdef void cholesky_solve_raw(Py_ssize_t n, const double* L, double* x) noexcept nogil
+cdef void cholesky_envelope_solve_raw(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double* x) noexcept nogil
