@@ -147,7 +147,7 @@ class Solver(SolverBase):
             rank_tol=self.rank_tol,
         )  # fmt: skip
         data = make_data(flat, robust=True)  # robust: the reactions of a row are minimum-norm (evaluate)
-        work = vk.make_var_data(self.n, self.m, m.nv, data.kkt_rank.dtype)
+        work = vk.make_var_data(self.n, self.m, m.nv, np.intc)  # LAPACK's C int (cython_lapack)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
         return flat, data, model, work, rows, np.zeros(9)
 
@@ -161,7 +161,7 @@ class Solver(SolverBase):
         return row_columns(self.model) + [("diagnostics/solver/newton_residual", ())]
 
     def load_compiled(self) -> None:
-        """Load the compiled step (from numba's cache about 0.1 s) by a call that takes no step."""
+        """A call of the compiled step that takes no step (the structures' types checked once)."""
         if self._compiled is None:
             return
         flat, data, model, work, rows, out = self._compiled

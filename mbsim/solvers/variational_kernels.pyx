@@ -1,0 +1,604 @@
+"""Compiled steps of the method ``variational``: the Newton solve of the discrete Euler-Lagrange
+equations, the constrained inverse Legendre transform and the recorded rows.
+
+What mbsim.solvers.variational.Solver.step does in Python (see its module docstring for the
+mathematics: papers/quaternion-symplectic-multibody.txt eqs. (33)-(39)), over a FlatModel and a
+FlatData (mbsim.model.layout, with the rank-robust buffers for the reactions of a row) plus the
+method's own constants (VarModel) and buffers (VarData): the same formulas in the same order,
+the linear systems by the LAPACK routines numpy's ``solve`` and ``lstsq`` call
+(mbsim.solvers.lapack_kernels), so that both paths agree to round-off.
+
+Coordinates u = mbsim's q (3D per body: centre of mass r, quaternion p; 2D: x, y, angle); the
+constraint vector is the unit quaternions first (3D), then the joints. A step the compiled code
+cannot finish (Newton did not converge, a singular Newton matrix, a non-finite state) is not
+taken: ``advance`` returns with the state before it and the Python path takes that step,
+raising the error with its message.
+"""
+
+import numpy as np
+
+from libc.math cimport INFINITY, NAN, fabs, isfinite
+
+from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.model.record_kernels cimport row_into
+from mbsim.model.step_kernels cimport applied_forces_into, constraints_into, forces_into, frames_into
+from mbsim.solvers.lapack_kernels cimport lstsq_symmetric_into, solve_into
+from mbsim.solvers.ode_kernels cimport update_spring_references
+from mbsim.solvers.robust_kernels cimport null_space_accelerations
+
+from mbsim.model.layout import as_field, field_of, rebuild
+
+OK, FAILED, VIOLATION, RECORD_FAILED = VAR_OK, VAR_FAILED, VAR_VIOLATION, VAR_RECORD_FAILED  # as ode_kernels'
+
+
+cdef class VarModel:
+    """The method's constants: sizes n = nq, nquat (3D: nbody), m = nquat + nc; GT (4, 3, 4) with
+    G(p) = sum_i p_i GT[i]; mass (nbody,), inertia (nbody, 3, 3) (2D: [0, 0]); mass_scale (n,);
+    forces_vary (1: forces besides gravity, their Jacobian by differences); tol, max_iter,
+    rank_tol (the reactions of a row)."""
+
+    _fields = ('n', 'nquat', 'm', 'GT', 'mass', 'inertia', 'mass_scale', 'forces_vary', 'tol', 'max_iter', 'rank_tol')
+
+    def __init__(self, **fields):
+        cdef dict arrays = {}
+        self.n = fields['n']
+        self.nquat = fields['nquat']
+        self.m = fields['m']
+        self.GT = arrays['GT'] = as_field(fields['GT'], 'float64', True)
+        self.mass = arrays['mass'] = as_field(fields['mass'], 'float64', True)
+        self.inertia = arrays['inertia'] = as_field(fields['inertia'], 'float64', True)
+        self.mass_scale = arrays['mass_scale'] = as_field(fields['mass_scale'], 'float64', True)
+        self.forces_vary = fields['forces_vary']
+        self.tol = fields['tol']
+        self.max_iter = fields['max_iter']
+        self.rank_tol = fields['rank_tol']
+        self._arrays = arrays
+
+    def __getattr__(self, name):
+        return field_of(self._arrays, name)
+
+    def _asdict(self):
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __reduce__(self):
+        return rebuild, (type(self), self._asdict())
+
+
+cdef class VarData:
+    """The node carried between steps -- p (n,) the momentum p_k^-, rate (n,) the last step's
+    (b - a)/h, lam (m,), h (1,) the last step (0: none) -- and the step's buffers: lam_start (m,)
+    lam before the step (restored if it fails); um, ud (n,) and v_mid (nv,) the midpoint state;
+    f_total, f_nc (n,) the forces at a perturbed b; a, b, D1, D2, F_total, F_nc, R1, work_u,
+    force0, bk (n,); Ca, Cu (m, n) and C, Ct, Ca_t (m,) the
+    constraints at the step's two ends; Kt (n + m, n + m) the transposed Newton matrix, rhs
+    (n + m,), pivots (n + m,) LAPACK's integers (np.intc); K2, rhs2, s2 (n + m) the Legendre
+    system, rank (1,) its rank; G1, G2, JG1, JG2 (3, 4), blk (4, 4) scratch of one body; vdot (nv,)."""
+
+    _fields = ('p', 'rate', 'lam', 'h', 'lam_start', 'um', 'ud', 'v_mid', 'f_total', 'f_nc', 'a', 'b', 'D1', 'D2', 'F_total', 'F_nc', 'R1', 'work_u', 'force0', 'bk', 'Ca', 'Cu', 'C', 'Ct', 'Ca_t', 'Kt', 'rhs', 'pivots', 'K2', 'rhs2', 's2', 'rank', 'G1', 'G2', 'JG1', 'JG2', 'blk', 'vdot')
+
+    def __init__(self, **fields):
+        cdef dict arrays = {}
+        self.p = arrays['p'] = as_field(fields['p'], 'float64', False)
+        self.rate = arrays['rate'] = as_field(fields['rate'], 'float64', False)
+        self.lam = arrays['lam'] = as_field(fields['lam'], 'float64', False)
+        self.h = arrays['h'] = as_field(fields['h'], 'float64', False)
+        self.lam_start = arrays['lam_start'] = as_field(fields['lam_start'], 'float64', False)
+        self.um = arrays['um'] = as_field(fields['um'], 'float64', False)
+        self.ud = arrays['ud'] = as_field(fields['ud'], 'float64', False)
+        self.v_mid = arrays['v_mid'] = as_field(fields['v_mid'], 'float64', False)
+        self.f_total = arrays['f_total'] = as_field(fields['f_total'], 'float64', False)
+        self.f_nc = arrays['f_nc'] = as_field(fields['f_nc'], 'float64', False)
+        self.a = arrays['a'] = as_field(fields['a'], 'float64', False)
+        self.b = arrays['b'] = as_field(fields['b'], 'float64', False)
+        self.D1 = arrays['D1'] = as_field(fields['D1'], 'float64', False)
+        self.D2 = arrays['D2'] = as_field(fields['D2'], 'float64', False)
+        self.F_total = arrays['F_total'] = as_field(fields['F_total'], 'float64', False)
+        self.F_nc = arrays['F_nc'] = as_field(fields['F_nc'], 'float64', False)
+        self.R1 = arrays['R1'] = as_field(fields['R1'], 'float64', False)
+        self.work_u = arrays['work_u'] = as_field(fields['work_u'], 'float64', False)
+        self.force0 = arrays['force0'] = as_field(fields['force0'], 'float64', False)
+        self.bk = arrays['bk'] = as_field(fields['bk'], 'float64', False)
+        self.Ca = arrays['Ca'] = as_field(fields['Ca'], 'float64', False)
+        self.Cu = arrays['Cu'] = as_field(fields['Cu'], 'float64', False)
+        self.C = arrays['C'] = as_field(fields['C'], 'float64', False)
+        self.Ct = arrays['Ct'] = as_field(fields['Ct'], 'float64', False)
+        self.Ca_t = arrays['Ca_t'] = as_field(fields['Ca_t'], 'float64', False)
+        self.Kt = arrays['Kt'] = as_field(fields['Kt'], 'float64', False)
+        self.rhs = arrays['rhs'] = as_field(fields['rhs'], 'float64', False)
+        self.pivots = arrays['pivots'] = as_field(fields['pivots'], 'intc', False)
+        self.K2 = arrays['K2'] = as_field(fields['K2'], 'float64', False)
+        self.rhs2 = arrays['rhs2'] = as_field(fields['rhs2'], 'float64', False)
+        self.s2 = arrays['s2'] = as_field(fields['s2'], 'float64', False)
+        self.rank = arrays['rank'] = as_field(fields['rank'], 'intc', False)
+        self.G1 = arrays['G1'] = as_field(fields['G1'], 'float64', False)
+        self.G2 = arrays['G2'] = as_field(fields['G2'], 'float64', False)
+        self.JG1 = arrays['JG1'] = as_field(fields['JG1'], 'float64', False)
+        self.JG2 = arrays['JG2'] = as_field(fields['JG2'], 'float64', False)
+        self.blk = arrays['blk'] = as_field(fields['blk'], 'float64', False)
+        self.vdot = arrays['vdot'] = as_field(fields['vdot'], 'float64', False)
+        self._arrays = arrays
+
+    def __getattr__(self, name):
+        return field_of(self._arrays, name)
+
+    def _asdict(self):
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __reduce__(self):
+        return rebuild, (type(self), self._asdict())
+
+
+def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, int_dtype=np.intc):
+    """Fresh buffers (``int_dtype``: LAPACK's integer, np.intc as scipy.linalg.cython_lapack's)."""
+    k = n + m
+    return VarData(
+        p=np.zeros(n), rate=np.zeros(n), lam=np.zeros(m), h=np.zeros(1), lam_start=np.zeros(m), um=np.zeros(n),
+        ud=np.zeros(n), v_mid=np.zeros(nv), f_total=np.zeros(n), f_nc=np.zeros(n), a=np.zeros(n), b=np.zeros(n),
+        D1=np.zeros(n), D2=np.zeros(n), F_total=np.zeros(n), F_nc=np.zeros(n), R1=np.zeros(n),
+        work_u=np.zeros(n), force0=np.zeros(n), bk=np.zeros(n), Ca=np.zeros((m, n)), Cu=np.zeros((m, n)),
+        C=np.zeros(m), Ct=np.zeros(m), Ca_t=np.zeros(m), Kt=np.zeros((k, k)), rhs=np.zeros(k),
+        pivots=np.zeros(k, dtype=int_dtype), K2=np.zeros((k, k)), rhs2=np.zeros(k), s2=np.zeros(k),
+        rank=np.zeros(1, dtype=int_dtype), G1=np.zeros((3, 4)), G2=np.zeros((3, 4)), JG1=np.zeros((3, 4)),
+        JG2=np.zeros((3, 4)), blk=np.zeros((4, 4)), vdot=np.zeros(nv),
+    )
+
+
+# Python's max(a, b): a unless b is larger (a NaN second argument is skipped, as before the port)
+cdef inline double _max(double a, double b) noexcept nogil:
+    return b if b > a else a
+
+
+# G(p)[j, k] = sum_i p_i GT[i, j, k]
+cdef inline double _g_entry(VarModel V, double p0, double p1, double p2, double p3, Py_ssize_t j,
+                            Py_ssize_t k) noexcept nogil:
+    return p0 * V.GT[0, j, k] + p1 * V.GT[1, j, k] + p2 * V.GT[2, j, k] + p3 * V.GT[3, j, k]
+
+
+# G = G(p) (3, 4) = sum_i p_i GT[i]
+cdef void _g_into(VarModel V, double p0, double p1, double p2, double p3, double[:, ::1] G) noexcept nogil:
+    cdef Py_ssize_t j, k
+    for j in range(3):
+        for k in range(4):
+            G[j, k] = _g_entry(V, p0, p1, p2, p3, j, k)
+
+
+# The kinetic parts of D1 L_d and D2 L_d into W.D1, W.D2 and, when ``Kt`` has rows, dD1/db (block
+# diagonal) into its upper-left (n, n) part, transposed (Solver._kinetic).
+cdef void kinetic_into(VarModel V, VarData W, const double[::1] a, const double[::1] b, double h,
+                       double[:, ::1] Kt) noexcept nogil:
+    cdef Py_ssize_t nb = V.mass.shape[0]
+    cdef bint jac = Kt.shape[0] > 0
+    cdef Py_ssize_t body, c, i, j, k, r, o
+    cdef double M, m, t_ud, t_u, w0, w1, w2, s1, s2, s3, s4, bjw
+    cdef double pm[4]
+    cdef double pd[4]
+    cdef double Jw[3]
+    if V.nquat == 0:  # 2D: T = 1/2 (m x'^2 + m y'^2 + I angle'^2)
+        for body in range(nb):
+            for c in range(3):
+                i = 3 * body + c
+                M = V.inertia[body, 0, 0] if c == 2 else V.mass[body]
+                t_ud = M * (b[i] - a[i]) / h
+                W.D1[i] = -t_ud
+                W.D2[i] = t_ud
+                if jac:
+                    Kt[i, i] = -M / h
+        return
+    cdef double[:, ::1] G1 = W.G1
+    cdef double[:, ::1] G2 = W.G2
+    cdef double[:, ::1] JG1 = W.JG1
+    cdef double[:, ::1] JG2 = W.JG2
+    cdef double[:, ::1] blk = W.blk
+    cdef const double[:, :, ::1] I = V.inertia
+    for body in range(nb):
+        o = 7 * body
+        m = V.mass[body]
+        for c in range(3):
+            t_ud = m * ((b[o + c] - a[o + c]) / h)
+            W.D1[o + c] = 0.5 * h * 0.0 - t_ud
+            W.D2[o + c] = 0.5 * h * 0.0 + t_ud
+        for k in range(4):
+            pm[k] = 0.5 * (a[o + 3 + k] + b[o + 3 + k])
+            pd[k] = (b[o + 3 + k] - a[o + 3 + k]) / h
+        _g_into(V, pm[0], pm[1], pm[2], pm[3], G1)  # Gm
+        _g_into(V, pd[0], pd[1], pd[2], pd[3], G2)  # Gd
+        w0 = G1[0, 0] * pd[0] + G1[0, 1] * pd[1] + G1[0, 2] * pd[2] + G1[0, 3] * pd[3]
+        w1 = G1[1, 0] * pd[0] + G1[1, 1] * pd[1] + G1[1, 2] * pd[2] + G1[1, 3] * pd[3]
+        w2 = G1[2, 0] * pd[0] + G1[2, 1] * pd[1] + G1[2, 2] * pd[2] + G1[2, 3] * pd[3]
+        for j in range(3):
+            Jw[j] = I[body, j, 0] * w0 + I[body, j, 1] * w1 + I[body, j, 2] * w2
+        for k in range(4):
+            t_ud = 4.0 * (G1[0, k] * Jw[0] + G1[1, k] * Jw[1] + G1[2, k] * Jw[2])
+            t_u = -4.0 * (G2[0, k] * Jw[0] + G2[1, k] * Jw[1] + G2[2, k] * Jw[2])
+            W.D1[o + 3 + k] = 0.5 * h * t_u - t_ud
+            W.D2[o + 3 + k] = 0.5 * h * t_u + t_ud
+        if not jac:
+            continue
+        for c in range(3):
+            Kt[o + c, o + c] = -(m / h)
+        # JG = I G
+        for j in range(3):
+            for k in range(4):
+                JG1[j, k] = I[body, j, 0] * G1[0, k] + I[body, j, 1] * G1[1, k] + I[body, j, 2] * G1[2, k]
+                JG2[j, k] = I[body, j, 0] * G2[0, k] + I[body, j, 1] * G2[1, k] + I[body, j, 2] * G2[2, k]
+        for r in range(4):
+            for c in range(4):
+                s1 = s2 = s3 = s4 = 0.0
+                for j in range(3):
+                    s1 += G2[j, r] * JG2[j, c]
+                    s2 += G2[j, r] * JG1[j, c]
+                    s3 += G1[j, r] * JG2[j, c]
+                    s4 += G1[j, r] * JG1[j, c]
+                bjw = V.GT[c, 0, r] * Jw[0] + V.GT[c, 1, r] * Jw[1] + V.GT[c, 2, r] * Jw[2]  # B(Jw)[r, c]
+                blk[r, c] = h * s1 - 4.0 * bjw - 2.0 * s2 + 2.0 * s3 - (4.0 / h) * s4
+        for r in range(4):
+            for c in range(4):
+                Kt[o + 3 + c, o + 3 + r] = blk[r, c]
+
+
+# (r', p') -> (v, omega_body = 2 G(p) p' / |p|^2) (Solver._u_rate_to_v)
+cdef void u_rate_to_v(FlatModel F, VarModel V, const double[::1] u, const double[::1] ud,
+                      double[::1] v) noexcept nogil:
+    cdef Py_ssize_t body, o, ov, c, j, k
+    cdef double p0, p1, p2, p3, norm, s
+    if V.nquat == 0:
+        for k in range(F.nv):
+            v[k] = ud[k]
+        return
+    for body in range(F.nbody):
+        o = 7 * body
+        ov = 6 * body
+        p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
+        norm = p0 * p0 + p1 * p1 + p2 * p2 + p3 * p3
+        for c in range(3):
+            v[ov + c] = ud[o + c]
+        for j in range(3):
+            s = 0.0
+            for k in range(4):
+                s += _g_entry(V, p0, p1, p2, p3, j, k) * ud[o + 3 + k]
+            v[ov + 3 + j] = 2.0 * s / norm
+
+
+# Applied forces at the midpoint in u coordinates into total (all) and nonc (the non-conservative
+# part) (Solver._forces); the midpoint state goes through W.um, W.ud, W.v_mid.
+cdef void forces_u(FlatModel F, FlatData D, VarModel V, VarData W, const double[::1] a, const double[::1] b,
+                   double h, double t_mid, double[::1] total, double[::1] nonc) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t w, k, body, c
+    if V.forces_vary == 0:  # gravity alone: constant, no rotational part
+        w = 7 if V.nquat else 3
+        for k in range(n):
+            total[k] = 0.0
+            nonc[k] = 0.0
+        for body in range(F.nbody):
+            for c in range(F.dim):
+                total[w * body + c] = F.body_weight[body, c]
+        return
+    for k in range(n):
+        W.um[k] = 0.5 * (a[k] + b[k])
+        W.ud[k] = (b[k] - a[k]) / h
+    u_rate_to_v(F, V, W.um, W.ud, W.v_mid)
+    frames_into(F, D, W.um, W.v_mid)
+    applied_forces_into(F, D, t_mid, W.v_mid)
+    # rows over v -> over u (D.Q = Qc + Qn as in Python)
+    _v_vector_to_u(F, V, D.Q, W.um, total)
+    _v_vector_to_u(F, V, D.Qn, W.um, nonc)
+
+
+# out (n,) = x (nv,), a row over velocity coordinates, as a row over u: [x_r, 2 x_omega G(p) / |p|^2]
+# per body (Solver._v_to_u_rows of one row)
+cdef void _v_vector_to_u(FlatModel F, VarModel V, const double[::1] x, const double[::1] u,
+                         double[::1] out) noexcept nogil:
+    cdef Py_ssize_t body, o, ov, c, k
+    cdef double p0, p1, p2, p3, scale, x0, x1, x2, g0, g1, g2
+    if V.nquat == 0:
+        for k in range(F.nv):
+            out[k] = x[k]
+        return
+    for body in range(F.nbody):
+        o = 7 * body
+        ov = 6 * body
+        p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
+        scale = 2.0 / (p0 * p0 + p1 * p1 + p2 * p2 + p3 * p3)
+        for c in range(3):
+            out[o + c] = x[ov + c]
+        x0, x1, x2 = x[ov + 3], x[ov + 4], x[ov + 5]
+        for k in range(4):
+            g0 = _g_entry(V, p0, p1, p2, p3, 0, k)
+            g1 = _g_entry(V, p0, p1, p2, p3, 1, k)
+            g2 = _g_entry(V, p0, p1, p2, p3, 2, k)
+            out[o + 3 + k] = (x0 * g0 + x1 * g1 + x2 * g2) * scale
+
+
+# C (m,), C_u (m, n) and C_t (m,) at (u, t): unit quaternions first, then the joints
+# (Solver._constraints)
+cdef void constraints_u(FlatModel F, FlatData D, VarModel V, const double[::1] u, double t, double[::1] C,
+                        double[:, ::1] Cu, double[::1] Ct) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t nq4 = V.nquat
+    cdef Py_ssize_t r, k, body, o
+    for r in range(V.m):
+        C[r] = 0.0
+        Ct[r] = 0.0
+        for k in range(n):
+            Cu[r, k] = 0.0
+    for body in range(nq4):
+        o = 7 * body + 3
+        C[body] = u[o] * u[o] + u[o + 1] * u[o + 1] + u[o + 2] * u[o + 2] + u[o + 3] * u[o + 3] - 1.0
+        for k in range(4):
+            Cu[body, o + k] = 2.0 * u[o + k]
+    if F.nc:
+        # the joints at rest: D.dx as a zero velocity
+        for k in range(F.nv):
+            D.dx[k] = 0.0
+        frames_into(F, D, u, D.dx)
+        constraints_into(F, D, t)
+        for r in range(F.nc):
+            C[nq4 + r] = D.phi[r]
+            Ct[nq4 + r] = D.phi_t[r]
+            _v_vector_to_u(F, V, D.J[r], u, Cu[nq4 + r])  # row r over v -> over u
+
+
+# u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t (Solver._momentum_to_rate): LU (gesv), and the
+# least-squares solution (gelsd, rcond 1e-13) if the system is singular. False if both fail.
+cdef bint momentum_to_rate(FlatModel F, VarModel V, VarData W, const double[::1] u, const double[::1] p,
+                           const double[:, ::1] Cu, const double[::1] Ct, double[::1] rate) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t attempt, i, k, body, c, o, j, r
+    cdef double s
+    cdef double[:, ::1] K = W.K2
+    cdef double[::1] rhs = W.rhs2
+    cdef double[:, ::1] G = W.G1
+    cdef const double[:, :, ::1] I = V.inertia
+    for attempt in range(2):
+        for i in range(n + m):
+            for k in range(n + m):
+                K[i, k] = 0.0
+        if V.nquat == 0:
+            for body in range(F.nbody):
+                for c in range(3):
+                    K[3 * body + c, 3 * body + c] = V.inertia[body, 0, 0] if c == 2 else V.mass[body]
+        else:
+            for body in range(F.nbody):
+                o = 7 * body
+                for c in range(3):
+                    K[o + c, o + c] = V.mass[body]
+                _g_into(V, u[o + 3], u[o + 4], u[o + 5], u[o + 6], G)
+                for j in range(3):
+                    for k in range(4):
+                        W.JG1[j, k] = I[body, j, 0] * G[0, k] + I[body, j, 1] * G[1, k] + I[body, j, 2] * G[2, k]
+                for r in range(4):
+                    for c in range(4):
+                        s = 0.0
+                        for j in range(3):
+                            s += G[j, r] * W.JG1[j, c]
+                        K[o + 3 + r, o + 3 + c] = 4.0 * s
+        for r in range(m):
+            for k in range(n):
+                K[k, n + r] = Cu[r, k]
+                K[n + r, k] = Cu[r, k]
+        for k in range(n):
+            rhs[k] = p[k]
+        for r in range(m):
+            rhs[n + r] = -Ct[r]
+        if attempt == 0:
+            if solve_into(K, rhs, W.pivots) == 0:  # K is symmetric: its transpose is itself
+                break
+        elif lstsq_symmetric_into(K, rhs, W.s2, 1e-13, W.rank) != 0:
+            return False
+    for k in range(n):
+        rate[k] = rhs[k]
+    return True
+
+
+# What one step reports: taken, the work after it, Newton iterations, residual, joint violation
+ctypedef (bint, double, Py_ssize_t, double, double) StepResult
+
+
+# One step from the node in W (W.a = u_k, W.p, W.lam, W.rate, W.h, W.Ca, W.Ca_t at u_k): Newton on
+# eqs. (38)-(39), then the new node in W (u_{k+1} in W.a, its constraints in W.Ca, W.Ca_t) and its
+# velocity into D.ynew[:nv]. Returns (ok, work, iterations, residual, joint violation).
+cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, double h,
+                     double work) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t nq4 = V.nquat
+    cdef double[::1] a = W.a
+    cdef double[::1] b = W.b
+    cdef double[::1] lam = W.lam
+    cdef double[:, ::1] Kt = W.Kt
+    cdef double[::1] rhs = W.rhs
+    cdef double t1 = t0 + h
+    cdef double t_mid = 0.5 * (t0 + t1)
+    cdef double scale, residual, size, momentum, violation, s, R, eps, new_work, drive, joints
+    cdef bint converged = False
+    cdef Py_ssize_t iteration = 0
+    cdef Py_ssize_t i, k, r, c
+    for k in range(n):
+        b[k] = a[k] + h * W.rate[k]  # predictor
+    scale = h / W.h[0] if W.h[0] != 0.0 else 1.0
+    for r in range(m):
+        W.lam_start[r] = lam[r]
+        lam[r] = lam[r] * scale
+    residual = INFINITY
+    for iteration in range(1, V.max_iter + 1):
+        for i in range(n + m):
+            for k in range(n + m):
+                Kt[i, k] = 0.0
+        kinetic_into(V, W, a, b, h, Kt)
+        forces_u(F, D, V, W, a, b, h, t_mid, W.F_total, W.F_nc)
+        constraints_u(F, D, V, b, t1, W.C, W.Cu, W.Ct)
+        size = 1.0
+        for k in range(n):
+            size = _max(size, fabs(b[k]))
+        momentum = 0.0
+        for k in range(n):
+            s = 0.0
+            for r in range(m):
+                s += W.Ca[r, k] * lam[r]
+            R = W.D1[k] + 0.5 * h * W.F_total[k] + W.p[k] - s
+            W.R1[k] = R
+            momentum = _max(momentum, fabs(h * R / V.mass_scale[k]))
+        momentum = momentum / size
+        violation = 0.0
+        for r in range(m):
+            violation = _max(violation, fabs(W.C[r]))
+        violation = violation / size
+        residual = _max(momentum, 100.0 * violation)
+        if residual <= V.tol:
+            converged = True
+            break
+        if V.forces_vary:  # + h/2 dF/db by forward differences (Solver._force_jacobian), transposed
+            eps = 1e-7 * size
+            for k in range(n):
+                W.force0[k] = W.F_total[k]
+            for c in range(n):
+                for k in range(n):
+                    W.bk[k] = b[k]
+                W.bk[c] += eps
+                forces_u(F, D, V, W, a, W.bk, h, t_mid, W.f_total, W.f_nc)
+                for k in range(n):
+                    Kt[c, k] += 0.5 * h * ((W.f_total[k] - W.force0[k]) / eps)
+            for k in range(n):
+                W.F_total[k] = W.force0[k]
+        for r in range(m):  # K[:n, n:] = -Ca^T, K[n:, :n] = Cu_b (transposed)
+            for k in range(n):
+                Kt[n + r, k] = -W.Ca[r, k]
+                Kt[k, n + r] = W.Cu[r, k]
+        for k in range(n):
+            rhs[k] = -W.R1[k]
+        for r in range(m):
+            rhs[n + r] = -W.C[r]
+        if solve_into(Kt, rhs, W.pivots) != 0:
+            break
+        for k in range(n):
+            b[k] = b[k] + rhs[k]
+        for r in range(m):
+            lam[r] = lam[r] + rhs[n + r]
+    # p_{k+1}^- (into force0 until the step is sure), the work, the node velocity u' (into R1)
+    cdef double[::1] p_plus = W.force0
+    cdef double[::1] rate = W.R1
+    new_work = 0.0
+    for k in range(n):
+        p_plus[k] = W.D2[k] + 0.5 * h * W.F_total[k]
+        new_work += W.F_nc[k] * (b[k] - a[k])
+    if not (converged and momentum_to_rate(F, V, W, b, p_plus, W.Cu, W.Ct, rate)):
+        for r in range(m):  # not taken: the node stays as it was
+            lam[r] = W.lam_start[r]
+        return False, work, iteration, residual, 0.0
+    drive = 0.0
+    for r in range(nq4, m):
+        drive += lam[r] * W.Ca_t[r]
+    work = work + new_work + drive
+    u_rate_to_v(F, V, b, rate, D.ynew)
+    joints = 0.0
+    for r in range(nq4, m):
+        joints = _max(joints, fabs(W.C[r]))
+    for k in range(n):
+        W.p[k] = p_plus[k]
+        W.rate[k] = (b[k] - a[k]) / h
+        a[k] = b[k]
+    for r in range(m):
+        W.Ca_t[r] = W.Ct[r]
+        for k in range(n):
+            W.Ca[r, k] = W.Cu[r, k]
+    W.h[0] = h
+    return True, work, iteration, residual, joints
+
+
+# A recorded row at (t, q, v): reactions as Solver.evaluate (minimum-norm multipliers of the
+# continuous equations), then row_into, the Newton residual and the step number's column.
+cdef bint _record(FlatModel F, FlatData D, VarModel V, VarData W, double t, const double[::1] q,
+                  const double[::1] v, double work, double iterations, double h, double residual,
+                  double[::1] row) noexcept nogil:
+    frames_into(F, D, q, v)
+    forces_into(F, D, t, v)
+    if F.nc:
+        constraints_into(F, D, t)
+        if null_space_accelerations(F, D, V.rank_tol, W.vdot, D.solve_stats) < 0:
+            return False
+    row_into(F, D, t, q, v, work, iterations, h, row)
+    row[row.shape[0] - 2] = residual
+    return True
+
+
+# Steps and recorded rows (ode_kernels.advance's rules), q and v updated in place, the node carried
+# in W; ``out`` (9,) as advance's. Returns the status.
+cdef int _advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, double[::1] q, double[::1] v,
+                  double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, double max_steps,
+                  Py_ssize_t max_rows, Py_ssize_t max_block, double max_violation, double[:, ::1] rows,
+                  double[::1] out) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t taken = 0
+    cdef Py_ssize_t nrec = 0
+    cdef int status = VAR_OK
+    cdef double worst = 0.0
+    cdef double iterations = 0.0
+    cdef double violation = -1.0
+    cdef double h_last = 0.0
+    cdef double residual = NAN
+    cdef double scale = _max(1.0, t_end)
+    cdef double h_try, t_new, new_work, res, joints
+    cdef bint ok, finite, last, due
+    cdef Py_ssize_t k, it, number
+    for k in range(n):
+        W.a[k] = q[k]
+    constraints_u(F, D, V, q, t, W.C, W.Ca, W.Ca_t)  # the node: C_u and C_t at u_k
+    while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
+        if done + taken > max_steps:
+            break
+        h_try = t_end - t if t_end - t < h else h  # Python's min(h, t_end - t)
+        if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+            h_try = t_end - t
+        ok, new_work, it, res, joints = step(F, D, V, W, t, h_try, work)
+        finite = ok
+        for k in range(n):
+            finite = finite and isfinite(W.b[k])
+        for k in range(F.nv):
+            finite = finite and isfinite(D.ynew[k])
+        if not finite:  # not taken: the node in W is the state before the step (b was not accepted)
+            status = VAR_FAILED
+            break
+        for k in range(n):
+            q[k] = W.a[k]
+        for k in range(F.nv):
+            v[k] = D.ynew[k]
+        t_new = t + h_try
+        h_last = t_new - t
+        t = t_new
+        work = new_work
+        taken += 1
+        iterations, violation, residual = <double>it, joints, res
+        update_spring_references(F, D, t, q)
+        worst = _max(worst, joints)
+        number = done + taken
+        last = not (t_end - t > 1e-12 * scale)
+        due = number % every == 0 or last or joints > max_violation
+        if due and number <= max_steps:
+            if not _record(F, D, V, W, t, q, v, work, iterations, h_last, residual, rows[nrec]):
+                status = VAR_RECORD_FAILED
+                break
+            rows[nrec, rows.shape[1] - 1] = number
+            nrec += 1
+        if joints > max_violation:
+            status = VAR_VIOLATION
+            break
+        if number > max_steps:
+            break
+    out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, worst
+    out[5], out[6], out[7], out[8] = iterations, violation, h_last, residual
+    return status
+
+
+def advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, double[::1] q, double[::1] v, double work,
+            double h, double t_end, Py_ssize_t every, Py_ssize_t done, double max_steps, Py_ssize_t max_rows,
+            Py_ssize_t max_block, double max_violation, double[:, ::1] rows, double[::1] out):
+    """Steps and recorded rows (ode_kernels.advance's rules), q and v updated in place, the node
+    carried in W. ``out`` (9,): t, work, steps, rows, the largest joint violation, and of the
+    last step: Newton iterations, joint violation, step size, Newton residual. Returns the status."""
+    cdef int status
+    with nogil:
+        status = _advance(F, D, V, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
+                          max_violation, rows, out)
+    return status
