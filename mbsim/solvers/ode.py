@@ -140,8 +140,8 @@ class OdeSolver(SolverBase):
         return self._flat is not None
 
     def load_compiled(self) -> None:
-        """Load the compiled step (numba loads or compiles it on its first call: from its cache
-        about 0.1 s) by a call that takes no step."""
+        """Run the compiled step once by a call that takes no step (built ahead of time: nothing
+        compiles; this only touches the extension module and the run's buffers)."""
         if self._flat is None:
             return
         q, v = self.model.q0.copy(), self.model.v0.copy()

@@ -4,6 +4,16 @@
 from mbsim.model.layout cimport FlatModel, FlatData
 
 
+# Python's max and min of two numbers (as numba compiled them): the first unless the second is
+# larger (smaller), so a NaN in the second place is passed over and one in the first kept
+cdef inline double py_max(double a, double b) noexcept nogil:
+    return b if b > a else a
+
+
+cdef inline double py_min(double a, double b) noexcept nogil:
+    return b if b < a else a
+
+
 # Views of D.robust_work, laid out as mbsim.model.flat.robust_size counts, as C-order matrices
 # at fixed offsets (one work array: every compiled call passes all of D's arrays)
 cdef struct RobustBuffers:

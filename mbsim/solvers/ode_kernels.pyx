@@ -28,43 +28,45 @@ near a singular position, or with redundant equations, the SVD or KKT solve deci
 On the IFToMM N four-bar with N = 40 (243 coordinates) that is the difference between a
 millisecond-scale SVD per stage and lagrange's cost. The Python path (a model without a compiled
 form) keeps the SVD throughout; both agree to round-off where the fast path applies.
+
+Python calls derivative, step_cut, certified_full_rank and reset_stats (cpdef: the same
+functions the kernels call) and advance (a def wrapper that releases the GIL around advance_c).
 """
 
-from __future__ import annotations
+from libc.math cimport INFINITY, NAN, fabs, isfinite, sin, sqrt
 
-import numpy as np
-from numba import njit
-
-import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.kernels import retract3_into
-from mbsim.model.record_kernels import row_into
-from mbsim.model.step_kernels import (
+from mbsim.model.kernels cimport retract3_into
+from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.model.record_kernels cimport row_into
+from mbsim.model.step_kernels cimport (
     constraints_into,
     forces_into,
     frames_into,
     inverse_mass_times,
-    row_bodies,
+    row_body,
     row_dot,
     spring_deflections_into,
 )
-from mbsim.solvers.lapack_kernels import cholesky_envelope, cholesky_envelope_solve
-from mbsim.solvers.robust_kernels import (
+from mbsim.solvers.lapack_kernels cimport cholesky_envelope, cholesky_envelope_solve, cholesky_envelope_solve_raw
+from mbsim.solvers.robust_kernels cimport (
+    RobustBuffers,
     augmented_lagrangian_accelerations,
     buffers,
     gauss_kkt_accelerations,
     min_norm_correction,
     min_norm_factor,
     null_space_accelerations,
+    py_max,
+    py_min,
 )
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
-
-# the parameter vector P
-METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL, PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = range(9)
-ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = range(9, 15)
-CUT = 15  # null_space, gauss: the rank cut of the current adaptive step (step_cut); rank_tol otherwise
-NPARAMS = 16
-LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = range(4)
+# the parameter vector P (ode_kernels.pxd: P_METHOD ...)
+METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL = P_METHOD, P_INTEGRATOR, P_ALPHA, P_BETA, P_RANK_TOL
+PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = P_PROJ_POSITION, P_PROJ_VELOCITY, P_PROJ_ITERATIONS, P_PROJ_TOL
+ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = P_ROBUST, P_PENALTY, P_OMEGA, P_MU, P_AL_TOL, P_AL_MAX_ITER
+CUT = P_CUT  # null_space, gauss: the rank cut of the current adaptive step (step_cut); rank_tol otherwise
+NPARAMS = P_NPARAMS
+LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = M_LAGRANGE, M_NULL_SPACE, M_GAUSS_KKT, M_AUGMENTED_LAGRANGIAN
 METHODS = {
     "lagrange": LAGRANGE,
     "null_space": NULL_SPACE,
@@ -77,78 +79,93 @@ EXTRAS = {NULL_SPACE: ("rank", "acceleration_residual"), GAUSS_KKT: ("accelerati
 INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
 
 # status of a step or block
-OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION, RECORD_FAILED = 0, 1, 2, 3, 4
+OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION, RECORD_FAILED = S_OK, S_RANK_DEFICIENT, S_NOT_FINITE, S_VIOLATION, S_RECORD_FAILED
+
+# the rank-robust solves take the full-rank (Schur) path when J M^-1/2's smallest singular value is
+# estimated at least this many times above the method's cut (singular values below rank_tol times
+# the largest count as zero): then the cut removes nothing and the two solves are the same
+cdef double _FULL_RANK_MARGIN = 100.0
+cdef Py_ssize_t _INVERSE_ITERATIONS = 3  # of inverse iteration for S's smallest eigenvalue
+FULL_RANK_MARGIN = _FULL_RANK_MARGIN
+INVERSE_ITERATIONS = _INVERSE_ITERATIONS
 
 
-@njit(**_JIT)
-def _copy(src, dst, start):
-    """dst[start : start + len(src)] = src (a slice assignment would allocate an overlap copy)."""
+cdef inline void _copy(const double[::1] src, double[::1] dst, Py_ssize_t start) noexcept nogil:
+    """dst[start : start + len(src)] = src."""
+    cdef Py_ssize_t k
     for k in range(src.shape[0]):
         dst[start + k] = src[k]
 
 
-@njit(**_JIT)
-def minv_jt_times(F, D, x, out):
+cdef void minv_jt_times(FlatModel F, FlatData D, const double[::1] x, double[::1] out) noexcept nogil:
     """out = M^-1 J^T x (nv,), column block by column block of M^-1 J^T."""
-    w = 6 if F.dim == 3 else 3
-    MJ = D.minv_jt
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t k, c, side, b, a
     for k in range(F.nv):
         out[k] = 0.0
     for c in range(F.nc):
-        for b in row_bodies(F, c):
+        for side in range(2):
+            b = row_body(F, c, side)
             if b < F.nbody:
                 for a in range(w):
-                    out[w * b + a] += MJ[w * b + a, c] * x[c]
+                    out[w * b + a] += D.minv_jt[w * b + a, c] * x[c]
 
 
-@njit(**_JIT)
-def schur_factor(F, D, rank_tol):
+cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
     """M^-1 J^T into D.minv_jt and the lower Cholesky factor of S = J M^-1 J^T into D.S, in the
     factored order F.s_rows (position i holds constraint row s_rows[i]). Returns False on a rank
     loss: a pivot <= 0, or smallest / largest pivot^2 <= rank_tol (mbsim.solvers.linalg.Schur).
     Only the blocks of each row's two bodies are visited: the others are zero in J and stay zero
     in D.minv_jt."""
-    nc, nb = F.nc, F.nbody
-    w = 6 if F.dim == 3 else 3
-    J, MJ, S = D.J, D.minv_jt, D.S
+    cdef Py_ssize_t nc = F.nc, nb = F.nbody
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef double[:, ::1] J = D.J
+    cdef double[:, ::1] MJ = D.minv_jt
+    cdef double[:, ::1] S = D.S
+    cdef Py_ssize_t i, r, side, b, a, m, j, e, c
+    cdef double s, lo, hi, p
     for i in range(nc):
         r = F.s_rows[i]
-        bodies = row_bodies(F, r)
-        for b in bodies:
+        for side in range(2):
+            b = row_body(F, r, side)
             if b < nb:
                 for a in range(w):
                     s = 0.0
                     for m in range(w):
                         s += F.body_inv_mass[b, a, m] * J[r, w * b + m]
                     MJ[w * b + a, r] = s
-        for j in range(F.row_first[i], i + 1):  # the envelope (the last factor's values) to zero
+        # the envelope (the last factor's values) to zero
+        for j in range(F.row_first[i], i + 1):
             S[i, j] = 0.0
-        for e in range(F.s_ptr[i], F.s_ptr[i + 1]):  # the positions j <= i whose rows share a body
+        # the positions j <= i whose rows share a body
+        for e in range(F.s_ptr[i], F.s_ptr[i + 1]):
             j = F.s_col[e]
             c = F.s_rows[j]
             s = 0.0
-            for b in bodies:
+            for side in range(2):
+                b = row_body(F, r, side)
                 if b < nb and (b == F.row_bi[c] or b == F.row_bj[c]):
                     for m in range(w):
                         s += J[r, w * b + m] * MJ[w * b + m, c]
             S[i, j] = s
-    if not cholesky_envelope(S, F.row_first):  # S = L L^T (lower triangle, within the envelope)
+    # S = L L^T (lower triangle, within the envelope)
+    if not cholesky_envelope(S, F.row_first):
         return False
     if nc:
-        lo, hi = np.inf, 0.0
+        lo, hi = INFINITY, 0.0
         for c in range(nc):
             p = S[c, c] * S[c, c]
-            lo = min(lo, p)
-            hi = max(hi, p)
+            lo = py_min(lo, p)
+            hi = py_max(hi, p)
         if not (hi > 0.0 and lo / hi > rank_tol):
             return False
     return True
 
 
-@njit(**_JIT)
-def schur_solve(F, D, x):
+cdef void schur_solve(FlatModel F, FlatData D, double[::1] x) noexcept nogil:
     """x <- S^-1 x with the factor in D.S (forward, then back substitution in the factored order)."""
-    y = D.s_work
+    cdef double[::1] y = D.s_work
+    cdef Py_ssize_t i
     for i in range(F.nc):
         y[i] = x[F.s_rows[i]]
     cholesky_envelope_solve(D.S, F.row_first, F.row_last, y)
@@ -156,12 +173,11 @@ def schur_solve(F, D, x):
         x[F.s_rows[i]] = y[i]
 
 
-@njit(**_JIT)
-def correction(F, D, P, r, dx):
+cdef bint correction(FlatModel F, FlatData D, const double[::1] P, double[::1] r, double[::1] dx) noexcept nogil:
     """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. False on rank
     loss; with P[ROBUST] the pseudo-inverse instead (a rank loss allowed)."""
-    rank_tol = P[RANK_TOL]
-    if P[ROBUST] != 0.0:
+    cdef double rank_tol = P[P_RANK_TOL]
+    if P[P_ROBUST] != 0.0:
         if not certified_full_rank(F, D, rank_tol, False):
             return min_norm_correction(F, D, rank_tol, r, dx)
         schur_solve(F, D, r)
@@ -174,15 +190,7 @@ def correction(F, D, P, r, dx):
     return True
 
 
-# the rank-robust solves take the full-rank (Schur) path when J M^-1/2's smallest singular value is
-# estimated at least this many times above the method's cut (singular values below rank_tol times
-# the largest count as zero): then the cut removes nothing and the two solves are the same
-FULL_RANK_MARGIN = 100.0
-INVERSE_ITERATIONS = 3  # of inverse iteration for S's smallest eigenvalue
-
-
-@njit(**_JIT)
-def certified_full_rank(F, D, rank_tol, kkt):
+cpdef bint certified_full_rank(FlatModel F, FlatData D, double rank_tol, bint kkt) noexcept nogil:
     """Factor S = J M^-1 J^T into D.S (schur_factor) and decide whether the rank-robust solve at
     this state is the full-rank one: J has full row rank and no singular value is near the cut.
 
@@ -194,66 +202,74 @@ def certified_full_rank(F, D, rank_tol, kkt):
     singular values at rank_tol times its largest: its smallest is bounded below through its
     inverse's blocks, 1 / (1/m + 2/sqrt(m lambda_min) + 1/lambda_min) with m M's smallest
     eigenvalue (bounded below by 1 / max |M_b^-1|_F), its largest above by its Frobenius norm."""
-    nc, nv = F.nc, F.nv
+    cdef Py_ssize_t nc = F.nc, nv = F.nv
     if nc == 0 or nc > nv or not schur_factor(F, D, 0.0):
         return False
-    L = D.S
-    trace = 0.0
+    cdef double[:, ::1] L = D.S
+    cdef Py_ssize_t r, c, it, b, a, m, k
+    cdef double trace = 0.0
+    cdef double norm, lam_min, margin, block, inv_norm, mass_sq, jac_sq, m_min, smallest
     for r in range(nc):
         for c in range(F.row_first[r], r + 1):
             trace += L[r, c] * L[r, c]
-    work = buffers(F, D)
-    x, y = work[8], work[10][:nc]  # vec_m and kkt_b: free in these solves
+    # vec_m and kkt_b: free in these solves
+    cdef RobustBuffers work = buffers(F, D)
+    cdef double* x = work.vec_m
+    cdef double* y = work.kkt_b
     norm = 0.0
     for r in range(nc):
-        x[r] = np.sin(0.7 + 1.3 * r) + 1.5  # generic: no eigenvector of S is orthogonal to it
+        x[r] = sin(0.7 + 1.3 * r) + 1.5  # generic: no eigenvector of S is orthogonal to it
         norm += x[r] * x[r]
     for r in range(nc):
-        x[r] /= np.sqrt(norm)
-    for _ in range(INVERSE_ITERATIONS):
+        x[r] /= sqrt(norm)
+    for it in range(_INVERSE_ITERATIONS):
         for r in range(nc):
             y[r] = x[r]
-        cholesky_envelope_solve(L, F.row_first, F.row_last, y)
+        cholesky_envelope_solve_raw(L, F.row_first, F.row_last, y)
         norm = 0.0
         for r in range(nc):
             norm += y[r] * y[r]
-        norm = np.sqrt(norm)
-        if not (norm > 0.0 and np.isfinite(norm)):
+        norm = sqrt(norm)
+        if not (norm > 0.0 and isfinite(norm)):
             return False
         for r in range(nc):
             x[r] = y[r] / norm
     lam_min = 1.0 / norm  # >= the smallest eigenvalue; equal once converged
     if not kkt:
-        return lam_min > (FULL_RANK_MARGIN * rank_tol) ** 2 * trace
-    w = 6 if F.dim == 3 else 3
+        margin = _FULL_RANK_MARGIN * rank_tol
+        return lam_min > margin * margin * trace
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
     inv_norm, mass_sq, jac_sq = 0.0, 0.0, 0.0
     for b in range(F.nbody):
         block = 0.0
         for a in range(w):
             for m in range(w):
-                block += F.body_inv_mass[b, a, m] ** 2
-                mass_sq += F.body_mass_block[b, a, m] ** 2
-        inv_norm = max(inv_norm, np.sqrt(block))
+                block += F.body_inv_mass[b, a, m] * F.body_inv_mass[b, a, m]
+                mass_sq += F.body_mass_block[b, a, m] * F.body_mass_block[b, a, m]
+        inv_norm = py_max(inv_norm, sqrt(block))
     for r in range(nc):
         for k in range(nv):
-            jac_sq += D.J[r, k] ** 2
+            jac_sq += D.J[r, k] * D.J[r, k]
     m_min = 1.0 / inv_norm
-    smallest = 1.0 / (1.0 / m_min + 2.0 / np.sqrt(m_min * lam_min) + 1.0 / lam_min)
-    return smallest > FULL_RANK_MARGIN * rank_tol * np.sqrt(mass_sq + 2.0 * jac_sq)
+    smallest = 1.0 / (1.0 / m_min + 2.0 / sqrt(m_min * lam_min) + 1.0 / lam_min)
+    return smallest > _FULL_RANK_MARGIN * rank_tol * sqrt(mass_sq + 2.0 * jac_sq)
 
 
-@njit(**_JIT)
-def schur_accelerations(F, D, alpha, beta, v, vdot):
+cdef void schur_accelerations(FlatModel F, FlatData D, double alpha, double beta, const double[::1] v,
+                              double[::1] vdot) noexcept nogil:
     """v_dot and lambda (D.lam) with S's factor in D.S: lambda = S^-1 (J M^-1 Q - gamma*),
     v_dot = M^-1 (Q - J^T lambda); gamma* = gamma with Baumgarte's terms if alpha, beta."""
-    nc, nv = F.nc, F.nv
+    cdef Py_ssize_t nc = F.nc, nv = F.nv
+    cdef double[::1] rhs = D.lam
+    cdef Py_ssize_t r, k
+    cdef double g, jv
     inverse_mass_times(F, D.Q, D.minv_q)
-    rhs = D.lam
     for r in range(nc):
         g = D.gamma[r]
-        if alpha != 0.0 or beta != 0.0:  # Baumgarte: gamma - 2 alpha (J v + Phi_t) - beta^2 Phi
+        # Baumgarte: gamma - 2 alpha (J v + Phi_t) - beta^2 Phi
+        if alpha != 0.0 or beta != 0.0:
             jv = row_dot(F, D.J, r, v)
-            g = g - 2.0 * alpha * (jv + D.phi_t[r]) - beta**2 * D.phi[r]
+            g = g - 2.0 * alpha * (jv + D.phi_t[r]) - beta * beta * D.phi[r]
         rhs[r] = row_dot(F, D.J, r, D.minv_q) - g
     schur_solve(F, D, rhs)
     minv_jt_times(F, D, rhs, vdot)
@@ -261,19 +277,20 @@ def schur_accelerations(F, D, alpha, beta, v, vdot):
         vdot[k] = D.minv_q[k] - vdot[k]
 
 
-@njit(**_JIT)
-def lagrange_accelerations(F, D, P, v, vdot):
+cdef bint lagrange_accelerations(FlatModel F, FlatData D, const double[::1] P, const double[::1] v,
+                                 double[::1] vdot) noexcept nogil:
     """v_dot and lambda (D.lam) of [M J^T; J 0] [v_dot; lambda] = [Q; gamma*] through the Schur
     complement (mbsim.solvers.lagrange); False on rank loss."""
-    if not schur_factor(F, D, P[RANK_TOL]):
+    if not schur_factor(F, D, P[P_RANK_TOL]):
         return False
-    schur_accelerations(F, D, P[ALPHA], P[BETA], v, vdot)
+    schur_accelerations(F, D, P[P_ALPHA], P[P_BETA], v, vdot)
     return True
 
 
-@njit(**_JIT)
-def q_rate_into(F, q, v, out):
+cdef void q_rate_into(FlatModel F, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
     """dq/dt (quaternion rate 1/2 q ⊗ (0, omega_body) in 3D)."""
+    cdef Py_ssize_t k, b, o, ov, a
+    cdef double w, x, y, z, wx, wy, wz
     if F.dim == 2:
         for k in range(F.nq):
             out[k] = v[k]
@@ -290,60 +307,62 @@ def q_rate_into(F, q, v, out):
         out[o + 6] = 0.5 * (w * wz + x * wy - y * wx)
 
 
-@njit(**_JIT)
-def reset_stats(stats, start):
+cpdef void reset_stats(double[::1] stats, Py_ssize_t start) noexcept nogil:
     """stats[start : start + 3] = (iterations 0, rank +inf, residual -inf): nothing solved yet."""
-    stats[start], stats[start + 1], stats[start + 2] = 0.0, np.inf, -np.inf
+    stats[start], stats[start + 1], stats[start + 2] = 0.0, INFINITY, -INFINITY
 
 
-@njit(**_JIT)
-def _copy_stats(stats, src, dst):
+cdef inline void _copy_stats(double[::1] stats, Py_ssize_t src, Py_ssize_t dst) noexcept nogil:
+    cdef Py_ssize_t k
     for k in range(3):
         stats[dst + k] = stats[src + k]
 
 
-@njit(**_JIT)
-def accelerations(F, D, P, t, q, v, vdot):
-    """v_dot at (t, q, v) into vdot; returns (ok, power of non-conservative forces and drives).
-    The solve's iterations, rank and residual are added to D.solve_stats[0:3]."""
+cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
+                        const double[::1] v, double[::1] vdot, double* power) noexcept nogil:
+    """v_dot at (t, q, v) into vdot; returns ok, the power of non-conservative forces and drives
+    into power[0]. The solve's iterations, rank and residual are added to D.solve_stats[0:3]."""
+    cdef Py_ssize_t method, n, r
+    cdef double[::1] stats
+    cdef double residual
     frames_into(F, D, q, v)
-    power = forces_into(F, D, t, v)
+    power[0] = forces_into(F, D, t, v)
     if F.nc == 0:
         inverse_mass_times(F, D.Q, vdot)
-        return True, power
+        return True
     constraints_into(F, D, t)
-    method = int(P[METHOD])
+    method = <Py_ssize_t>P[P_METHOD]
     stats = D.solve_stats
-    if method == LAGRANGE:
+    if method == M_LAGRANGE:
         if not lagrange_accelerations(F, D, P, v, vdot):
-            return False, power
-    elif method != AUGMENTED_LAGRANGIAN and certified_full_rank(F, D, P[CUT], method == GAUSS_KKT):
+            return False
+    elif method != M_AUGMENTED_LAGRANGIAN and certified_full_rank(F, D, P[P_CUT], method == M_GAUSS_KKT):
         schur_accelerations(F, D, 0.0, 0.0, v, vdot)  # the full-rank solve (see the module docstring)
         residual = 0.0
         for r in range(F.nc):
-            residual = max(residual, abs(row_dot(F, D.J, r, vdot) - D.gamma[r]))
-        if method == NULL_SPACE:
-            stats[1] = min(stats[1], F.nc)
-        stats[2] = max(stats[2], residual)
+            residual = py_max(residual, fabs(row_dot(F, D.J, r, vdot) - D.gamma[r]))
+        if method == M_NULL_SPACE:
+            stats[1] = py_min(stats[1], <double>F.nc)
+        stats[2] = py_max(stats[2], residual)
     else:
-        if method == NULL_SPACE:
-            n = null_space_accelerations(F, D, P[CUT], vdot, stats)
-        elif method == GAUSS_KKT:
-            n = gauss_kkt_accelerations(F, D, P[CUT], vdot, stats)
+        if method == M_NULL_SPACE:
+            n = null_space_accelerations(F, D, P[P_CUT], vdot, stats)
+        elif method == M_GAUSS_KKT:
+            n = gauss_kkt_accelerations(F, D, P[P_CUT], vdot, stats)
         else:
             n = augmented_lagrangian_accelerations(
-                F, D, v, P[PENALTY], P[OMEGA], P[MU], P[AL_TOL], int(P[AL_MAX_ITER]), vdot
+                F, D, v, P[P_PENALTY], P[P_OMEGA], P[P_MU], P[P_AL_TOL], <Py_ssize_t>P[P_AL_MAX_ITER], vdot
             )
         if n < 0:
-            return False, power
+            return False
         stats[0] += n
-    for r in range(F.nc):  # drives do work: lambda^T Phi_t
-        power += D.lam[r] * D.phi_t[r]
-    return True, power
+    # drives do work: lambda^T Phi_t
+    for r in range(F.nc):
+        power[0] += D.lam[r] * D.phi_t[r]
+    return True
 
 
-@njit(**_JIT)
-def step_cut(F, D, P, t, y):
+cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y) noexcept nogil:
     """null_space and gauss (kkt) under an adaptive integrator: the rank cut for the coming step
     (the singular values of J M^-1/2, of the KKT matrix for gauss, at its start; the methods'
     before_adaptive_step; mbsim.solvers.linalg.gap_cut in Python). The rank r is
@@ -353,48 +372,56 @@ def step_cut(F, D, P, t, y):
     moves by a large factor: the right-hand side stays smooth over the integrator's stages, and
     a direction is dropped or taken back between steps. A full rank certified by
     certified_full_rank needs no SVD: its cut is rank_tol / 10."""
-    nq, nv = F.nq, F.nv
-    tau = P[RANK_TOL]
+    cdef Py_ssize_t nq = F.nq, nv = F.nv
+    cdef double tau = P[P_RANK_TOL]
     if F.nc == 0:
         return tau
-    kkt = int(P[METHOD]) == GAUSS_KKT
-    q, v = y[:nq], y[nq : nq + nv]
+    cdef bint kkt = <Py_ssize_t>P[P_METHOD] == M_GAUSS_KKT
+    cdef const double[::1] q = y[:nq]
+    cdef const double[::1] v = y[nq : nq + nv]
+    cdef RobustBuffers B
+    cdef double* s
+    cdef Py_ssize_t ns, rank, k
+    cdef double below, cut
     frames_into(F, D, q, v)
     constraints_into(F, D, t)
     if certified_full_rank(F, D, tau, kkt):
         return 0.1 * tau
-    if kkt:  # the KKT matrix's singular values, as gelsd leaves them (Q does not change them)
+    B = buffers(F, D)
+    # the KKT matrix's singular values, as gelsd leaves them (Q does not change them)
+    if kkt:
         forces_into(F, D, t, v)
         if gauss_kkt_accelerations(F, D, tau, D.dx, D.solve_stats) < 0:
             return tau
-        s = buffers(F, D)[11]
+        s, ns = B.kkt_s, nv + F.nc
         rank = 0
-        for k in range(s.shape[0]):
+        for k in range(ns):
             if s[k] > tau * s[0]:
                 rank += 1
     else:
         rank = min_norm_factor(F, D, tau)
-        s = buffers(F, D)[3]
+        s, ns = B.svd_s, B.nsv
     if rank <= 0:
         return tau
-    below = s[rank] if rank < s.shape[0] else 0.0
-    cut = np.sqrt(s[rank - 1] * below) / s[0]
-    return min(max(cut, 0.1 * tau), 10.0 * tau)
+    below = s[rank] if rank < ns else 0.0
+    cut = sqrt(s[rank - 1] * below) / s[0]
+    return py_min(py_max(cut, 0.1 * tau), 10.0 * tau)
 
 
-@njit(**_JIT)
-def derivative(F, D, P, t, y, out):
+cpdef bint derivative(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y,
+                      double[::1] out) noexcept nogil:
     """out = (q_dot, v_dot, power) at y = (q, v, work); False on rank loss."""
-    nq, nv = F.nq, F.nv
-    q, v = y[:nq], y[nq : nq + nv]
-    ok, power = accelerations(F, D, P, t, q, v, out[nq : nq + nv])
-    q_rate_into(F, q, v, out[:nq])
+    cdef Py_ssize_t nq = F.nq, nv = F.nv
+    cdef double power = 0.0
+    cdef bint ok
+    ok = accelerations(F, D, P, t, y[:nq], y[nq : nq + nv], out[nq : nq + nv], &power)
+    q_rate_into(F, y[:nq], y[nq : nq + nv], out[:nq])
     out[nq + nv] = power
     return ok
 
 
-@njit(**_JIT)
-def _first_stage(F, D, P, t, y, k1):
+cdef bint _first_stage(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y,
+                       double[::1] k1) noexcept nogil:
     """derivative(t, y) into k1, unless k1 holds it already (D.k1_valid: y is a state just
     recorded, whose evaluation advance kept: its solve counts as the step's first, as in
     OdeSolver.step). Starts the step's solve statistics."""
@@ -406,22 +433,28 @@ def _first_stage(F, D, P, t, y, k1):
     return derivative(F, D, P, t, y, k1)
 
 
-@njit(**_JIT)
-def integrate(F, D, P, t, h, y, out):
+cdef bint integrate(FlatModel F, FlatData D, const double[::1] P, double t, double h, const double[::1] y,
+                    double[::1] out) noexcept nogil:
     """One fixed step of the integrator P[INTEGRATOR] from y into out (mbsim.solvers.integrators)."""
-    nq, nv = F.nq, F.nv
-    ny = y.shape[0]
-    method = int(P[INTEGRATOR])
-    k1, k2, k3, k4, yt = D.k1, D.k2, D.k3, D.k4, D.ytmp
-    if method == 1:  # semi-implicit Euler: v first, then q with the new v
-        q, v = y[:nq], y[nq : nq + nv]
+    cdef Py_ssize_t nq = F.nq, nv = F.nv
+    cdef Py_ssize_t ny = y.shape[0]
+    cdef Py_ssize_t method = <Py_ssize_t>P[P_INTEGRATOR]
+    cdef double[::1] k1 = D.k1
+    cdef double[::1] k2 = D.k2
+    cdef double[::1] k3 = D.k3
+    cdef double[::1] k4 = D.k4
+    cdef double[::1] yt = D.ytmp
+    cdef Py_ssize_t k
+    cdef double half, sixth
+    # semi-implicit Euler: v first, then q with the new v
+    if method == 1:
         if not _first_stage(F, D, P, t, y, k1):  # its q rate is not used
             return False
         for k in range(nv):
-            out[nq + k] = v[k] + h * k1[nq + k]
-        q_rate_into(F, q, out[nq : nq + nv], k2[:nq])
+            out[nq + k] = y[nq + k] + h * k1[nq + k]
+        q_rate_into(F, y[:nq], out[nq : nq + nv], k2[:nq])
         for k in range(nq):
-            out[k] = q[k] + h * k2[k]
+            out[k] = y[k] + h * k2[k]
         out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
         return True
     if not _first_stage(F, D, P, t, y, k1):
@@ -449,60 +482,65 @@ def integrate(F, D, P, t, h, y, out):
     return True
 
 
-@njit(**_JIT)
-def normalize(F, q):
+cdef void normalize(FlatModel F, double[::1] q) noexcept nogil:
     """Quaternions rescaled to unit norm (3D)."""
+    cdef Py_ssize_t b, o, a
+    cdef double n
     if F.dim == 3:
         for b in range(F.nbody):
             o = 7 * b + 3
-            n = np.sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
+            n = sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
             for a in range(4):
                 q[o + a] = q[o + a] / n
 
 
-@njit(**_JIT)
-def _frames_at_rest(F, D, q):
+cdef void _frames_at_rest(FlatModel F, FlatData D, const double[::1] q) noexcept nogil:
     """Body frames of q with zero velocities (what positions alone determine)."""
     D.dx[:] = 0.0
     frames_into(F, D, q, D.dx)
 
 
-@njit(**_JIT)
-def _constraints_at_rest(F, D, t, q):
+cdef void _constraints_at_rest(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil:
     """Constraint values at (q, t) with zero velocities (the projections' Jacobian)."""
     _frames_at_rest(F, D, q)
     constraints_into(F, D, t)
 
 
-@njit(**_JIT)
-def _max_abs(x):
-    m = 0.0
+cdef double _max_abs(const double[::1] x) noexcept nogil:
+    cdef double m = 0.0
+    cdef double a
+    cdef Py_ssize_t k
     for k in range(x.shape[0]):
-        a = abs(x[k])
+        a = fabs(x[k])
         if a > m or a != a:
             m = a
     return m
 
 
-@njit(**_JIT)
-def project(F, D, P, t, q, v):
+cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+                  Py_ssize_t* used, double* violation) noexcept nogil:
     """Mass-weighted projection of q (Newton steps), then of v, in place
-    (mbsim.solvers.projection). Returns (ok, Newton steps, max |Phi| at the returned q)."""
-    nv, nc = F.nv, F.nc
-    used, violation = 0, -1.0
-    have_values = False
-    if P[PROJ_POSITION] != 0.0:
-        iterations, tol = int(P[PROJ_ITERATIONS]), P[PROJ_TOL]
+    (mbsim.solvers.projection). Returns ok; the Newton steps into used[0], max |Phi| at the
+    returned q into violation[0] (-1: q not projected)."""
+    cdef Py_ssize_t nv = F.nv, nc = F.nc
+    cdef Py_ssize_t iterations, k, c
+    cdef double tol
+    cdef bint have_values = False
+    cdef double[::1] r
+    cdef double[::1] dx
+    used[0], violation[0] = 0, -1.0
+    if P[P_PROJ_POSITION] != 0.0:
+        iterations, tol = <Py_ssize_t>P[P_PROJ_ITERATIONS], P[P_PROJ_TOL]
         while True:
             _constraints_at_rest(F, D, t, q)
-            violation = _max_abs(D.phi)
-            if violation <= tol or used >= iterations:
+            violation[0] = _max_abs(D.phi)
+            if violation[0] <= tol or used[0] >= iterations:
                 break
             r = D.rhs
             _copy(D.phi, r, 0)
             dx = D.dx
             if not correction(F, D, P, r, dx):
-                return False, used, violation
+                return False
             for k in range(nv):
                 dx[k] = -dx[k]
             if F.dim == 3:
@@ -510,9 +548,9 @@ def project(F, D, P, t, q, v):
             else:
                 for k in range(nv):
                     q[k] = q[k] + dx[k]
-            used += 1
+            used[0] += 1
         have_values = True
-    if P[PROJ_VELOCITY] != 0.0:
+    if P[P_PROJ_VELOCITY] != 0.0:
         if not have_values:
             frames_into(F, D, q, v)
             constraints_into(F, D, t)
@@ -520,25 +558,25 @@ def project(F, D, P, t, q, v):
         for c in range(nc):
             r[c] = row_dot(F, D.J, c, v) + D.phi_t[c]
         if not correction(F, D, P, r, D.dx):
-            return False, used, violation
+            return False
         for k in range(nv):
             v[k] = v[k] - D.dx[k]
-    return True, used, violation
+    return True
 
 
-@njit(**_JIT)
-def _all_finite(x):
-    ok = True
+cdef bint _all_finite(const double[::1] x) noexcept nogil:
+    cdef bint ok = True
+    cdef Py_ssize_t k
     for k in range(x.shape[0]):
-        ok = ok and np.isfinite(x[k])
+        ok = ok and isfinite(x[k])
     return ok
 
 
-@njit(**_JIT)
-def update_spring_references(F, D, t, q):
+cdef void update_spring_references(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil:
     """The unwrapped deflections of an accepted step become the next references (when any
     spring coordinate wraps: mbsim.model.dynamics.SpringGroups.update)."""
-    wrapped = False
+    cdef bint wrapped = False
+    cdef Py_ssize_t p, r
     for p in range(F.spr_wrap.shape[0]):
         wrapped = wrapped or F.spr_wrap[p] != 0
     if wrapped:
@@ -548,8 +586,9 @@ def update_spring_references(F, D, t, q):
             D.spr_ref[r] = D.spr_value[r]
 
 
-@njit(**_JIT)
-def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
+cdef int _steps(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+                double work, double h, double t_end, Py_ssize_t nmax, double max_violation,
+                double[::1] out) noexcept nogil:
     """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
     mbsim.simulate.run does), q and v updated in place.
 
@@ -560,37 +599,44 @@ def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
     violation over the steps, and the size of the last step. Returns the status (OK when
     nmax steps or t_end were reached).
     """
-    nq, nv = F.nq, F.nv
-    ny = nq + nv + 1
-    y, ynew = D.y, D.ynew
-    steps, status = 0, OK
-    newton, violation, worst, h_last = 0, -1.0, 0.0, 0.0
-    scale = max(1.0, t_end)
+    cdef Py_ssize_t nq = F.nq, nv = F.nv
+    cdef Py_ssize_t ny = nq + nv + 1
+    cdef double[::1] y = D.y
+    cdef double[::1] ynew = D.ynew
+    cdef double[::1] qn = ynew[:nq]
+    cdef double[::1] vn = ynew[nq : nq + nv]
+    cdef Py_ssize_t steps = 0, newton = 0
+    cdef int status = S_OK
+    cdef double violation = -1.0, worst = 0.0, h_last = 0.0
+    cdef double scale = py_max(1.0, t_end)
+    cdef double h_try, t_new, step_violation
+    cdef bint ok
     while steps < nmax and t_end - t > 1e-12 * scale:
-        h_try = min(h, t_end - t)
-        if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+        h_try = py_min(h, t_end - t)
+        # land exactly on t_end
+        if t_end - (t + h_try) < 1e-9 * h_try:
             h_try = t_end - t
         _copy(q, y, 0)
         _copy(v, y, nq)
         y[ny - 1] = work
         if not integrate(F, D, P, t, h_try, y, ynew):
-            status = RANK_DEFICIENT
+            status = S_RANK_DEFICIENT
             break
-        qn, vn = ynew[:nq], ynew[nq : nq + nv]
         normalize(F, qn)
         t_new = t + h_try
         ok = True
         if F.nc:
-            ok, newton, violation = project(F, D, P, t_new, qn, vn)
+            ok = project(F, D, P, t_new, qn, vn, &newton, &violation)
         if not ok:
-            status = RANK_DEFICIENT
+            status = S_RANK_DEFICIENT
             break
-        if not (_all_finite(ynew)):
-            status = NOT_FINITE
+        if not _all_finite(ynew):
+            status = S_NOT_FINITE
             break
         _copy_stats(D.solve_stats, 0, 6)
-        if D.solve_stats[6] > 0.0:  # a method that iterates reports its own iterations (OdeSolver.step)
-            newton = int(D.solve_stats[6])
+        # a method that iterates reports its own iterations (OdeSolver.step)
+        if D.solve_stats[6] > 0.0:
+            newton = <Py_ssize_t>D.solve_stats[6]
         _copy(qn, q, 0)
         _copy(vn, v, 0)
         work = ynew[ny - 1]
@@ -606,31 +652,82 @@ def _steps(F, D, P, t, q, v, work, h, t_end, nmax, max_violation, out):
                 step_violation = 0.0
         else:
             step_violation = violation
-        worst = max(worst, step_violation)
+        worst = py_max(worst, step_violation)
         if step_violation > max_violation:
-            status = VIOLATION
+            status = S_VIOLATION
             break
     out[0], out[1], out[2], out[3], out[4], out[5], out[6] = t, work, steps, newton, violation, worst, h_last
     return status
 
 
-@njit(**_JIT)
-def extras_into(P, stats, row):
+cdef void extras_into(const double[::1] P, const double[::1] stats, double[::1] row) noexcept nogil:
     """The last step's per-step values (EXTRAS) into the columns before the row's step number;
     NaN where no solve took place (no constraints), as the Python path records them."""
-    method = int(P[METHOD])
-    end = row.shape[0] - 1
-    solved = stats[8] > -np.inf
-    if method == NULL_SPACE:
-        row[end - 2] = stats[7] if solved else np.nan
-        row[end - 1] = stats[8] if solved else np.nan
-    elif method == GAUSS_KKT:
-        row[end - 2] = stats[8] if solved else np.nan
-        row[end - 1] = 0.0 if solved else np.nan  # RESULT_CODES["kkt"]
+    cdef Py_ssize_t method = <Py_ssize_t>P[P_METHOD]
+    cdef Py_ssize_t end = row.shape[0] - 1
+    cdef bint solved = stats[8] > -INFINITY
+    if method == M_NULL_SPACE:
+        row[end - 2] = stats[7] if solved else NAN
+        row[end - 1] = stats[8] if solved else NAN
+    elif method == M_GAUSS_KKT:
+        row[end - 2] = stats[8] if solved else NAN
+        row[end - 1] = 0.0 if solved else NAN  # RESULT_CODES["kkt"]
 
 
-@njit(**_JIT)
-def advance(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, max_violation, rows, out):
+cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+                   double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
+                   Py_ssize_t max_rows, Py_ssize_t max_block, double max_violation, double[:, ::1] rows,
+                   double[::1] out) noexcept nogil:
+    """advance's loop (see there), without the GIL."""
+    cdef Py_ssize_t nq = F.nq, nv = F.nv
+    cdef Py_ssize_t ny = nq + nv + 1
+    cdef double[::1] seg = D.seg
+    cdef double[::1] y
+    cdef Py_ssize_t taken = 0, nrec = 0, n, k, number
+    cdef int status = S_OK
+    cdef double worst = 0.0, newton = 0.0, violation = -1.0, h_last = 0.0
+    cdef double scale = py_max(1.0, t_end)
+    cdef bint last, due
+    D.k1_valid[0] = 0  # the state may have changed since the last call
+    while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
+        # every >= 1 and done + taken >= 0: C's % is Python's here
+        n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
+        status = _steps(F, D, P, t, q, v, work, h, t_end, n, max_violation, seg)
+        k = <Py_ssize_t>seg[2]
+        if k > 0:
+            t, work = seg[0], seg[1]
+            newton, violation, h_last = seg[3], seg[4], seg[6]
+            worst = py_max(worst, seg[5])
+            taken += k
+        number = done + taken
+        last = not (t_end - t > 1e-12 * scale)
+        due = number % every == 0 or last or status == S_VIOLATION
+        if k > 0 and due and number <= max_steps:
+            y = D.y
+            _copy(q, y, 0)
+            _copy(v, y, nq)
+            y[ny - 1] = work
+            reset_stats(D.solve_stats, 0)
+            if not derivative(F, D, P, t, y, D.k1):
+                status = S_RECORD_FAILED
+                break
+            _copy_stats(D.solve_stats, 0, 3)
+            D.k1_valid[0] = 1  # the next step's first stage
+            row_into(F, D, t, q, v, work, newton, h_last, rows[nrec])
+            extras_into(P, D.solve_stats, rows[nrec])
+            rows[nrec, rows.shape[1] - 1] = number
+            nrec += 1
+        if status != S_OK or number > max_steps:
+            break
+    D.k1_valid[0] = 0
+    out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, worst
+    out[5], out[6], out[7] = newton, violation, h_last
+    return status
+
+
+def advance(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v, double work,
+            double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps, Py_ssize_t max_rows,
+            Py_ssize_t max_block, double max_violation, double[:, ::1] rows, double[::1] out):
     """Steps and recorded rows, q and v updated in place: steps of size h (mbsim.simulate.run's
     rules: the last one lands on t_end) from step number ``done``, and a row (record_kernels
     .row_into) into rows[k] after every step whose number is a multiple of ``every``, after the
@@ -643,44 +740,10 @@ def advance(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, 
     caller records it through the Python path, which raises the error). ``out`` (float64, 8):
     t, work, steps taken, rows, the largest position violation over the steps, and of the last
     step: Newton steps, position violation (-1: not projected), step size. Returns the status.
+    The loop runs without the GIL.
     """
-    nq, nv = F.nq, F.nv
-    ny = nq + nv + 1
-    seg = D.seg
-    D.k1_valid[0] = 0  # the state may have changed since the last call
-    taken, nrec, status = 0, 0, OK
-    worst, newton, violation, h_last = 0.0, 0.0, -1.0, 0.0
-    scale = max(1.0, t_end)
-    while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
-        n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
-        status = _steps(F, D, P, t, q, v, work, h, t_end, n, max_violation, seg)
-        k = int(seg[2])
-        if k > 0:
-            t, work = seg[0], seg[1]
-            newton, violation, h_last = seg[3], seg[4], seg[6]
-            worst = max(worst, seg[5])
-            taken += k
-        number = done + taken
-        last = not (t_end - t > 1e-12 * scale)
-        due = number % every == 0 or last or status == VIOLATION
-        if k > 0 and due and number <= max_steps:
-            y = D.y
-            _copy(q, y, 0)
-            _copy(v, y, nq)
-            y[ny - 1] = work
-            reset_stats(D.solve_stats, 0)
-            if not derivative(F, D, P, t, y, D.k1):
-                status = RECORD_FAILED
-                break
-            _copy_stats(D.solve_stats, 0, 3)
-            D.k1_valid[0] = 1  # the next step's first stage
-            row_into(F, D, t, q, v, work, newton, h_last, rows[nrec])
-            extras_into(P, D.solve_stats, rows[nrec])
-            rows[nrec, rows.shape[1] - 1] = number
-            nrec += 1
-        if status != OK or number > max_steps:
-            break
-    D.k1_valid[0] = 0
-    out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, worst
-    out[5], out[6], out[7] = newton, violation, h_last
+    cdef int status
+    with nogil:
+        status = advance_c(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
+                           max_violation, rows, out)
     return status
