@@ -581,8 +581,8 @@ def _substitute(n: Node, values: Mapping[str, float]) -> Node:
 
 # ------------------------------------------------------------------------------ bytecode
 
-# opcode numbers of the bytecode; mbsim.model.expr_kernel repeats them as literals (numba freezes
-# globals into its on-disk cache, which sees only that file) and checks them against this table
+# opcode numbers of the bytecode; mbsim.model.expr_kernel repeats them as a C enum (expr_kernel.pxd,
+# compiled in) and checks them against this table at import
 OPCODES: dict[str, int] = {
     name: code
     for code, name in enumerate(

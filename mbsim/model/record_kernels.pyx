@@ -6,25 +6,19 @@ angles (2D), angular velocities (world axes), the energies, the constraint viola
 contact and solver columns, the quaternion norm error (3D), the joint reactions and the drive
 forces. It reads the state's frames, forces, constraint values and multipliers from the
 FlatData, as the right-hand side at that state left them (mbsim.solvers.ode_kernels calls it
-right after that evaluation), and allocates nothing.
+right after that evaluation), and allocates nothing. Declared in record_kernels.pxd.
 """
 
-from __future__ import annotations
+from libc.math cimport fabs, sqrt
 
-import numpy as np
-from numba import njit
-
-import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.step_kernels import row_dot
-
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
+from mbsim.model.step_kernels cimport row_dot
 
 
-@njit(**_JIT)
-def kinetic_energy(F, v):
-    """1/2 v^T M v, body by body."""
-    w = 6 if F.dim == 3 else 3
-    total = 0.0
+# 1/2 v^T M v, body by body.
+cdef double kinetic_energy(FlatModel F, const double[::1] v) noexcept nogil:
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t b, a, m
+    cdef double s, total = 0.0
     for b in range(F.nbody):
         s = 0.0
         for a in range(w):
@@ -34,11 +28,11 @@ def kinetic_energy(F, v):
     return 0.5 * total
 
 
-@njit(**_JIT)
-def potential_energy(F, D):
-    """Gravity, spring-dampers and joint springs (the spring deflections already in D)."""
-    d = F.dim
-    pot = 0.0
+# Gravity, spring-dampers and joint springs (the spring deflections already in D).
+cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil:
+    cdef Py_ssize_t d = F.dim
+    cdef Py_ssize_t b, a, r
+    cdef double pot = 0.0
     for b in range(F.nbody):
         for a in range(d):
             pot -= F.body_weight[b, a] * D.pos[b, a]
@@ -48,12 +42,13 @@ def potential_energy(F, D):
     return pot
 
 
-@njit(**_JIT)
-def element_potential(F, D):
-    """The spring-dampers' elastic energy at the frames in D."""
-    d = F.dim
-    pot = 0.0
-    R = D.rot
+# The spring-dampers' elastic energy at the frames in D.
+cdef double element_potential(FlatModel F, FlatData D) noexcept nogil:
+    cdef Py_ssize_t d = F.dim
+    cdef Py_ssize_t e, b1, b2, a, m
+    cdef double pot = 0.0
+    cdef double length2, r1, r2, x, stretch
+    cdef const double[:, :, ::1] R = D.rot
     for e in range(F.sd_k.shape[0]):
         b1, b2 = F.sd_b1[e], F.sd_b2[e]
         length2 = 0.0
@@ -65,19 +60,21 @@ def element_potential(F, D):
                 r2 += R[b2, a, m] * F.sd_s2[e, m]
             x = D.pos[b2, a] + r2 - D.pos[b1, a] - r1
             length2 += x * x
-        stretch = np.sqrt(length2) - F.sd_rest[e]
+        stretch = sqrt(length2) - F.sd_rest[e]
         pot += 0.5 * F.sd_k[e] * stretch * stretch
     return pot
 
 
-@njit(**_JIT)
-def reactions_into(F, D, out, start):
-    """Joint reactions (force and torque about the joint point in world axes on the reported
-    body; 2D fx, fy, torque) and drive forces -lambda of the driven rows, from J and lambda in
-    D, into out[start:]; returns the column after them (mbsim.diagnostics.reactions)."""
-    nb, d = F.nbody, F.dim
-    w = 6 if d == 3 else 3
-    gen = D.joint_gen
+# Joint reactions (force and torque about the joint point in world axes on the reported body;
+# 2D fx, fy, torque) and drive forces -lambda of the driven rows, from J and lambda in D, into
+# out[start:]; returns the column after them (mbsim.diagnostics.reactions).
+cdef Py_ssize_t reactions_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t start) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody, d = F.dim
+    cdef Py_ssize_t w = 6 if d == 3 else 3
+    cdef double[:, ::1] gen = D.joint_gen
+    cdef const double[:, :, ::1] R = D.rot
+    cdef Py_ssize_t j, m, r, b, a, k, c
+    cdef double ox, oy, oz, fx, fy, fz, tq
     for j in range(gen.shape[0]):
         for m in range(w):
             gen[j, m] = 0.0
@@ -87,25 +84,23 @@ def reactions_into(F, D, out, start):
             for m in range(w):
                 gen[F.rx_joint[r], m] -= D.J[r, w * b + m] * D.lam[r]
     c = start
-    R = D.rot
     for j in range(gen.shape[0]):
         b = F.joint_body[j]
         if d == 3:
             ox = R[b, 0, 0] * F.joint_point[j, 0] + R[b, 0, 1] * F.joint_point[j, 1] + R[b, 0, 2] * F.joint_point[j, 2]
             oy = R[b, 1, 0] * F.joint_point[j, 0] + R[b, 1, 1] * F.joint_point[j, 1] + R[b, 1, 2] * F.joint_point[j, 2]
             oz = R[b, 2, 0] * F.joint_point[j, 0] + R[b, 2, 1] * F.joint_point[j, 1] + R[b, 2, 2] * F.joint_point[j, 2]
-            off = (ox, oy, oz)
             fx, fy, fz = gen[j, 0], gen[j, 1], gen[j, 2]
             out[c], out[c + 1], out[c + 2] = fx, fy, fz
             for a in range(3):
-                t = R[b, a, 0] * gen[j, 3] + R[b, a, 1] * gen[j, 4] + R[b, a, 2] * gen[j, 5]
+                tq = R[b, a, 0] * gen[j, 3] + R[b, a, 1] * gen[j, 4] + R[b, a, 2] * gen[j, 5]
                 if a == 0:
-                    t -= off[1] * fz - off[2] * fy
+                    tq -= oy * fz - oz * fy
                 elif a == 1:
-                    t -= off[2] * fx - off[0] * fz
+                    tq -= oz * fx - ox * fz
                 else:
-                    t -= off[0] * fy - off[1] * fx
-                out[c + 3 + a] = t
+                    tq -= ox * fy - oy * fx
+                out[c + 3 + a] = tq
             c += 6
         else:
             ox = R[b, 0, 0] * F.joint_point[j, 0] + R[b, 0, 1] * F.joint_point[j, 1]
@@ -120,13 +115,13 @@ def reactions_into(F, D, out, start):
     return c
 
 
-@njit(**_JIT)
-def state_columns_into(F, D, t, q, v, out):
-    """A row's first columns: time, q, v, body positions and velocities (from the frames in D);
-    returns the column after them (the orientations of a 3D row come next)."""
-    nb, d = F.nbody, F.dim
-    nq, nv = q.shape[0], v.shape[0]
-    c = 0
+# A row's first columns: time, q, v, body positions and velocities (from the frames in D);
+# returns the column after them (the orientations of a 3D row come next).
+cdef Py_ssize_t state_columns_into(FlatModel F, FlatData D, double t, const double[::1] q,
+                                   const double[::1] v, double[::1] out) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody, d = F.dim
+    cdef Py_ssize_t nq = q.shape[0], nv = v.shape[0]
+    cdef Py_ssize_t c = 0, k, b, a
     out[c] = t
     c += 1
     for k in range(nq):
@@ -145,11 +140,11 @@ def state_columns_into(F, D, t, q, v, out):
     return c + d * nb
 
 
-@njit(**_JIT)
-def rotation_columns_into(F, D, out, c):
-    """After a 3D row's orientations: the angular velocities (world axes); in 2D the angles, then
-    the angular velocities. Returns the column after them."""
-    nb = F.nbody
+# After a 3D row's orientations: the angular velocities (world axes); in 2D the angles, then
+# the angular velocities. Returns the column after them.
+cdef Py_ssize_t rotation_columns_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t c) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody
+    cdef Py_ssize_t b, a
     if F.dim == 3:
         for b in range(nb):
             for a in range(3):
@@ -163,11 +158,13 @@ def rotation_columns_into(F, D, out, c):
     return c + nb
 
 
-@njit(**_JIT)
-def row_into(F, D, t, q, v, work, iterations, h, out):
-    """One recorded row of the state (t, q, v, work) into out (the columns of the module
-    docstring); ``iterations`` and ``h`` are those of the step that reached it."""
-    nb, nc, d = F.nbody, F.nc, F.dim
+# One recorded row of the state (t, q, v, work) into out (the columns of the module docstring);
+# ``iterations`` and ``h`` are those of the step that reached it.
+cdef void row_into(FlatModel F, FlatData D, double t, const double[::1] q, const double[::1] v, double work,
+                   double iterations, double h, double[::1] out) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody, nc = F.nc, d = F.dim
+    cdef Py_ssize_t c, b, a, r, o
+    cdef double kinetic, potential, pos_violation, vel_violation, x, err, n
     c = state_columns_into(F, D, t, q, v, out)
     if d == 3:
         for b in range(nb):
@@ -177,20 +174,34 @@ def row_into(F, D, t, q, v, work, iterations, h, out):
     c = rotation_columns_into(F, D, out, c)
     kinetic = kinetic_energy(F, v)
     potential = potential_energy(F, D)
+    # Python's max (the first unless the second is larger: a NaN violation is not taken)
     pos_violation, vel_violation = 0.0, 0.0
     for r in range(nc):
-        pos_violation = max(pos_violation, abs(D.phi[r]))
-        vel_violation = max(vel_violation, abs(row_dot(F, D.J, r, v) + D.phi_t[r]))
-    total = kinetic + potential
-    for x in (kinetic, potential, total, work, pos_violation, vel_violation, 0.0, 0.0, iterations, h):
-        out[c] = x
-        c += 1
+        x = fabs(D.phi[r])
+        if x > pos_violation:
+            pos_violation = x
+        x = fabs(row_dot(F, D.J, r, v) + D.phi_t[r])
+        if x > vel_violation:
+            vel_violation = x
+    out[c] = kinetic
+    out[c + 1] = potential
+    out[c + 2] = kinetic + potential
+    out[c + 3] = work
+    out[c + 4] = pos_violation
+    out[c + 5] = vel_violation
+    out[c + 6] = 0.0
+    out[c + 7] = 0.0
+    out[c + 8] = iterations
+    out[c + 9] = h
+    c += 10
     if d == 3:
         err = 0.0
         for b in range(nb):
             o = 7 * b + 3
-            n = np.sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
-            err = max(err, abs(n - 1.0))
+            n = sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
+            x = fabs(n - 1.0)
+            if x > err:
+                err = x
         out[c] = err
         c += 1
     reactions_into(F, D, out, c)

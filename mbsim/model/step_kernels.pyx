@@ -1,0 +1,390 @@
+"""Compiled stages of a right-hand side over a FlatModel, writing into a FlatData.
+
+One kernel per stage (MuJoCo's pipeline): body frames -> applied and inertial forces ->
+constraint values, Jacobian and acceleration right side. They compute what
+mbsim.model.dynamics and mbsim.model.constraints compute, with the same primitive kernels
+(mbsim.model.kernels ``*_at``), the same order of operations where it is cheap to keep
+(results agree with the Python path to round-off), and allocate nothing. Declared in
+step_kernels.pxd (with the inline row helpers row_body, row_bodies, row_dot).
+
+Symbols as in mbsim.model.constraints: phi = value - offset - c(t), J with respect to the
+velocities (rotational columns in body axes), gamma = -bias + c''(t), phi_t = -c'(t).
+"""
+
+from libc.math cimport M_PI, sqrt
+
+from mbsim.model.expr_kernel cimport _mod, run_expression
+from mbsim.model.kernels cimport (
+    angle2_at,
+    angle3_at,
+    dot1_3_at,
+    dot2_2_at,
+    dot2_3_at,
+    frames2_into,
+    frames3_into,
+    point2_at,
+    point3_at,
+    vec3,
+)
+
+from mbsim.model import flat
+
+# primitive kinds of the flat table (mbsim.model.flat), checked against it at import
+cdef enum:
+    POINT3 = 0
+    DOT1_3 = 1
+    DOT2_3 = 2
+    ANGLE3 = 3
+    POINT2 = 4
+    ANGLE2 = 5
+    DOT2_2 = 6
+
+if (flat.POINT3, flat.DOT1_3, flat.DOT2_3, flat.ANGLE3, flat.POINT2, flat.ANGLE2, flat.DOT2_2) != (
+    POINT3, DOT1_3, DOT2_3, ANGLE3, POINT2, ANGLE2, DOT2_2
+):
+    raise ImportError(f"primitive kinds of {__name__} differ from mbsim.model.flat")
+
+
+# Body frames of (q, v) into D (see FlatData).
+cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double[::1] v) noexcept nogil:
+    if F.dim == 3:
+        frames3_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega_body, D.omega)
+    else:
+        frames2_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega2, D.angle)
+
+
+# Value of expression ``index`` of the model's programs (variables already in D.regs).
+cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil:
+    return run_expression(
+        F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop, F.prog_result, index, D.regs
+    )
+
+
+# local vector c of item p of a primitive table (n, 3, 3)
+cdef inline vec3 _vec(const double[:, :, ::1] vec, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
+    return (vec[p, c, 0], vec[p, c, 1], vec[p, c, 2])
+
+
+# Evaluate primitive p of a table into D's scratch row.
+cdef inline void _primitive_row(FlatData D, long long kind, Py_ssize_t i, Py_ssize_t j,
+                                const double[:, :, ::1] vec, Py_ssize_t p) noexcept nogil:
+    if kind == POINT3:
+        point3_at(D.pos, D.rot, D.omega, i, j, _vec(vec, p, 0), _vec(vec, p, 1),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    elif kind == DOT1_3:
+        dot1_3_at(D.rot, D.omega, i, j, _vec(vec, p, 0), _vec(vec, p, 1),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    elif kind == DOT2_3:
+        dot2_3_at(D.pos, D.rot, D.vel, D.omega, i, j, _vec(vec, p, 0), _vec(vec, p, 1), _vec(vec, p, 2),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    elif kind == ANGLE3:
+        angle3_at(D.rot, D.omega, i, j, _vec(vec, p, 0), _vec(vec, p, 1), _vec(vec, p, 2),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    elif kind == POINT2:
+        point2_at(D.pos, D.rot, D.omega2, i, j, _vec(vec, p, 0), _vec(vec, p, 1),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    elif kind == ANGLE2:
+        angle2_at(D.angle, i, j, D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+    else:  # DOT2_2
+        dot2_2_at(D.pos, D.rot, D.vel, D.omega2, i, j, _vec(vec, p, 0), _vec(vec, p, 1), _vec(vec, p, 2),
+                  D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
+
+
+# phi, phi_t, gamma and the dense Jacobian rows of one primitive table (constraints or spring
+# coordinates) at time t; J's columns of bodies a row does not touch are left as they are (zero
+# since allocation: the structure never changes).
+cdef void primitives_into(FlatModel F, FlatData D, double t, const long long[::1] kind, const long long[::1] bi,
+                          const long long[::1] bj, const double[:, :, ::1] vec, const long long[::1] row,
+                          const long long[::1] nrow, const double[:, ::1] offset, const long long[::1] drive,
+                          const long long[::1] wrap, double[::1] phi, double[::1] phi_t, double[::1] gamma,
+                          double[:, ::1] J) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef double[:, ::1] rv = D.row_val, rb = D.row_bias
+    cdef double[:, :, ::1] rJi = D.row_jac_i, rJj = D.row_jac_j
+    cdef Py_ssize_t p, i, j, r0, a, m
+    cdef double c, c1, c2, target, residual, bias
+    for p in range(kind.shape[0]):
+        i, j = bi[p], bj[p]
+        _primitive_row(D, kind[p], i, j, vec, p)
+        r0 = row[p]
+        c, c1, c2 = 0.0, 0.0, 0.0
+        if drive[p] >= 0:  # prescribed c(t): Phi = value - offset - c, Phi_t = -c', gamma += c''
+            D.regs[0] = t
+            c = expression(F, D, drive[p])
+            c1 = expression(F, D, drive[p] + 1)
+            c2 = expression(F, D, drive[p] + 2)
+        for a in range(nrow[p]):
+            target = offset[p, a] + c if (a == 0 and drive[p] >= 0) else offset[p, a]
+            residual = rv[0, a] - target
+            if wrap[p]:  # Python's float % (the sign of 2 pi), not C's fmod
+                residual = _mod(residual + M_PI, 2.0 * M_PI) - M_PI
+            phi[r0 + a] = residual
+            bias = rb[0, a] - c2 if (a == 0 and drive[p] >= 0) else rb[0, a]
+            phi_t[r0 + a] = -c1 if a == 0 else 0.0
+            gamma[r0 + a] = -bias
+            if i < nb:
+                for m in range(w):
+                    J[r0 + a, i * w + m] = rJi[0, a, m]
+            if j < nb:
+                for m in range(w):
+                    J[r0 + a, j * w + m] = rJj[0, a, m]
+
+
+# Phi, Phi_t, gamma and J of every joint equation into D.phi, D.phi_t, D.gamma, D.J.
+cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil:
+    primitives_into(
+        F,
+        D,
+        t,
+        F.prim_kind,
+        F.prim_bi,
+        F.prim_bj,
+        F.prim_vec,
+        F.prim_row,
+        F.prim_nrow,
+        F.prim_offset,
+        F.prim_drive,
+        F.prim_wrap,
+        D.phi,
+        D.phi_t,
+        D.gamma,
+        D.J,
+    )
+
+
+# Joint-spring deflections (unwrapped against D.spr_ref, mbsim.model.dynamics.SpringGroups)
+# and their Jacobian into D.spr_value, D.spr_jac; the frames of the state are in D already.
+cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil:
+    cdef Py_ssize_t p, a, r
+    cdef double ref
+    if F.nspr == 0:
+        return
+    primitives_into(
+        F,
+        D,
+        t,
+        F.spr_kind,
+        F.spr_bi,
+        F.spr_bj,
+        F.spr_vec,
+        F.spr_row,
+        F.spr_nrow,
+        F.spr_offset,
+        F.spr_drive,
+        F.spr_wrap,
+        D.spr_value,
+        D.spr_rate,
+        D.spr_bias,
+        D.spr_jac,
+    )
+    for p in range(F.spr_kind.shape[0]):
+        if F.spr_wrap[p]:  # a torsion spring wound past half a turn must not snap back
+            for a in range(F.spr_nrow[p]):
+                r = F.spr_row[p] + a
+                ref = D.spr_ref[r]
+                D.spr_value[r] = ref + _mod(D.spr_value[r] - ref + M_PI, 2.0 * M_PI) - M_PI
+
+
+# Add sign * (force f at offset r (world) from body b's centre) to out (generalized, body axes).
+cdef inline void _point_force(FlatModel F, FlatData D, double[::1] out, Py_ssize_t b, double rx, double ry,
+                              double rz, double fx, double fy, double fz, double sign) noexcept nogil:
+    cdef double tx, ty, tz
+    cdef const double[:, :, ::1] R
+    if b >= F.nbody:
+        return
+    if F.dim == 3:
+        tx, ty, tz = ry * fz - rz * fy, rz * fx - rx * fz, rx * fy - ry * fx
+        R = D.rot
+        out[6 * b] += sign * fx
+        out[6 * b + 1] += sign * fy
+        out[6 * b + 2] += sign * fz
+        out[6 * b + 3] += sign * (R[b, 0, 0] * tx + R[b, 1, 0] * ty + R[b, 2, 0] * tz)
+        out[6 * b + 4] += sign * (R[b, 0, 1] * tx + R[b, 1, 1] * ty + R[b, 2, 1] * tz)
+        out[6 * b + 5] += sign * (R[b, 0, 2] * tx + R[b, 1, 2] * ty + R[b, 2, 2] * tz)
+    else:
+        out[3 * b] += sign * fx
+        out[3 * b + 1] += sign * fy
+        out[3 * b + 2] += sign * (rx * fy - ry * fx)
+
+
+# R_b s (world offset of a body-fixed point).
+cdef inline vec3 _body_point(FlatModel F, FlatData D, Py_ssize_t b, const double[:, ::1] s,
+                             Py_ssize_t e) noexcept nogil:
+    cdef const double[:, :, ::1] R = D.rot
+    if F.dim == 3:
+        return (
+            R[b, 0, 0] * s[e, 0] + R[b, 0, 1] * s[e, 1] + R[b, 0, 2] * s[e, 2],
+            R[b, 1, 0] * s[e, 0] + R[b, 1, 1] * s[e, 1] + R[b, 1, 2] * s[e, 2],
+            R[b, 2, 0] * s[e, 0] + R[b, 2, 1] * s[e, 1] + R[b, 2, 2] * s[e, 2],
+        )
+    return (R[b, 0, 0] * s[e, 0] + R[b, 0, 1] * s[e, 1], R[b, 1, 0] * s[e, 0] + R[b, 1, 1] * s[e, 1], 0.0)
+
+
+# Velocity of the body point at world offset r from body b's centre.
+cdef inline vec3 _point_velocity(FlatModel F, FlatData D, Py_ssize_t b, vec3 r) noexcept nogil:
+    cdef double w2
+    cdef const double[:, ::1] w
+    if F.dim == 3:
+        w = D.omega
+        return (
+            D.vel[b, 0] + w[b, 1] * r[2] - w[b, 2] * r[1],
+            D.vel[b, 1] + w[b, 2] * r[0] - w[b, 0] * r[2],
+            D.vel[b, 2] + w[b, 0] * r[1] - w[b, 1] * r[0],
+        )
+    w2 = D.omega2[b]
+    return (D.vel[b, 0] - w2 * r[1], D.vel[b, 1] + w2 * r[0], 0.0)
+
+
+# A spring-damper's force of the given magnitude along the unit vector u from body1's point to
+# body2's, on body2 (body1 the opposite), added to out; nothing for a zero magnitude.
+cdef inline void _line_force(FlatModel F, FlatData D, double[::1] out, Py_ssize_t b1, Py_ssize_t b2, vec3 r1,
+                             vec3 r2, double ux, double uy, double uz, double magnitude) noexcept nogil:
+    cdef double fx, fy, fz
+    if magnitude == 0.0:
+        return
+    fx, fy, fz = -magnitude * ux, -magnitude * uy, -magnitude * uz
+    _point_force(F, D, out, b1, r1[0], r1[1], r1[2], fx, fy, fz, -1.0)
+    _point_force(F, D, out, b2, r2[0], r2[1], r2[2], fx, fy, fz, 1.0)
+
+
+# Generalized forces Q (all) and Qn (non-conservative) into D.Q, D.Qn; returns the power of the
+# non-conservative part, Qn . v (mbsim.model.dynamics.generalized_forces).
+# The frames of the state are in D already. Order: gravity, spring-dampers, applied loads,
+# joint springs (applied_forces_into), then the gyroscopic term -omega x (I omega) (3D, body axes).
+cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
+    cdef double power = applied_forces_into(F, D, t, v)
+    cdef Py_ssize_t b
+    cdef double Iw0, Iw1, Iw2
+    cdef double[::1] Qc
+    cdef const double[:, ::1] o
+    cdef const double[:, :, ::1] I
+    if F.dim == 3:  # gyroscopic term -omega x (I omega), body axes
+        Qc = D.Q
+        o = D.omega_body
+        I = F.body_inertia
+        for b in range(F.nbody):
+            Iw0 = I[b, 0, 0] * o[b, 0] + I[b, 0, 1] * o[b, 1] + I[b, 0, 2] * o[b, 2]
+            Iw1 = I[b, 1, 0] * o[b, 0] + I[b, 1, 1] * o[b, 1] + I[b, 1, 2] * o[b, 2]
+            Iw2 = I[b, 2, 0] * o[b, 0] + I[b, 2, 1] * o[b, 1] + I[b, 2, 2] * o[b, 2]
+            Qc[6 * b + 3] += -(o[b, 1] * Iw2 - o[b, 2] * Iw1)
+            Qc[6 * b + 4] += -(o[b, 2] * Iw0 - o[b, 0] * Iw2)
+            Qc[6 * b + 5] += -(o[b, 0] * Iw1 - o[b, 1] * Iw0)
+    return power
+
+
+# Gravity, force elements and joint springs (mbsim.model.dynamics.applied_forces): all of them
+# into D.Q, the non-conservative part into D.Qn; returns Qn . v.
+cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody, nv = F.nv, d = F.dim
+    cdef Py_ssize_t w = 6 if d == 3 else 3
+    cdef Py_ssize_t k, b, a, r
+    cdef double elastic, rate, damping, power
+    cdef double[::1] Qc = D.Q, Qn = D.Qn
+    cdef const double[:, ::1] jac
+    for k in range(nv):
+        Qc[k] = 0.0
+        Qn[k] = 0.0
+    for b in range(nb):
+        for a in range(d):
+            Qc[w * b + a] = F.body_weight[b, a]
+    element_forces_into(F, D, t, Qc, Qn)
+    # joint springs: Qc -= J^T (k deflection), Qn -= J^T (c J v)
+    if F.nspr:
+        spring_deflections_into(F, D, t)
+        jac = D.spr_jac
+        for r in range(F.nspr):
+            elastic = F.spr_stiffness[r] * D.spr_value[r]
+            rate = 0.0
+            for k in range(nv):
+                rate += jac[r, k] * v[k]
+            damping = F.spr_damping[r] * rate
+            for k in range(nv):
+                Qc[k] -= jac[r, k] * elastic
+                Qn[k] -= jac[r, k] * damping
+    power = 0.0
+    for k in range(nv):
+        power += Qn[k] * v[k]
+        Qc[k] += Qn[k]
+    return power
+
+
+# Add the force elements' generalized forces (body axes) to Qc (conservative: spring-dampers'
+# elastic part) and Qn (their damping, the applied loads); the frames of the state are in D already.
+cdef void element_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
+    cdef Py_ssize_t d = F.dim
+    cdef Py_ssize_t e, b1, b2, b, a
+    cdef vec3 r1, r2, v1, v2, r
+    cdef double dx, dy, dz, length, scale, ux, uy, uz, rate, wx, wy, wz
+    cdef double[::1] regs = D.regs, vals = D.vec3
+    cdef const double[:, :, ::1] R = D.rot
+    # spring-dampers: f = k (L - L0) + c dL/dt along the line, on body2; body1 the opposite
+    for e in range(F.sd_k.shape[0]):
+        b1, b2 = F.sd_b1[e], F.sd_b2[e]
+        r1 = _body_point(F, D, b1, F.sd_s1, e)
+        r2 = _body_point(F, D, b2, F.sd_s2, e)
+        dx = D.pos[b2, 0] + r2[0] - D.pos[b1, 0] - r1[0]
+        dy = D.pos[b2, 1] + r2[1] - D.pos[b1, 1] - r1[1]
+        dz = D.pos[b2, 2] + r2[2] - D.pos[b1, 2] - r1[2] if d == 3 else 0.0
+        length = sqrt(dx * dx + dy * dy + dz * dz)
+        scale = length if length > 1e-12 else 1.0
+        ux, uy, uz = dx / scale, dy / scale, dz / scale
+        v1 = _point_velocity(F, D, b1, r1)
+        v2 = _point_velocity(F, D, b2, r2)
+        rate = ux * (v2[0] - v1[0]) + uy * (v2[1] - v1[1]) + uz * (v2[2] - v1[2])
+        # the elastic part into Qc, the damping into Qn
+        _line_force(F, D, Qc, b1, b2, r1, r2, ux, uy, uz, F.sd_k[e] * (length - F.sd_rest[e]))
+        _line_force(F, D, Qn, b1, b2, r1, r2, ux, uy, uz, F.sd_c[e] * rate)
+    # applied forces and torques: expressions of t and the body's state (mbsim.model.forces.applied)
+    for e in range(F.ld_body.shape[0]):
+        b = F.ld_body[e]
+        regs[0] = t
+        if d == 3:
+            for a in range(3):
+                regs[1 + a] = D.pos[b, a]
+                regs[4 + a] = D.vel[b, a]
+                regs[7 + a] = D.omega[b, a]
+        else:
+            regs[1], regs[2], regs[3] = D.pos[b, 0], D.pos[b, 1], D.angle[b]
+            regs[4], regs[5], regs[6] = D.vel[b, 0], D.vel[b, 1], D.omega2[b]
+        for a in range(3):  # components past the load's own (-1) are zero
+            vals[a] = expression(F, D, F.ld_expr[e, a]) if F.ld_expr[e, a] >= 0 else 0.0
+        if F.ld_body_frame[e] and d == 3:
+            wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1] + R[b, 0, 2] * vals[2]
+            wy = R[b, 1, 0] * vals[0] + R[b, 1, 1] * vals[1] + R[b, 1, 2] * vals[2]
+            wz = R[b, 2, 0] * vals[0] + R[b, 2, 1] * vals[1] + R[b, 2, 2] * vals[2]
+        elif F.ld_body_frame[e] and not F.ld_torque[e]:
+            wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1]
+            wy = R[b, 1, 0] * vals[0] + R[b, 1, 1] * vals[1]
+            wz = 0.0
+        else:
+            wx, wy, wz = vals[0], vals[1], vals[2]
+        if F.ld_torque[e]:
+            if d == 3:
+                Qn[6 * b + 3] += R[b, 0, 0] * wx + R[b, 1, 0] * wy + R[b, 2, 0] * wz
+                Qn[6 * b + 4] += R[b, 0, 1] * wx + R[b, 1, 1] * wy + R[b, 2, 1] * wz
+                Qn[6 * b + 5] += R[b, 0, 2] * wx + R[b, 1, 2] * wy + R[b, 2, 2] * wz
+            else:
+                Qn[3 * b + 2] += vals[0]
+        else:
+            r = _body_point(F, D, b, F.ld_point, e)
+            _point_force(F, D, Qn, b, r[0], r[1], r[2], wx, wy, wz, 1.0)
+
+
+# out = B x (nv,) for a block-diagonal B given by its (nbody, w, w) blocks.
+cdef void block_diagonal_times(FlatModel F, const double[:, :, ::1] blocks, const double[::1] x,
+                               double[::1] out) noexcept nogil:
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t b, a, m
+    cdef double s
+    for b in range(F.nbody):
+        for a in range(w):
+            s = 0.0
+            for m in range(w):
+                s += blocks[b, a, m] * x[w * b + m]
+            out[w * b + a] = s
+
+
+# out = M^-1 x (nv,), block by block.
+cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) noexcept nogil:
+    block_diagonal_times(F, F.body_inv_mass, x, out)
