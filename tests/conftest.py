@@ -64,7 +64,10 @@ def benchmark_module() -> Callable[[str], object]:
     def load(name: str):
         key = f"mbsim_benchmarks_{name}"
         if key not in loaded:
-            spec = importlib.util.spec_from_file_location(key, ROOT / "benchmarks" / f"{name}.py")
+            path = ROOT / "benchmarks" / f"{name}.py"
+            if not path.exists():  # a package: benchmarks/NAME/__init__.py
+                path = ROOT / "benchmarks" / name / "__init__.py"
+            spec = importlib.util.spec_from_file_location(key, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[key] = module  # dataclasses look their module up while the class is built
             spec.loader.exec_module(module)

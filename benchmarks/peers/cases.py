@@ -1,0 +1,526 @@
+"""The cases of issue 13 (and issue 16's arm): each builds mbsim's contenders and every installed peer's
+model of the same scene, and a cross-check of their motion (untimed)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.contact_pile import PILE_SPACING, pile_scene
+from benchmarks.peers.exudyn import KINEMATIC_TREE_LABELS, KINEMATIC_TREE_SOLVERS, ExudynSim, ExudynTreeSim
+from benchmarks.peers.mbsim_run import MbsimRun, _h5_position
+from benchmarks.peers.mujoco import BLOCKS_SOLIMP, MujocoSim, blocks_mjcf, mjcf_tree, pile_mjcf
+from benchmarks.peers.pinocchio import PinocchioSim
+from benchmarks.peers.shared import (
+    BLOCKS_SCENE,
+    CHECK_T,
+    FOUR_BOX_SCENE,
+    SCENES,
+    SLIDER_SCENE,
+    Case,
+    Contender,
+    System,
+    _absent,
+    _check_row,
+    _contender,
+    _one_line,
+    _peer_or_note,
+    system_of,
+)
+from benchmarks.slider import _slider_reference
+
+# the planar chain of case c
+CHAIN_LINK_LENGTH = 0.5  # m, each a uniform bar
+CHAIN_LINK_MASS = 1.0  # kg
+CHAIN_LINK_WIDTH = 0.04  # m, only for the inertia and the shape
+CHAIN_TILT = 0.3  # rad: the straight chain starts this far off the downward vertical
+CHAIN_STEP = 1e-3  # s
+
+
+def planar_chain_scene(
+    n: int,
+    steps: int = 1000,
+    step: float = CHAIN_STEP,
+    method: str = "lagrange",
+    tilt: float = CHAIN_TILT,
+    mass: float = CHAIN_LINK_MASS,
+    length: float = CHAIN_LINK_LENGTH,
+    width: float = CHAIN_LINK_WIDTH,
+    every: int | None = None,
+) -> str:
+    """YAML text of a planar (``dimension: 2``) pendulum chain of ``n`` uniform bars on revolute joints.
+
+    Link k (k = 1..n) is a bar of ``mass`` and ``length`` (a ``width`` x ``length`` rectangle,
+    inertia m (L^2 + w^2) / 12 about its centre), its body frame with the bar along -y as in
+    scenes/double_pendulum_2d.yaml, so the body angle is the bar's angle from the downward
+    vertical. Joint k joins the lower end of link k-1 (the ground at the origin for k = 1) to the
+    upper end of link k. The chain starts straight, at rest, ``tilt`` rad off the vertical.
+    Gravity [0, -9.81]; ``method`` with rk4 and the projection on; ``time.end = steps * step``;
+    output every ``every`` steps (default: the first and last states only).
+    """
+    if n < 1:
+        raise ValueError(f"expected n >= 1 links, got {n}")
+    inertia = mass * (length * length + width * width) / 12.0
+    down = np.array([np.sin(tilt), -np.cos(tilt)])
+    every = steps if every is None else every
+    lines = [
+        "mbsim: 1",
+        f"name: {n}-link planar chain",
+        f"description: benchmark, {n} uniform bars on revolute joints, started straight {tilt:g} rad off the vertical",
+        "dimension: 2",
+        "gravity: [0, -9.81]",
+        f"time: {{end: {steps * step!r}, step: {step!r}}}",
+        "solver:",
+        f"  method: {method}",
+        "  integrator: rk4",
+        "  projection: {position: true, velocity: true, iterations: 2}",
+        "output:",
+        f"  every: {every}",
+        "bodies:",
+    ]
+    for k in range(1, n + 1):
+        x, y = ((k - 0.5) * length * down).tolist()
+        lines.append(
+            f"  - {{name: link{k}, mass: {mass!r}, inertia: {inertia!r}, position: [{x!r}, {y!r}], "
+            f"orientation: {tilt!r}, shapes: [{{type: rectangle, size: [{width!r}, {length!r}]}}]}}"
+        )
+    lines.append("joints:")
+    for k in range(1, n + 1):
+        x, y = ((k - 1) * length * down).tolist()
+        parent = "ground" if k == 1 else f"link{k - 1}"
+        lines.append(f"  - {{name: hinge{k}, type: revolute, body1: {parent}, body2: link{k}, point: [{x!r}, {y!r}]}}")
+    return "\n".join(lines) + "\n"
+
+
+def _reference_run(runs: list[tuple[str, MbsimRun]], steps: int) -> tuple[str, Path]:
+    """(method, result file) of the first mbsim method whose untimed check run completes."""
+    errors = []
+    for label, m in runs:
+        try:
+            return label, m.simulate(steps)
+        except Exception as exc:  # a method that fails: the next one is the reference
+            errors.append(f"{label}: {_one_line(f'{type(exc).__name__}: {exc}', 100)}")
+    raise RuntimeError("no mbsim method completed the check run (" + "; ".join(errors) + ")")
+
+
+def _checks_tree(system: System, body: str, t_check: float, runs: list[tuple[str, MbsimRun]], sims: list[tuple]):
+    """The tree cases' check: ``body``'s centre of mass at ``t_check`` in mbsim and in each built peer.
+
+    ``sims``: (peer column, label for the check, peer model or None, tolerance in m)."""
+
+    def check() -> list[dict]:
+        steps = max(1, round(t_check / system.step))
+        label, path = _reference_run(runs, steps)
+        t, ref = _h5_position(path, body)
+        quantity = f"{body} centre of mass at t = {t:g} s (mbsim {label}), m"
+        rows = []
+        for peer, name, sim, tol in sims:
+            if sim is None:
+                continue
+            try:
+                if peer == "mujoco":
+                    got = sim.com(sim.simulate(steps), body)
+                elif peer == "pinocchio":
+                    got = sim.com(sim.simulate(steps)[0], body)
+                else:
+                    got = sim.simulate(steps, body)[0]
+            except Exception as exc:
+                rows.append({"quantity": quantity, "peer": name, "error": _one_line(f"{type(exc).__name__}: {exc}")})
+                continue
+            rows.append(_check_row(quantity, name, ref, got, tol))
+        return rows
+
+    return check
+
+
+def case_four_box(plan: dict, workdir: Path) -> Case:
+    from mbsim.scene.spec import load_scene
+
+    spec = load_scene(str(FOUR_BOX_SCENE))
+    system = system_of(spec)
+    mbsim = [
+        MbsimRun(FOUR_BOX_SCENE, (), workdir, "four_box_lagrange"),
+        MbsimRun(FOUR_BOX_SCENE, ("solver.method=variational",), workdir, "four_box_variational"),
+        MbsimRun(FOUR_BOX_SCENE, ("solver.method=recursive",), workdir, "four_box_recursive"),
+    ]
+    labels = ("lagrange + rk4 (as shipped)", "variational", "recursive + rk4")
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(mjcf_tree(system), system))
+    pn, pn_note = _peer_or_note("pinocchio", lambda: PinocchioSim(system))
+    ex, ex_note = _peer_or_note("exudyn", lambda: ExudynSim(system))
+    contenders = [Contender("mbsim", label, m.run) for label, m in zip(labels, mbsim, strict=True)]
+    contenders += [
+        _contender("mujoco", "RK4, 4 bodies on ball joints", mj, mj_note),
+        _contender("pinocchio", "Python RK4 loop around aba, 4 spherical joints", pn, pn_note),
+        _contender("exudyn", "generalized-alpha, rigid bodies + spherical joints", ex, ex_note),
+    ]
+    t_check = min(CHECK_T, plan["four_box_steps"] * system.step)
+    runs = list(zip(labels, mbsim, strict=True))
+    sims = [("mujoco", "MuJoCo", mj, 1e-3), ("pinocchio", "Pinocchio", pn, 1e-3), ("exudyn", "Exudyn", ex, 1e-3)]
+    check = _checks_tree(system, "box4", t_check, runs, sims)
+    title = f"four-box chain ({plan['four_box_steps'] * system.step:g} s, h = {system.step:g})"
+    case = Case("four_box", title, plan["four_box_steps"], plan["repeats"], contenders, check)
+    if pn is not None:
+        aba = pn.aba_us()
+        case.notes.append(f"four-box: Pinocchio's bare `aba` on the chain: {aba:.1f} µs per call (4 per RK4 step)")
+    return case
+
+
+def case_slider(plan: dict, workdir: Path) -> Case:
+    from mbsim.scene.spec import load_scene
+
+    spec = load_scene(str(SLIDER_SCENE))
+    system = system_of(spec)
+    variants = (
+        ("lagrange + rk4", ("solver.method=lagrange",)),
+        ("null_space + rk4", ("solver.method=null_space",)),
+        ("gauss (kkt) + rk4", ("solver.method=gauss", "solver.optimizer=kkt")),
+    )
+    mbsim = [MbsimRun(SLIDER_SCENE, ov, workdir, f"slider_{k}") for k, (_, ov) in enumerate(variants)]
+    ex, ex_note = _peer_or_note("exudyn", lambda: ExudynSim(system))
+    contenders = [Contender("mbsim", label, m.run) for (label, _), m in zip(variants, mbsim, strict=True)]
+    contenders += [
+        _absent("mujoco", "n/a: closed loop (Exudyn only, as the issue)"),
+        _absent("pinocchio", "n/a: closed loop (Exudyn only, as the issue)"),
+        _contender("exudyn", "generalized-alpha, 2D rigid bodies, revolute + prismatic joints", ex, ex_note),
+    ]
+    steps = plan["slider_steps"]
+    title = f"slider-crank through the fold ({steps * system.step:g} s, h = {system.step:g})"
+    case = Case("slider", title, steps, plan["repeats"], contenders)
+
+    def check() -> list[dict]:
+        import h5py
+
+        reference = _slider_reference
+        t_end = steps * system.step
+        t_check = min(CHECK_T, t_end)
+        check_steps = max(1, round(t_check / system.step))
+        errors = []
+        for (label, _), m in zip(variants, mbsim, strict=True):
+            if m.last_file is None or not m.last_file.exists():
+                continue
+            with h5py.File(m.last_file, "r") as f:
+                t, x = f["time"][...], f["bodies/slider/position"][:, 0]
+            err = float(np.max(np.abs(x - reference(t))))
+            errors.append(f"mbsim {label} {err:.2g} m (x({t[-1]:g} s) = {x[-1]:.4f})")
+        label, path = _reference_run([(label, m) for (label, _), m in zip(variants, mbsim, strict=True)], check_steps)
+        t_ref, ref = _h5_position(path, "slider")
+        quantity = f"slider x at t = {t_ref:g} s (mbsim {label}), m"
+        rows = []
+        if ex is not None:
+            try:
+                pos, hist = ex.simulate(steps, "slider", history=True)  # the whole span, every step recorded
+            except Exception as exc:
+                rows.append(
+                    {"quantity": quantity, "peer": "exudyn", "error": _one_line(f"{type(exc).__name__}: {exc}")}
+                )
+            else:
+                at = int(np.argmin(np.abs(hist[:, 0] - t_ref)))
+                rows.append(_check_row(quantity, "exudyn", ref[:1], hist[at, 1:2], tol=1e-2))
+                err = np.abs(hist[:, 1] - reference(hist[:, 0]))
+                off = np.nonzero(err > 1e-3)[0]
+                first = f", first past 1 mm at t = {hist[off[0], 0]:.3g} s" if off.size else ""
+                errors.append(f"Exudyn {float(np.max(err)):.2g} m (x({hist[-1, 0]:g} s) = {pos[0]:.4f}{first})")
+                case.notes.append(_slider_equal_error(variants, workdir, steps * system.step, ex, steps, err))
+        if errors:
+            case.notes.append(
+                f"slider: max |x - x_ref| against the one-coordinate reference over the {t_end:g} s "
+                "(benchmarks/slider.py `_slider_reference`; mbsim: recorded rows of its last timed run, Exudyn: every "
+                "step): " + ", ".join(errors)
+            )
+        return rows
+
+    case.check = check
+    return case
+
+
+# the step sizes tried for the slider's equal-error comparison, largest first
+SLIDER_STEPS = (0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002)
+
+
+def _slider_equal_error(variants, workdir: Path, t_end: float, ex, ex_steps: int, ex_err: np.ndarray) -> str:
+    """The issue's slider target: each mbsim method's wall time over the whole span at the largest
+    step (of SLIDER_STEPS) whose max slider error is at most Exudyn's at the scene's step, against
+    Exudyn's wall time (median of 3 runs each; what the note reports)."""
+    import h5py
+
+    reference = _slider_reference
+    ex_wall = statistics.median(ex.run(ex_steps)[0] for _ in range(3))
+    limit = float(np.max(ex_err))
+    parts = []
+    for label, overrides in variants:
+        for h in SLIDER_STEPS:
+            steps = round(t_end / h)
+            run = MbsimRun(SLIDER_SCENE, (*overrides, f"time.step={h!r}"), workdir, f"slider_h{h:g}")
+            walls = []
+            try:
+                for _ in range(3):
+                    walls.append(run.run(steps)[0])
+            except RuntimeError:
+                continue  # failed at this step (e.g. left the branch at the fold)
+            with h5py.File(run.last_file, "r") as f:
+                t, x = f["time"][...], f["bodies/slider/position"][:, 0]
+            err = float(np.max(np.abs(x - reference(t))))
+            if err <= limit:
+                wall = statistics.median(walls)
+                parts.append(
+                    f"{label} at h = {h:g} s: error {err:.2g} m, {wall * 1e3:.1f} ms = {wall / ex_wall:.2f}x Exudyn"
+                )
+                break
+        else:
+            parts.append(f"{label}: no step of {SLIDER_STEPS} reaches Exudyn's error")
+    return (
+        f"slider at equal or better error (the issue's target, <= 0.5x): Exudyn's max error {limit:.2g} m at its "
+        f"step, {ex_wall * 1e3:.1f} ms over {t_end:g} s; mbsim, largest step with max error at most that "
+        "(recorded rows, every row of the scene's output): " + "; ".join(parts)
+    )
+
+
+def case_planar_chain(n: int, plan: dict, workdir: Path) -> Case:
+    from mbsim.scene.spec import load_scene
+
+    steps = plan["chain10_steps"] if n <= 10 else plan["chain100_steps"]
+    scene = workdir / f"planar_chain_{n}.yaml"
+    scene.write_text(planar_chain_scene(n, steps=steps), encoding="utf-8")
+    system = system_of(load_scene(str(scene)))
+    main, other = ("recursive", "lagrange") if n <= 10 else ("lagrange", "recursive")
+    mbsim = [
+        MbsimRun(scene, (f"solver.method={main}",), workdir, f"chain{n}_{main}"),
+        MbsimRun(scene, (f"solver.method={other}",), workdir, f"chain{n}_{other}"),
+    ]
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(mjcf_tree(system), system))
+    pn, pn_note = _peer_or_note("pinocchio", lambda: PinocchioSim(system))
+    ex, ex_note = _peer_or_note("exudyn", lambda: ExudynSim(system, sparse=n > 30))
+    solver = "sparse LU (EigenSparse)" if n > 30 else "dense LU (default)"
+    # extra: Exudyn's minimal-coordinate KinematicTree with explicit solvers (the issue's run used explicit Euler)
+    trees = []
+    for name in KINEMATIC_TREE_SOLVERS[10 if n <= 10 else 100]:
+        sim, _ = _peer_or_note("exudyn", lambda name=name: ExudynTreeSim(system, name))
+        trees.append((name, sim))
+    contenders = [
+        Contender("mbsim", f"{main} + rk4", mbsim[0].run),
+        Contender("mbsim", f"{other} + rk4 (extra)", mbsim[1].run),
+        _contender("mujoco", "RK4, hinge joints", mj, mj_note),
+        _contender("pinocchio", "Python RK4 loop around aba, revolute joints", pn, pn_note),
+        _contender("exudyn", f"generalized-alpha, 2D rigid bodies + revolute joints, {solver}", ex, ex_note),
+    ]
+    contenders += [
+        Contender("exudyn", f"KinematicTree (joint coordinates), {KINEMATIC_TREE_LABELS[name]}", sim.run, extra=True)
+        for name, sim in trees
+        if sim is not None
+    ]
+    t_check = min(CHECK_T, steps * system.step)
+    runs = [(f"{main} + rk4", mbsim[0]), (f"{other} + rk4", mbsim[1])]
+    sims = [("mujoco", "MuJoCo", mj, 1e-3), ("pinocchio", "Pinocchio", pn, 1e-3), ("exudyn", "Exudyn", ex, 1e-3)]
+    for solver, sim in trees:
+        # explicit Euler is first order: about a millimetre off after 1 s at h = 1e-3, so a looser tolerance
+        sims.append(("exudyn", f"Exudyn KinematicTree {solver}", sim, 1e-3 if solver == "RK44" else 0.05))
+    check = _checks_tree(system, f"link{n}", t_check, runs, sims)
+    title = f"planar chain N = {n} ({steps * system.step:g} s, h = {system.step:g})"
+    repeats = plan["repeats"] if n <= 10 else plan["chain100_repeats"]
+    case = Case(f"chain{n}", title, steps, repeats, contenders, check)
+    if pn is not None:
+        case.notes.append(f"chain N = {n}: Pinocchio's bare `aba`: {pn.aba_us():.1f} µs per call (4 per RK4 step)")
+    return case
+
+
+def case_blocks(plan: dict, workdir: Path) -> Case:
+    from mbsim.scene.spec import load_scene
+
+    spec = load_scene(str(BLOCKS_SCENE))
+    system = system_of(spec)
+    contact = spec.contacts[0]
+    k = float(contact.raw["stiffness"])
+    # mbsim's sample points are the slave's (block1's) mesh vertices: a box mesh has 8, 4 on the face that hits
+    points = 4
+    steps = plan["blocks_steps"]
+    mb = MbsimRun(BLOCKS_SCENE, (), workdir, "blocks")
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(blocks_mjcf(system, k * points), system))
+    contenders = [
+        Contender("mbsim", f"{spec.solver.method} + {spec.solver.integrator} (as shipped)", mb.run),
+        _contender("mujoco", "RK4, frictionless box-box soft contact, solref = (-k/m_eff, 0)", mj, mj_note),
+        _absent("pinocchio", "n/a: no contact dynamics in Pinocchio's aba"),
+        _absent("exudyn", "not set up: no SDF / mesh compliant contact mapped"),
+    ]
+    title = f"two-block elastic impact ({steps * system.step:g} s, h = {system.step:g})"
+    case = Case("blocks", title, steps, plan["repeats"], contenders)
+
+    def check() -> list[dict]:
+        import h5py
+
+        path = mb.simulate(steps)
+        with h5py.File(path, "r") as f:
+            t = float(f["time"][-1])
+            v_ref = np.array([f["bodies/block1/velocity"][-1][0], f["bodies/block2/velocity"][-1][0]])
+            x_ref = f["bodies/block1/position"][-1]
+        rows = []
+        if mj is not None:
+            data = mj.simulate(steps)
+            ids = [mj.model.body(n).id for n in ("block1", "block2")]
+            v_mj = np.array([data.qvel[mj.model.jnt_dofadr[mj.model.body_jntadr[i]]] for i in ids])  # free joint: x
+            rows.append(_check_row(f"block1, block2 x-velocity at t = {t:g} s, m/s (exact: 3, -2)", "mujoco", v_ref,
+                                   v_mj, tol=0.02))  # fmt: skip
+            rows.append(_check_row(f"block1 centre at t = {t:g} s, m", "mujoco", x_ref, mj.com(data, "block1"), 1e-3))
+        return rows
+
+    case.check = check
+    case.notes.append(
+        f"blocks: mbsim's Hertz contact with exponent 1 and no damping is a linear spring of k = {k:g} N/m at each "
+        f"penetrating sample point; the face of block1 that hits has {points} mesh vertices, so MuJoCo gets "
+        f"{points} x k as the reference stiffness of its box-box contact (solref = (-{points}k/m_eff, 0), solimp "
+        f"{BLOCKS_SOLIMP}); MuJoCo's stiffness acts in constraint space, not per point, so the two agree on the "
+        "rebound velocities and the contact time, not on the force distribution"
+    )
+    return case
+
+
+# the pile's check: mean centre within this, m (half a sphere diameter: the two contact models differ, see notes)
+PILE_TOL = 0.05
+
+
+def case_pile(plan: dict, workdir: Path) -> Case:
+    from mbsim.scene.spec import load_scene
+
+    steps = plan["pile_steps"]
+    scene = workdir / "pile_1000.yaml"
+    scene.write_text(pile_scene(10, t_end=steps * 2e-3), encoding="utf-8")
+    spec = load_scene(str(scene))
+    system = system_of(spec)
+    friction = float(spec.contacts[0].raw.get("friction", 0.3))
+    mb = MbsimRun(scene, (), workdir, "pile")
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(pile_mjcf(spec, system, friction), system))
+    contenders = [
+        Contender("mbsim", "timestepping, PGS (as `pile_scene`)", mb.run),
+        _contender("mujoco", "CG solver, default (semi-implicit Euler) integrator", mj, mj_note),
+        _absent("pinocchio", "n/a: no contact dynamics in Pinocchio's aba"),
+        _absent("exudyn", "not set up"),
+    ]
+    t = steps * system.step
+    case = Case("pile", f"pile of 1,000 spheres ({steps} steps from rest, h = 0.002)", steps, plan["pile_repeats"],
+                contenders)  # fmt: skip
+
+    def check() -> list[dict]:
+        import h5py
+
+        if mb.last_file is None or not mb.last_file.exists():
+            return []
+        with h5py.File(mb.last_file, "r") as f:
+            centres = np.array([f[f"bodies/{b.name}/position"][-1] for b in system.bodies])
+        rows = []
+        if mj is not None:
+            data = mj.simulate(steps)
+            mj_centres = data.xipos[1:].copy()
+            quantity = f"mean sphere centre at t = {t:g} s (the last timed run), m"
+            rows.append(_check_row(quantity, "mujoco", centres.mean(axis=0), mj_centres.mean(axis=0), tol=PILE_TOL))
+            half = 0.5 * 10 * PILE_SPACING
+            out = int(np.sum(np.any(np.abs(mj_centres[:, :2]) > half, axis=1) | (mj_centres[:, 2] < 0)))
+            case.notes.append(f"pile: MuJoCo spheres outside the box at the end: {out}; contacts {data.ncon}")
+        return rows
+
+    case.check = check
+    case.notes.append(
+        "pile: mbsim's rigid contacts with restitution 0.2 have no exact MuJoCo counterpart (MuJoCo's default soft "
+        "contact, solref 0.02 / 1, is critically damped and lets spheres sink in a little), so the check compares "
+        f"the mean sphere centre only to {PILE_TOL:g} m; friction 0.3 (condim 3, MuJoCo's default pyramidal cone); "
+        "timed: a fixed number of steps from rest (the pile forms during them), not steps of a formed pile"
+    )
+    return case
+
+
+PANDA_URDF = SCENES / "robots" / "panda_description" / "urdf" / "panda.urdf"
+
+
+def arm7_scene(workdir: Path, steps: int) -> Path:
+    """The Panda arm (7 revolute axes) imported from its URDF with its fingers welded to the hand
+    (their prismatic joints made fixed and the mimic dropped, in a copy: recursive takes trees
+    without couplings) and without its joint dampers (the peers' models, built from mbsim's
+    bodies and joints, have none; the arm is chaotic enough that 0.003 N m s/rad moves its wrist
+    by 0.2 m in 1 s), released from a bent pose under gravity, recursive + rk4 at 1 ms."""
+    from lxml import etree
+
+    tree = etree.parse(str(PANDA_URDF))
+    for joint in tree.getroot().iter("joint"):
+        for child in list(joint):
+            if child.tag == "dynamics":
+                joint.remove(child)
+        if joint.get("name", "").startswith("panda_finger_joint"):
+            joint.set("type", "fixed")
+            for child in list(joint):
+                if child.tag in ("mimic", "axis", "limit", "dynamics"):
+                    joint.remove(child)
+    urdf = workdir / "panda_arm.urdf"
+    tree.write(str(urdf), xml_declaration=True, encoding="utf-8")
+    scene = workdir / "arm7.yaml"
+    scene.write_text(
+        "mbsim: 1\nname: Panda arm (7 axes, URDF)\ngravity: [0, 0, -9.81]\n"
+        f"time: {{end: {steps * 1e-3!r}, step: 0.001}}\nsolver: {{method: recursive, integrator: rk4}}\n"
+        "output: {every: 10}\n"
+        "models:\n  - file: panda_arm.urdf\n"
+        "    joint_positions: {panda_joint2: 0.3, panda_joint4: -1.5, panda_joint6: 1.2}\n",
+        encoding="utf-8",
+    )
+    return scene
+
+
+def case_arm7(plan: dict, workdir: Path) -> Case:
+    """Issue 16's speed case: a 7-axis arm from a URDF, recursive + rk4, per step against
+    Pinocchio's RK4 loop and MuJoCo's RK4 on the same compiled model."""
+    from mbsim.scene.spec import load_scene
+
+    steps = plan["chain10_steps"]
+    scene = arm7_scene(workdir, steps)
+    system = system_of(load_scene(str(scene)))
+    mbsim = [
+        MbsimRun(scene, (), workdir, "arm7_recursive"),
+        MbsimRun(scene, ("output.every=1",), workdir, "arm7_recursive_every"),
+        MbsimRun(scene, ("solver.method=lagrange",), workdir, "arm7_lagrange"),
+    ]
+    labels = (
+        "recursive + rk4 (imported URDF), recording every 10th step",
+        "recursive + rk4, recording every step (extra)",
+        "lagrange + rk4, every 10th (extra)",
+    )
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(mjcf_tree(system), system))
+    pn, pn_note = _peer_or_note("pinocchio", lambda: PinocchioSim(system))
+    contenders = [Contender("mbsim", label, m.run) for label, m in zip(labels, mbsim, strict=True)]
+    contenders += [
+        _contender("mujoco", "RK4, 7 hinge joints", mj, mj_note),
+        _contender("pinocchio", "Python RK4 loop around aba, 7 revolute joints", pn, pn_note),
+        _absent("exudyn", "not run for this case (issue 16 compares with MuJoCo and Pinocchio)"),
+    ]
+    t_check = min(CHECK_T, steps * system.step)
+    runs = list(zip(labels, mbsim, strict=True))[::2]
+    sims = [("mujoco", "MuJoCo", mj, 1e-3), ("pinocchio", "Pinocchio", pn, 1e-3)]
+    check = _checks_tree(system, "panda_link7", t_check, runs, sims)
+    title = f"Panda arm, 7 axes from its URDF ({steps * system.step:g} s, h = {system.step:g})"
+    case = Case("arm7", title, steps, plan["repeats"], contenders, check)
+    case.notes.append(
+        "arm7: mbsim records a row of the result file (joint coordinates, body states, joint reactions by "
+        "inverse dynamics, energies) every 10th step, as a 100 Hz log; the peers record nothing. The extra row "
+        "records every step: the row costs about as much as the RK4 step itself"
+    )
+    if pn is not None:
+        case.notes.append(f"arm7: Pinocchio's bare `aba`: {pn.aba_us():.1f} µs per call (4 per RK4 step)")
+    return case
+
+
+CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile", "arm7")
+
+
+def _build(key: str, plan: dict, workdir: Path) -> Case:
+    if key == "four_box":
+        return case_four_box(plan, workdir)
+    if key == "slider":
+        return case_slider(plan, workdir)
+    if key == "chain10":
+        return case_planar_chain(10, plan, workdir)
+    if key == "chain100":
+        return case_planar_chain(100, plan, workdir)
+    if key == "blocks":
+        return case_blocks(plan, workdir)
+    if key == "pile":
+        return case_pile(plan, workdir)
+    if key == "arm7":
+        return case_arm7(plan, workdir)
+    raise ValueError(f"unknown case {key!r}; expected one of {CASES}")
