@@ -126,7 +126,7 @@ class _StepTimers:
     Wraps, while active: the solver's ``detector.detect`` (contact detection), ``_contact_rows``
     (contact Jacobians) and ``_solve_lcp`` (the LCP with its warm-start bookkeeping), and the
     functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``mbsim.solvers.contact_lcp.pgs``
-    (the whole PGS call) and the numba sweep kernels ``mbsim.solvers.lcp._pgs_csr`` /
+    (the whole PGS call) and the compiled sweep kernels ``mbsim.solvers.lcp._pgs_csr`` /
     ``_pgs_dense``, which ``pgs`` looks up at call time. Each wrapper adds two ``perf_counter``
     calls. ``acc`` holds seconds per part since the last ``reset``; ``results`` the (PGS result, A)
     of each ``pgs`` call since then.
@@ -267,7 +267,7 @@ class PileResult:
             ("contact detection (`ContactDetector.detect`)", p["detect"]),
             ("contact Jacobians (`Solver._contact_rows`)", p["rows"]),
             ("Delassus matrix J M^-1 J^T (`_schur_product`)", p["schur"]),
-            ("PGS sweeps (numba kernel `lcp._pgs_csr`)", p["kernel"]),
+            ("PGS sweeps (compiled kernel `lcp._pgs_csr`)", p["kernel"]),
             ("PGS set-up and checks (`lcp.pgs` minus the kernel)", p["pgs"] - p["kernel"]),
             ("warm start in and out (`Solver._solve_lcp` minus `pgs`)", p["solve"] - p["pgs"]),
         ]
@@ -276,7 +276,7 @@ class PileResult:
 
 
 def _pgs_warmup() -> None:
-    """Load (or compile) the numba PGS kernels before anything is timed."""
+    """Call the compiled PGS kernels once (dense and CSR) before anything is timed."""
     import scipy.sparse as sp
 
     from mbsim.solvers.lcp import pgs

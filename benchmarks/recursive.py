@@ -149,9 +149,9 @@ def section(quick: bool = False, sizes=SIZES) -> list[str]:
     lines = [
         "## Recursive dynamics (method `recursive`) against `lagrange` on the N-link chain",
         "",
-        "The N-link revolute chain of section 2 (`benchmarks.run.chain_scene`: boxes on revolute joints about x, "
+        "The N-link revolute chain of section 2 (`benchmarks.chain.chain_scene`: boxes on revolute joints about x, "
         "hanging, tilted 0.1 rad), once in joint coordinates with method `recursive` (N coordinates, spatial "
-        "operator algebra: kinematics sweep, applied forces, articulated-body sweeps; numba-compiled, one kernel "
+        "operator algebra: kinematics sweep, applied forces, articulated-body sweeps; compiled (Cython), one kernel "
         "per sweep over the bodies in tree order) and once in body coordinates with `lagrange` (6N coordinates, "
         "5N constraint rows). *fwd dyn* is one forward-dynamics evaluation (what one right-hand side of the "
         "integrator costs), *ABA kernel* the articulated-body sweeps alone, *step* one `rk4` step "

@@ -163,7 +163,7 @@ def bench_sweep(quick: bool = False) -> SweepBench:
     values = [text for _, text, _ in (c[0] for c in expand(parse_params([param])))]
     with tempfile.TemporaryDirectory(prefix="mbsim-bench-sweep-") as tmp:
         out = Path(tmp)
-        # warm the numba caches of this process before timing the serial runs
+        # a first run in this process (imports, caches) before timing the serial runs
         run(load_scene(str(CHAIN), ["time.end=0.01"]), out / "warm.h5")
         serial_load, sweep_load = OtherLoad(), OtherLoad()
         with serial_load:

@@ -258,7 +258,7 @@ def test_contact_section_short_run(bench, tmp_path):
     text = "\n".join(bench.contact_section(pile, lcp))
     assert "## 5. Contact: a pile of spheres, Lemke against PGS" in text
     assert "### A pile of 27 spheres (PGS)" in text and "says nothing about the target" in text
-    assert "#### Where a step's time goes" in text and "PGS sweeps (numba kernel" in text
+    assert "#### Where a step's time goes" in text and "PGS sweeps (compiled kernel" in text
     assert "| **100 sweeps** |" in text and "#### Profile" in text
     assert "### Lemke against PGS" in text and "| four-bar against a wall (2D) | lemke |" in text
     assert "| box stack (3D) | pgs | completed |" in text
