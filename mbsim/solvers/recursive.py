@@ -434,7 +434,7 @@ class Solver(SolverBase):
         return self._compiled is not None
 
     def load_compiled(self) -> None:
-        """Load the compiled step by a call that takes no step (from numba's cache about 0.1 s)."""
+        """A call of the compiled step that takes no step (compiled ahead of time: it checks the buffers' types)."""
         if self._compiled is None:
             return
         flat, data, tree, work, rows, out = self._compiled

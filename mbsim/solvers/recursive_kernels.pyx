@@ -1,4 +1,4 @@
-"""Compiled fixed steps of method ``recursive`` (mbsim.solvers.recursive) over flat arrays.
+"""Compiled (Cython) fixed steps of method ``recursive`` (mbsim.solvers.recursive) over flat arrays.
 
 A step runs the method's right-hand side -- the kinematics sweep, the force elements
 (spring-dampers and applied loads, with their expressions compiled: mbsim.model.step_kernels),
@@ -11,128 +11,152 @@ Scenes with drives (the prescribed joints and their impulsive kinks, recursive.p
 ``_drive_velocity_step``) and the adaptive integrators step through the Python path.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
 import numpy as np
-from numba import njit
 
-import mbsim.model.kernel_cache  # noqa: F401  (before the @njit(cache=True) definitions below)
-from mbsim.model.record_kernels import element_potential, rotation_columns_into, state_columns_into
-from mbsim.model.step_kernels import constraints_into, element_forces_into
-from mbsim.solvers.soa_kernels import aba_work, articulated_body_into, kinematics_into
+from libc.math cimport fabs, isfinite, sqrt
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
+from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.model.record_kernels cimport element_potential, rotation_columns_into, state_columns_into
+from mbsim.model.step_kernels cimport constraints_into, element_forces_into
+from mbsim.solvers.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
-INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
+from mbsim.model.layout import as_field, field_of, rebuild
+
+INTEGRATORS = {"euler": I_EULER, "semi_implicit_euler": I_SEMI_IMPLICIT_EULER, "rk4": I_RK4}
 # statuses of tree_steps
-OK, NOT_FINITE = 0, 1
+OK, NOT_FINITE = S_OK, S_NOT_FINITE
 
 
-class Tree(NamedTuple):
+cdef class Tree:
     """The tree's arrays (mbsim.solvers.recursive.JointSpace, the model's mass properties).
 
     Attributes:
         order ... nvj: the kinematics and articulated-body sweeps' arrays (soa_kernels).
-        mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) bool all False and
+        mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) int8 all 0 and
             qdd_presc (nv,) zeros (no drives here); armature (nv,) the joints' armatures.
         quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
         spr_v, spr_q, spr_k, spr_c, spr_rest: the joint springs (JointSpace.springs).
         body_inertia (nb, 3, 3): the model's (2D: [0, 0]) for the kinetic energy.
         owner (nv,): the body whose inboard joint owns each velocity; body_joint (nb,): the scene
             joint carrying each body (-1: a free root).
-        carrier, back, body2, joint_point, joint_body (njoint,): per scene joint, the body that
-            carries it, whether it is walked back to a body2 that is not the ground (its reaction
-            is reported on body2's side), body2, the joint point in body2's axes (3D), and the
-            body whose axes the local reaction is given in (recursive.py ``_reactions``).
+        carrier, back (int8), body2, joint_point, joint_body (njoint,): per scene joint, the body
+            that carries it, whether it is walked back to a body2 that is not the ground (its
+            reaction is reported on body2's side), body2, the joint point in body2's axes (3D), and
+            the body whose axes the local reaction is given in (recursive.py ``_reactions``).
         nq, nv; elements: 1 when the model has force elements (spring-dampers, loads); integrator
             (INTEGRATORS).
     """
 
-    order: np.ndarray
-    parent: np.ndarray
-    jtype: np.ndarray
-    qadr: np.ndarray
-    vadr: np.ndarray
-    rp: np.ndarray
-    rc: np.ndarray
-    qrel0: np.ndarray
-    ax1: np.ndarray
-    ax2: np.ndarray
-    ang0: np.ndarray
-    nvj: np.ndarray
-    mass: np.ndarray
-    inertia: np.ndarray
-    gravity: np.ndarray
-    presc: np.ndarray
-    qdd_presc: np.ndarray
-    armature: np.ndarray
-    quat_q: np.ndarray
-    quat_v: np.ndarray
-    scalar_q: np.ndarray
-    scalar_v: np.ndarray
-    spr_v: np.ndarray
-    spr_q: np.ndarray
-    spr_k: np.ndarray
-    spr_c: np.ndarray
-    spr_rest: np.ndarray
-    body_inertia: np.ndarray
-    owner: np.ndarray
-    body_joint: np.ndarray
-    carrier: np.ndarray
-    back: np.ndarray
-    body2: np.ndarray
-    joint_point: np.ndarray
-    joint_body: np.ndarray
-    nq: int
-    nv: int
-    elements: int
-    integrator: int
+    _fields = ('order', 'parent', 'jtype', 'qadr', 'vadr', 'rp', 'rc', 'qrel0', 'ax1', 'ax2', 'ang0', 'nvj', 'mass', 'inertia', 'gravity', 'presc', 'qdd_presc', 'armature', 'quat_q', 'quat_v', 'scalar_q', 'scalar_v', 'spr_v', 'spr_q', 'spr_k', 'spr_c', 'spr_rest', 'body_inertia', 'owner', 'body_joint', 'carrier', 'back', 'body2', 'joint_point', 'joint_body', 'nq', 'nv', 'elements', 'integrator')
+
+    def __init__(self, **fields):
+        cdef dict arrays = {}
+        self.order = arrays['order'] = as_field(fields['order'], 'int64', True)
+        self.parent = arrays['parent'] = as_field(fields['parent'], 'int64', True)
+        self.jtype = arrays['jtype'] = as_field(fields['jtype'], 'int64', True)
+        self.qadr = arrays['qadr'] = as_field(fields['qadr'], 'int64', True)
+        self.vadr = arrays['vadr'] = as_field(fields['vadr'], 'int64', True)
+        self.rp = arrays['rp'] = as_field(fields['rp'], 'float64', True)
+        self.rc = arrays['rc'] = as_field(fields['rc'], 'float64', True)
+        self.qrel0 = arrays['qrel0'] = as_field(fields['qrel0'], 'float64', True)
+        self.ax1 = arrays['ax1'] = as_field(fields['ax1'], 'float64', True)
+        self.ax2 = arrays['ax2'] = as_field(fields['ax2'], 'float64', True)
+        self.ang0 = arrays['ang0'] = as_field(fields['ang0'], 'float64', True)
+        self.nvj = arrays['nvj'] = as_field(fields['nvj'], 'int64', True)
+        self.mass = arrays['mass'] = as_field(fields['mass'], 'float64', True)
+        self.inertia = arrays['inertia'] = as_field(fields['inertia'], 'float64', True)
+        self.gravity = arrays['gravity'] = as_field(fields['gravity'], 'float64', True)
+        self.presc = arrays['presc'] = as_field(fields['presc'], 'int8', True)
+        self.qdd_presc = arrays['qdd_presc'] = as_field(fields['qdd_presc'], 'float64', True)
+        self.armature = arrays['armature'] = as_field(fields['armature'], 'float64', True)
+        self.quat_q = arrays['quat_q'] = as_field(fields['quat_q'], 'int64', True)
+        self.quat_v = arrays['quat_v'] = as_field(fields['quat_v'], 'int64', True)
+        self.scalar_q = arrays['scalar_q'] = as_field(fields['scalar_q'], 'int64', True)
+        self.scalar_v = arrays['scalar_v'] = as_field(fields['scalar_v'], 'int64', True)
+        self.spr_v = arrays['spr_v'] = as_field(fields['spr_v'], 'int64', True)
+        self.spr_q = arrays['spr_q'] = as_field(fields['spr_q'], 'int64', True)
+        self.spr_k = arrays['spr_k'] = as_field(fields['spr_k'], 'float64', True)
+        self.spr_c = arrays['spr_c'] = as_field(fields['spr_c'], 'float64', True)
+        self.spr_rest = arrays['spr_rest'] = as_field(fields['spr_rest'], 'float64', True)
+        self.body_inertia = arrays['body_inertia'] = as_field(fields['body_inertia'], 'float64', True)
+        self.owner = arrays['owner'] = as_field(fields['owner'], 'int64', True)
+        self.body_joint = arrays['body_joint'] = as_field(fields['body_joint'], 'int64', True)
+        self.carrier = arrays['carrier'] = as_field(fields['carrier'], 'int64', True)
+        self.back = arrays['back'] = as_field(fields['back'], 'int8', True)
+        self.body2 = arrays['body2'] = as_field(fields['body2'], 'int64', True)
+        self.joint_point = arrays['joint_point'] = as_field(fields['joint_point'], 'float64', True)
+        self.joint_body = arrays['joint_body'] = as_field(fields['joint_body'], 'int64', True)
+        self.nq = fields['nq']
+        self.nv = fields['nv']
+        self.elements = fields['elements']
+        self.integrator = fields['integrator']
+        self._arrays = arrays
+
+    def __getattr__(self, name):
+        return field_of(self._arrays, name)
+
+    def _asdict(self):
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __reduce__(self):
+        return rebuild, (type(self), self._asdict())
 
 
-class TreeData(NamedTuple):
+cdef class TreeData:
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
-    tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba``, and the
-    integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
+    tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba`` (soa_kernels.AbaWork),
+    and the integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
     model's body velocities) and joint_force (njoint, 6); seg (4,): a run of steps' report;
     k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
     step's first stage, as in mbsim.solvers.ode_kernels)."""
 
-    quat: np.ndarray
-    rot: np.ndarray
-    o: np.ndarray
-    com: np.ndarray
-    V: np.ndarray
-    vcom: np.ndarray
-    angle: np.ndarray
-    Hs: np.ndarray
-    acor: np.ndarray
-    rel: np.ndarray
-    ext: np.ndarray
-    tau: np.ndarray
-    qdd: np.ndarray
-    f: np.ndarray
-    alpha: np.ndarray
-    aba: tuple
-    y: np.ndarray
-    ytmp: np.ndarray
-    ynew: np.ndarray
-    k1: np.ndarray
-    k2: np.ndarray
-    k3: np.ndarray
-    k4: np.ndarray
-    vbody: np.ndarray
-    joint_force: np.ndarray
-    seg: np.ndarray
-    k1_valid: np.ndarray
+    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ytmp', 'ynew', 'k1', 'k2', 'k3', 'k4', 'vbody', 'joint_force', 'seg', 'k1_valid')
+
+    def __init__(self, **fields):
+        cdef dict arrays = {}
+        self.quat = arrays['quat'] = as_field(fields['quat'], 'float64', False)
+        self.rot = arrays['rot'] = as_field(fields['rot'], 'float64', False)
+        self.o = arrays['o'] = as_field(fields['o'], 'float64', False)
+        self.com = arrays['com'] = as_field(fields['com'], 'float64', False)
+        self.V = arrays['V'] = as_field(fields['V'], 'float64', False)
+        self.vcom = arrays['vcom'] = as_field(fields['vcom'], 'float64', False)
+        self.angle = arrays['angle'] = as_field(fields['angle'], 'float64', False)
+        self.Hs = arrays['Hs'] = as_field(fields['Hs'], 'float64', False)
+        self.acor = arrays['acor'] = as_field(fields['acor'], 'float64', False)
+        self.rel = arrays['rel'] = as_field(fields['rel'], 'float64', False)
+        self.ext = arrays['ext'] = as_field(fields['ext'], 'float64', False)
+        self.tau = arrays['tau'] = as_field(fields['tau'], 'float64', False)
+        self.qdd = arrays['qdd'] = as_field(fields['qdd'], 'float64', False)
+        self.f = arrays['f'] = as_field(fields['f'], 'float64', False)
+        self.alpha = arrays['alpha'] = as_field(fields['alpha'], 'float64', False)
+        self.aba = fields['aba']
+        self.y = arrays['y'] = as_field(fields['y'], 'float64', False)
+        self.ytmp = arrays['ytmp'] = as_field(fields['ytmp'], 'float64', False)
+        self.ynew = arrays['ynew'] = as_field(fields['ynew'], 'float64', False)
+        self.k1 = arrays['k1'] = as_field(fields['k1'], 'float64', False)
+        self.k2 = arrays['k2'] = as_field(fields['k2'], 'float64', False)
+        self.k3 = arrays['k3'] = as_field(fields['k3'], 'float64', False)
+        self.k4 = arrays['k4'] = as_field(fields['k4'], 'float64', False)
+        self.vbody = arrays['vbody'] = as_field(fields['vbody'], 'float64', False)
+        self.joint_force = arrays['joint_force'] = as_field(fields['joint_force'], 'float64', False)
+        self.seg = arrays['seg'] = as_field(fields['seg'], 'float64', False)
+        self.k1_valid = arrays['k1_valid'] = as_field(fields['k1_valid'], 'int64', False)
+        self._arrays = arrays
+
+    def __getattr__(self, name):
+        return field_of(self._arrays, name)
+
+    def _asdict(self):
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __reduce__(self):
+        return rebuild, (type(self), self._asdict())
 
 
-def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> TreeData:
+def make_tree_data(Py_ssize_t nb, Py_ssize_t nq, Py_ssize_t nv, Py_ssize_t body_nv, Py_ssize_t njoint):
     """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates (body_nv
     body velocities, njoint scene joints)."""
     ny = nq + nv + 1
-    aba = aba_work(nb, nv)  # the articulated-body sweep's scratch
     return TreeData(
         quat=np.zeros((nb + 1, 4)),
         rot=np.zeros((nb + 1, 3, 3)),
@@ -149,7 +173,7 @@ def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> Tree
         qdd=np.zeros(nv),
         f=np.zeros((nb, 6)),
         alpha=np.zeros((nb + 1, 6)),
-        aba=aba,
+        aba=AbaWork(nb, nv),  # the articulated-body sweep's scratch
         y=np.zeros(ny),
         ytmp=np.zeros(ny),
         ynew=np.zeros(ny),
@@ -164,10 +188,10 @@ def make_tree_data(nb: int, nq: int, nv: int, body_nv: int, njoint: int) -> Tree
     )
 
 
-@njit(**_JIT)
-def frames_into(D, W):
+cdef void frames_into(FlatData D, TreeData W) noexcept nogil:
     """The sweep's body frames into D, as the force elements and joint equations read them
     (mbsim.model.step_kernels), ground row last."""
+    cdef Py_ssize_t k, a, b
     for k in range(W.com.shape[0]):
         for a in range(3):
             D.pos[k, a] = W.com[k, a]
@@ -181,18 +205,20 @@ def frames_into(D, W):
         D.angle[k] = W.angle[k]
 
 
-@njit(**_JIT)
-def _applied_into(F, D, T, W, t):
+cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t) noexcept nogil:
     """Force elements at the sweep's body states into W.ext ((torque, force) at the centres of
     mass, world); returns their non-conservative power (recursive.py ``_applied``)."""
-    nb = T.order.shape[0]
+    cdef Py_ssize_t nb = T.order.shape[0]
+    cdef Py_ssize_t k, r, a
+    cdef double power, t0, t1, t2
     for k in range(nb):
         for r in range(6):
             W.ext[k, r] = 0.0
     if not T.elements:
         return 0.0
     frames_into(D, W)
-    Qc, Qn = D.Q, D.Qn
+    cdef double[::1] Qc = D.Q
+    cdef double[::1] Qn = D.Qn
     for k in range(Qc.shape[0]):
         Qc[k] = 0.0
         Qn[k] = 0.0
@@ -222,15 +248,19 @@ def _applied_into(F, D, T, W, t):
     return power
 
 
-@njit(**_JIT)
-def derivative(F, D, T, W, t, y, out):
+cdef void derivative(
+    FlatModel F, FlatData D, Tree T, TreeData W, double t, const double[::1] y, double[::1] out
+) noexcept nogil:
     """out = (q_dot, q_ddot, power) at y = (q, v, work) (recursive.py ``derivative``)."""
-    nq, nv = T.nq, T.nv
-    q, v = y[:nq], y[nq : nq + nv]
-    kinematics_into(
+    cdef Py_ssize_t nq = T.nq, nv = T.nv
+    cdef Py_ssize_t k, s, d
+    cdef double power, damping_power, rate
+    cdef const double[::1] q = y[:nq]
+    cdef const double[::1] v = y[nq : nq + nv]
+    kinematics_into_c(
         T.order, T.parent, T.jtype, T.qadr, T.vadr, T.rp, T.rc, T.qrel0, T.ax1, T.ax2, T.ang0, q, v,
         W.quat, W.rot, W.o, W.com, W.V, W.vcom, W.angle, W.Hs, W.acor, W.rel,
-    )  # fmt: skip
+    )
     power = _applied_into(F, D, T, W, t)
     # joint springs and dampers on the coordinates (recursive.py ``_springs``)
     for k in range(nv):
@@ -241,19 +271,20 @@ def derivative(F, D, T, W, t, y, out):
         rate = v[d]
         W.tau[d] = -T.spr_k[s] * (q[T.spr_q[s]] - T.spr_rest[s]) - T.spr_c[s] * rate
         damping_power -= T.spr_c[s] * rate * rate
-    articulated_body_into(
+    articulated_body_into_c(
         T.order, T.parent, T.vadr, T.nvj, T.mass, T.inertia, T.gravity, W.rot, W.o, W.com, W.V, W.Hs, W.acor,
         W.ext, W.tau, T.presc, T.qdd_presc, T.armature, W.aba, W.qdd, W.f, W.alpha,
-    )  # fmt: skip
+    )
     q_rate_into(T, q, v, out[:nq])
     for k in range(nv):
         out[nq + k] = W.qdd[k]
     out[nq + nv] = power + damping_power
 
 
-@njit(**_JIT)
-def q_rate_into(T, q, v, out):
+cdef void q_rate_into(Tree T, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
     """dq/dt: v for scalar coordinates, 1/2 p (x) (0, omega) for quaternions."""
+    cdef Py_ssize_t i, a0, a1, a2, a3
+    cdef double p0, p1, p2, p3, w0, w1, w2
     for i in range(T.scalar_q.shape[0]):
         out[T.scalar_q[i]] = v[T.scalar_v[i]]
     for i in range(T.quat_q.shape[0]):
@@ -266,17 +297,24 @@ def q_rate_into(T, q, v, out):
         out[a3] = 0.5 * (p0 * w2 + (p1 * w1 - p2 * w0))
 
 
-@njit(**_JIT)
-def integrate(F, D, T, W, t, h, y, out):
+cdef void integrate(
+    FlatModel F, FlatData D, Tree T, TreeData W, double t, double h, const double[::1] y, double[::1] out
+) noexcept nogil:
     """One fixed step of T.integrator from y into out (mbsim.solvers.integrators)."""
-    nq, nv = T.nq, T.nv
-    ny = y.shape[0]
-    k1, k2, k3, k4, yt = W.k1, W.k2, W.k3, W.k4, W.ytmp
+    cdef Py_ssize_t nq = T.nq, nv = T.nv
+    cdef Py_ssize_t ny = y.shape[0]
+    cdef Py_ssize_t k
+    cdef double half, sixth
+    cdef double[::1] k1 = W.k1
+    cdef double[::1] k2 = W.k2
+    cdef double[::1] k3 = W.k3
+    cdef double[::1] k4 = W.k4
+    cdef double[::1] yt = W.ytmp
     if W.k1_valid[0]:
         W.k1_valid[0] = 0
     else:
         derivative(F, D, T, W, t, y, k1)
-    if T.integrator == 1:  # semi-implicit Euler: v first, then q with the new v
+    if T.integrator == I_SEMI_IMPLICIT_EULER:  # v first, then q with the new v
         for k in range(nv):
             out[nq + k] = y[nq + k] + h * k1[nq + k]
         q_rate_into(T, y[:nq], out[nq : nq + nv], k2[:nq])
@@ -284,7 +322,7 @@ def integrate(F, D, T, W, t, h, y, out):
             out[k] = y[k] + h * k2[k]
         out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
         return
-    if T.integrator == 0:
+    if T.integrator == I_EULER:
         for k in range(ny):
             out[k] = y[k] + h * k1[k]
         return
@@ -303,17 +341,24 @@ def integrate(F, D, T, W, t, h, y, out):
         out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
 
 
-@njit(**_JIT)
-def tree_steps(F, D, T, W, t, q, v, work, h, t_end, nmax, out):
+cdef int tree_steps(
+    FlatModel F, FlatData D, Tree T, TreeData W, double t, double[::1] q, double[::1] v, double work, double h,
+    double t_end, Py_ssize_t nmax, double[::1] out,
+) noexcept nogil:
     """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
     mbsim.simulate.run does), q and v updated in place; stops before a step that would leave a
     non-finite state (NOT_FINITE: the Python path takes it and reports). ``out`` (float64, 4):
     t, work, steps taken, the size of the last step. Returns the status."""
-    nq, nv = T.nq, T.nv
-    ny = nq + nv + 1
-    y, ynew = W.y, W.ynew
-    steps, status, h_last = 0, OK, 0.0
-    scale = max(1.0, t_end)
+    cdef Py_ssize_t nq = T.nq, nv = T.nv
+    cdef Py_ssize_t ny = nq + nv + 1
+    cdef double[::1] y = W.y
+    cdef double[::1] ynew = W.ynew
+    cdef Py_ssize_t steps = 0, i, k, a0, a1, a2, a3
+    cdef int status = S_OK
+    cdef double h_last = 0.0
+    cdef double scale = max(1.0, t_end)
+    cdef double h_try, n, t_new
+    cdef bint finite
     while steps < nmax and t_end - t > 1e-12 * scale:
         h_try = min(h, t_end - t)
         if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
@@ -327,14 +372,14 @@ def tree_steps(F, D, T, W, t, q, v, work, h, t_end, nmax, out):
         # quaternions rescaled to unit norm (recursive.py ``normalize``)
         for i in range(T.quat_q.shape[0]):
             a0, a1, a2, a3 = T.quat_q[i, 0], T.quat_q[i, 1], T.quat_q[i, 2], T.quat_q[i, 3]
-            n = np.sqrt(ynew[a0] * ynew[a0] + ynew[a1] * ynew[a1] + ynew[a2] * ynew[a2] + ynew[a3] * ynew[a3])
+            n = sqrt(ynew[a0] * ynew[a0] + ynew[a1] * ynew[a1] + ynew[a2] * ynew[a2] + ynew[a3] * ynew[a3])
             ynew[a0], ynew[a1], ynew[a2], ynew[a3] = ynew[a0] / n, ynew[a1] / n, ynew[a2] / n, ynew[a3] / n
         finite = True
         for k in range(ny):
-            if not np.isfinite(ynew[k]):
+            if not isfinite(ynew[k]):
                 finite = False
         if not finite:
-            status = NOT_FINITE
+            status = S_NOT_FINITE
             break
         for k in range(nq):
             q[k] = ynew[k]
@@ -349,14 +394,18 @@ def tree_steps(F, D, T, W, t, q, v, work, h, t_end, nmax, out):
     return status
 
 
-@njit(**_JIT)
-def _reactions_into(F, T, W, out, c, local):
+cdef Py_ssize_t _reactions_into(
+    FlatModel F, Tree T, TreeData W, double[::1] out, Py_ssize_t c, bint local
+) noexcept nogil:
     """Per scene joint: force and torque (about the joint point) on body2, or on body1 when body2
     is the ground, world axes (or, ``local``, the axes of that body; 2D fx, fy, torque) into
     out[c:]; returns the column after them (recursive.py ``_reactions``). Joint springs are
     applied forces, not reactions."""
-    nj = T.carrier.shape[0]
-    f = W.joint_force
+    cdef Py_ssize_t nj = T.carrier.shape[0]
+    cdef double[:, ::1] f = W.joint_force
+    cdef double[:, :, ::1] R = W.rot
+    cdef Py_ssize_t j, r, s, d, p, k, b
+    cdef double t0, t1, t2, f0, f1, f2, s0, s1, s2, x0, x1, x2, l0, l1, l2
     for j in range(nj):
         for r in range(6):
             f[j, r] = W.f[T.carrier[j], r]
@@ -370,9 +419,9 @@ def _reactions_into(F, T, W, out, c, local):
         if T.back[j]:  # body2's side: the opposite force, at body2's joint point
             p, k = T.body2[j], T.carrier[j]
             s0, s1, s2 = T.joint_point[j, 0], T.joint_point[j, 1], T.joint_point[j, 2]
-            x0 = W.com[p, 0] + W.rot[p, 0, 0] * s0 + W.rot[p, 0, 1] * s1 + W.rot[p, 0, 2] * s2
-            x1 = W.com[p, 1] + W.rot[p, 1, 0] * s0 + W.rot[p, 1, 1] * s1 + W.rot[p, 1, 2] * s2
-            x2 = W.com[p, 2] + W.rot[p, 2, 0] * s0 + W.rot[p, 2, 1] * s1 + W.rot[p, 2, 2] * s2
+            x0 = W.com[p, 0] + R[p, 0, 0] * s0 + R[p, 0, 1] * s1 + R[p, 0, 2] * s2
+            x1 = W.com[p, 1] + R[p, 1, 0] * s0 + R[p, 1, 1] * s1 + R[p, 1, 2] * s2
+            x2 = W.com[p, 2] + R[p, 2, 0] * s0 + R[p, 2, 1] * s1 + R[p, 2, 2] * s2
             l0, l1, l2 = W.o[k, 0] - x0, W.o[k, 1] - x1, W.o[k, 2] - x2
             f0, f1, f2 = -f0, -f1, -f2
             t0 = -t0 + (l1 * f2 - l2 * f1)
@@ -380,7 +429,6 @@ def _reactions_into(F, T, W, out, c, local):
             t2 = -t2 + (l0 * f1 - l1 * f0)
         if local:
             b = T.joint_body[j]
-            R = W.rot
             f0, f1, f2 = (
                 R[b, 0, 0] * f0 + R[b, 1, 0] * f1 + R[b, 2, 0] * f2,
                 R[b, 0, 1] * f0 + R[b, 1, 1] * f1 + R[b, 2, 1] * f2,
@@ -400,12 +448,19 @@ def _reactions_into(F, T, W, out, c, local):
     return c
 
 
-@njit(**_JIT)
-def row_into(F, D, T, W, t, q, v, work, h, out):
+cdef void row_into(
+    FlatModel F, FlatData D, Tree T, TreeData W, double t, const double[::1] q, const double[::1] v, double work,
+    double h, double[::1] out,
+) noexcept nogil:
     """One recorded row of the state (t, q, v, work) into out, the columns of recursive.py
     ``Solver.row_columns`` (mbsim.diagnostics.row_columns in joint coordinates, then the joints'
     reactions in body axes), from the evaluation at that state ``derivative`` left in W."""
-    nb, d = T.order.shape[0], F.dim
+    cdef Py_ssize_t nb = T.order.shape[0]
+    cdef Py_ssize_t d = F.dim
+    cdef Py_ssize_t c, b, a, i, j, k, r, s, w
+    cdef double translation, rotation, kinetic, potential, deflection, pos_violation, vel_violation, total
+    cdef double sj, err, n
+    cdef double tail[10]
     frames_into(D, W)
     c = state_columns_into(F, D, t, q, v, out)
     if d == 3:
@@ -450,14 +505,17 @@ def row_into(F, D, T, W, t, q, v, work, h, out):
             else:
                 W.vbody[w * b + 2] = W.V[b, 2]
         for r in range(F.nc):
-            pos_violation = max(pos_violation, abs(D.phi[r]))
-            s = 0.0
+            pos_violation = max(pos_violation, fabs(D.phi[r]))
+            sj = 0.0
             for k in range(F.nv):
-                s += D.J[r, k] * W.vbody[k]
-            vel_violation = max(vel_violation, abs(s + D.phi_t[r]))
+                sj += D.J[r, k] * W.vbody[k]
+            vel_violation = max(vel_violation, fabs(sj + D.phi_t[r]))
     total = kinetic + potential
-    for x in (kinetic, potential, total, work, pos_violation, vel_violation, 0.0, 0.0, 0.0, h):
-        out[c] = x
+    # the scalar columns (mbsim.diagnostics.SCALAR_COLUMNS): no contacts, no iterations
+    tail[0], tail[1], tail[2], tail[3], tail[4] = kinetic, potential, total, work, pos_violation
+    tail[5], tail[6], tail[7], tail[8], tail[9] = vel_violation, 0.0, 0.0, 0.0, h
+    for i in range(10):
+        out[c] = tail[i]
         c += 1
     if d == 3:
         err = 0.0
@@ -465,7 +523,7 @@ def row_into(F, D, T, W, t, q, v, work, h, out):
             n = 0.0
             for a in range(4):
                 n += q[T.quat_q[i, a]] * q[T.quat_q[i, a]]
-            err = max(err, abs(np.sqrt(n) - 1.0))
+            err = max(err, fabs(sqrt(n) - 1.0))
         out[c] = err
         c += 1
     if T.carrier.shape[0]:
@@ -473,24 +531,42 @@ def row_into(F, D, T, W, t, q, v, work, h, out):
         c = _reactions_into(F, T, W, out, c, True)
 
 
-@njit(**_JIT)
-def advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, rows, out):
+def advance(
+    FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None, double t, double[::1] q,
+    double[::1] v, double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
+    Py_ssize_t max_rows, Py_ssize_t max_block, double[:, ::1] rows, double[::1] out,
+):
     """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode_kernels.advance
     (without constraint violations to watch: joint coordinates meet the joints by construction):
     a row after every step whose number is a multiple of ``every`` and after the last, with the
     step number in its last column; at most ``max_block`` steps, ``max_rows`` rows, and no step
     past ``max_steps`` + 1. ``out`` (float64, 5): t, work, steps taken, rows, the size of the
     last step. Returns the status (OK, or NOT_FINITE: the next step goes through Python)."""
-    nq, nv = T.nq, T.nv
-    ny = nq + nv + 1
-    seg = W.seg
+    cdef int status
+    with nogil:
+        status = _advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, rows, out)
+    return status
+
+
+cdef int _advance(
+    FlatModel F, FlatData D, Tree T, TreeData W, double t, double[::1] q, double[::1] v, double work, double h,
+    double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps, Py_ssize_t max_rows,
+    Py_ssize_t max_block, double[:, ::1] rows, double[::1] out,
+) noexcept nogil:
+    cdef Py_ssize_t nq = T.nq, nv = T.nv
+    cdef Py_ssize_t ny = nq + nv + 1
+    cdef double[::1] seg = W.seg
+    cdef double[::1] y
+    cdef Py_ssize_t taken = 0, nrec = 0, n, k, i, number
+    cdef int status = S_OK
+    cdef double h_last = 0.0
+    cdef double scale = max(1.0, t_end)
+    cdef bint last
     W.k1_valid[0] = 0  # the state may have changed since the last call
-    taken, nrec, status, h_last = 0, 0, OK, 0.0
-    scale = max(1.0, t_end)
     while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
         n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
         status = tree_steps(F, D, T, W, t, q, v, work, h, t_end, n, seg)
-        k = int(seg[2])
+        k = <Py_ssize_t> seg[2]
         if k > 0:
             t, work, h_last = seg[0], seg[1], seg[3]
             taken += k
@@ -508,7 +584,7 @@ def advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_row
             rows[nrec, rows.shape[1] - 1] = number
             nrec += 1
             W.k1_valid[0] = 1  # the next step's first stage
-        if status != OK or number > max_steps:
+        if status != S_OK or number > max_steps:
             break
     W.k1_valid[0] = 0
     out[0], out[1], out[2], out[3], out[4] = t, work, taken, nrec, h_last
