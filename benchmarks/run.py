@@ -19,7 +19,9 @@ report. Each section is a module of this folder, its docstring saying what it me
    of issue 13, interleaved with mbsim in one run: µs per step and the ratio to the best peer.
 10. Impacts: ``event_driven`` against ``timestepping`` (events.py).
 11. ``mbsim export`` to .glb and .html (export.py).
-12. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
+12. The first run with every cache empty, per method, against the same run warm; ``mbsim validate``;
+    with ``--install``, a fresh clone, venv and ``pip install -e .`` and the flagship run (cold_start.py).
+13. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
    minutes); this script keeps that section of BENCHMARKS.md as it is.
 
 The machine table comes from machine.py, the report's frame from report.py. Times are
@@ -38,6 +40,7 @@ if __name__ == "__main__":  # as the mbsim command: single-threaded BLAS, set be
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -170,8 +173,8 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
     return [(n, *min(rows, key=lambda row: abs(np.log(row[0] / n)))[1:]) for n in sizes]
 
 
-# sections 6-11: modules of their own, each with section(quick) -> markdown lines
-EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export")
+# sections 6-12: modules of their own, each with section(quick) -> markdown lines
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start")
 
 
 def _module(name: str):
@@ -189,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         "run and nothing for --quick; '-' writes nothing",
     )
     parser.add_argument("--sizes", default=None, help="comma-separated chain sizes N (default 10,100,1000)")
+    parser.add_argument(
+        "--install",
+        action="store_true",
+        help="the first-run section also times a fresh clone + venv + pip install -e . + the flagship run (minutes)",
+    )
     args = parser.parse_args(argv)
 
     plan = QUICK if args.quick else FULL
@@ -287,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = []
     for name in EXTRA_MODULES:
         print(f"\n{name} ...", flush=True)
-        lines = _module(name).section(quick=args.quick)
+        options = {"install": args.install} if name == "cold_start" else {}
+        lines = _module(name).section(quick=args.quick, **options)
         print("\n".join(lines).replace("`", "").replace("**", ""))
         extra.append(lines)
     elapsed = time.perf_counter() - started
@@ -297,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     if output and output != "-":
         text = report(machine, four, chains, args.quick, elapsed, slider, variational, pile, lcp, extra)
         kept = _module("verify").kept_section(Path(output))  # benchmarks/verify.py's section stays as it is
+        # ... numbered after the others
+        kept = re.sub(r"^## \d+\. ", f"## {6 + len(EXTRA_MODULES)}. ", kept, count=1, flags=re.MULTILINE)
         Path(output).write_text(text.rstrip("\n") + "\n\n" + kept + "\n" if kept else text, encoding="utf-8")
         print(f"wrote {output}")
     return 0

@@ -6,6 +6,7 @@ Correctness checks only; nothing here looks at a time.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import h5py
@@ -70,6 +71,7 @@ def test_quick_run_writes_a_report(bench, tmp_path, capsys):
         "## 5. Contact: a pile of spheres, Lemke against PGS",
         "### A pile of 27 spheres (PGS)",
         "### Lemke against PGS",
+        "## 12. First run: every cache empty",
     ):
         assert heading in text
     assert "| 3 | 18 | 15 | dense |" in text
@@ -287,3 +289,33 @@ def test_export_section_quick_run(benchmark_module):
     text = "\n".join(lines)
     assert lines[0] == "## Export: `mbsim export` to .glb and .html"
     assert "| .glb (glTF 2.0 binary" in text and "| .html (the page" in text and "20 MB:" in text
+
+
+def test_cold_start_section_short_run(benchmark_module):
+    """The first-run section on one short case: the run and `mbsim validate` each go twice through a
+    fresh process (an empty cache, then warm), CPU and wall are measured, and the section reports
+    them with the targets' verdicts; a failing command is reported with its last error line."""
+    cold = benchmark_module("cold_start")
+    res = cold.measure(1, cases=(("lagrange", "pendulum_2d.yaml", ("time.end=0.05",)),), log=lambda _: None)
+    (r,) = res.runs
+    assert r.failure == "" and res.validate.failure == ""
+    for t in (*r.cold, *r.warm, *res.validate.cold, *res.validate.warm):
+        assert t.ok and t.cpu > 0 and t.wall > 0
+    text = "\n".join(cold.markdown(res))
+    assert text.startswith("## First run: every cache empty")
+    assert "| lagrange | `scenes/pendulum_2d.yaml` (`time.end=0.05`) |" in text
+    assert "first run <= 3 s CPU" in text and "within 1.5 s CPU of warm" in text and "Targets: a first run" in text
+    assert "Target: `mbsim validate` of a small scene at most 0.3 s" in text
+    assert "Not measured in this run" in text  # --install is off by default
+    # every case of the full section is a shipped scene
+    assert all((cold.SCENES / scene).is_file() for _, scene, _ in cold.CASES)
+
+    failed = cold.timed([sys.executable, "-c", "import sys; sys.exit('boom')"], {}, ROOT)
+    assert failed.code == 1 and failed.tail == "boom" and not failed.ok
+    steps = [cold.Step("git clone", failed), cold.Step("pip install -e .", None)]
+    assert cold.install_lines(steps)[-1] == "The install did not complete: no verdict."
+    done = [cold.Step(label, cold.Timed(1.0, 2.0, 0)) for label in ("clone", "venv", "install", "run")]
+    assert (
+        "Targets: fresh clone, fresh venv, install and the flagship run at most 6 min wall"
+        in cold.install_lines(done)[-1]
+    )
