@@ -1,4 +1,4 @@
-"""Linear complementarity solvers as pure numerics (imports nothing from mbsim).
+"""Linear complementarity solvers as pure numerics (imports nothing from mbsim but its compiled sweeps).
 
 The contact and impact steps of papers/unilateral-constraints-lcp-projection-correction.txt
 end in a standard LCP (its eq. (14), normal impulses S_N against post-impact normal velocities),
@@ -11,7 +11,7 @@ which the paper solves with "the Lemke algorithm or projected Gauss-Seidel". Bot
 
   which holds standard LCP rows (lo = 0, hi = inf), bilateral rows (lo = -inf, hi = inf) and
   Coulomb friction boxes whose bounds +-mu x_n follow the current normal impulse. The sweep
-  over rows is compiled with numba, on a dense A or on a scipy.sparse CSR A.
+  over rows is compiled (mbsim.solvers.lcp_kernels), on a dense A or on a scipy.sparse CSR A.
 - :func:`lemke`: Lemke's complementary pivoting (covering vector d = 1) for the standard LCP
 
       w = M z + q >= 0,  z >= 0,  z^T w = 0,
@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from numba import njit
+
+from mbsim.solvers.lcp_kernels import _pgs_csr, _pgs_dense
 
 __all__ = ["LCPError", "LCPResult", "brute_force_lcp", "complementarity_error", "lemke", "pgs"]
-
-_JIT = {"cache": True, "nogil": True}
 
 # relative tolerance under which two ratios of Lemke's minimum-ratio test count as a tie
 _TIE_TOL = 1e-9
@@ -106,68 +105,12 @@ def complementarity_error(A, b: np.ndarray, x: np.ndarray, lo=None, hi=None) -> 
 # ------------------------------------------------------------------- projected Gauss-Seidel
 
 
-@njit(**_JIT)
-def _pgs_dense(A, b, lo, hi, x, friction_normal, mu, diag, iterations, tol, omega):
-    """PGS sweeps on a dense C-ordered A (n, n), updating x in place; returns (sweeps, converged).
-
-    Row i: r = (A x + b)_i, x_i <- clip(x_i - omega r / A_ii, lo_i, hi_i), where a friction row
-    (friction_normal[i] = k >= 0) uses the box +-mu_i max(x_k, 0) of the current normal impulse.
-    """
-    n = x.shape[0]
-    for sweep in range(1, iterations + 1):
-        change = 0.0
-        size = 0.0
-        for i in range(n):
-            r = b[i]
-            for j in range(n):
-                r += A[i, j] * x[j]
-            k = friction_normal[i]
-            if k >= 0:
-                bound = mu[i] * max(x[k], 0.0)
-                low, high = -bound, bound
-            else:
-                low, high = lo[i], hi[i]
-            new = min(max(x[i] - omega * r / diag[i], low), high)
-            change = max(change, abs(new - x[i]))
-            x[i] = new
-            size = max(size, abs(new))
-        if change <= tol * max(1.0, size):
-            return sweep, True
-    return iterations, False
-
-
-@njit(**_JIT)
-def _pgs_csr(indptr, indices, data, b, lo, hi, x, friction_normal, mu, diag, iterations, tol, omega):
-    """:func:`_pgs_dense` on a CSR matrix (indptr (n+1,), indices, data (nnz,))."""
-    n = x.shape[0]
-    for sweep in range(1, iterations + 1):
-        change = 0.0
-        size = 0.0
-        for i in range(n):
-            r = b[i]
-            for p in range(indptr[i], indptr[i + 1]):
-                r += data[p] * x[indices[p]]
-            k = friction_normal[i]
-            if k >= 0:
-                bound = mu[i] * max(x[k], 0.0)
-                low, high = -bound, bound
-            else:
-                low, high = lo[i], hi[i]
-            new = min(max(x[i] - omega * r / diag[i], low), high)
-            change = max(change, abs(new - x[i]))
-            x[i] = new
-            size = max(size, abs(new))
-        if change <= tol * max(1.0, size):
-            return sweep, True
-    return iterations, False
-
-
 def _vector(value, n: int, name: str, default: float) -> np.ndarray:
     """A float vector (n,) from an array, a scalar or None (the default)."""
     arr = np.asarray(default if value is None else value, dtype=float)
     if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n):
         raise ValueError(f"{name}: expected shape ({n},) or a scalar, got {arr.shape}")
-    # a fresh writeable copy: numba compiles a separate kernel for read-only arrays
+    # a fresh writeable copy (the sweeps write x; lo and hi are the caller's to keep)
     return np.array(np.broadcast_to(arr, (n,)), dtype=float)
 
 
@@ -233,7 +176,7 @@ def pgs(
     k >= 0``, row i's bounds are [-mu_i x_k, mu_i x_k] with x_k the current normal impulse
     (max(x_k, 0), updated row by row; ``lo``/``hi`` of friction rows are ignored, and row k
     must not be a friction row itself). The sweep is x_i <- clip(x_i - omega (A x + b)_i / A_ii)
-    in row order, compiled with numba; it converges for symmetric positive definite A with
+    in row order, compiled; it converges for symmetric positive definite A with
     omega in (0, 2) (and in practice for semidefinite A when a solution exists); friction
     boxes that follow x_n make the problem non-symmetric: then PGS is a good heuristic, not a
     guarantee.

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import mbsim.model.kernel_cache  # noqa: F401  (numba cache guard, before sdf's @njit(cache=True) kernels)
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Found, Side, register
 from mbsim.model.contact.sdf import SignedDistanceField
 

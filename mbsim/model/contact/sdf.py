@@ -18,7 +18,7 @@ the others.
 
 Build (``build_sdf``): the exact unsigned distance at each node is the minimum over triangles of
 the point-to-triangle distance (Ericson, *Real-Time Collision Detection*, §5.1.5, closest point
-on triangle), compiled with numba. Acceleration: each triangle is put in the bucket of a coarse
+on triangle), compiled (mbsim.model.contact.sdf_kernels). Acceleration: each triangle is put in the bucket of a coarse
 grid that holds its centroid; buckets are visited in increasing order of a lower bound of their
 distance, and a bucket is skipped when ``distance(p, bucket box) - r_max >= best`` (``r_max`` =
 largest centroid-to-vertex distance of any triangle), so the search is exact. Each node starts
@@ -32,8 +32,7 @@ a mesh that is not watertight raises ``ValueError``.
 
 ``cached_sdf`` keeps built fields as ``.npz`` files keyed by a hash of the mesh and the grid
 settings; an unusable cache file is rebuilt and an unwritable cache bypassed, with a warning,
-never an error. This module imports nothing from mbsim (the numba cache guard,
-mbsim.model.kernel_cache, is installed by the modules that import this one).
+never an error. This module imports nothing from mbsim but its compiled kernels.
 """
 
 from __future__ import annotations
@@ -49,12 +48,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit, prange
+
+from mbsim.model.contact.sdf_kernels import _query, _signed_distance_grid
 
 if TYPE_CHECKING:  # imported where a mesh is checked: a scene without meshes never loads trimesh
     import trimesh
 
-_JIT = {"cache": True, "nogil": True}
 _CACHE_VERSION = 1  # bump when the build changes what is stored
 _MAX_BUCKETS_PER_AXIS = 48  # bounds the sorted offset table at (2 * 48 - 1)^3 entries
 # grid nodes a field may have: 2^26 float64 values are 512 MiB in memory and in the cache (a
@@ -117,203 +116,6 @@ def _as_points(points: np.ndarray) -> np.ndarray:
     if p.ndim != 2 or p.shape[1] != 3:
         raise ValueError(f"points: expected an (n, 3) array, got shape {p.shape}")
     return p
-
-
-@njit(inline="always")
-def _axis(x, origin, inv, cell, n_last):
-    """Grid coordinate of x on one axis clamped to [0, n_last]: (cell index, fraction, offset from the box)."""
-    s = (x - origin) * inv
-    e = 0.0
-    if s < 0.0:
-        e = s * cell
-        s = 0.0
-    elif s > n_last:
-        e = (s - n_last) * cell
-        s = float(n_last)
-    i = min(int(np.floor(s)), n_last - 1)
-    return i, s - i, e
-
-
-@njit(inline="always")
-def interpolate(values, origin, inv, cell, px, py, pz):
-    """Trilinear distance (eq. 5) at one point, its exact gradient, and the point's distance
-    outside the grid box (0 inside): (d, gx, gy, gz, outside). Outside the box the value at the
-    clamped point plus the way out, whose gradient takes the place of a clamped axis's."""
-    nx, ny, nz = values.shape
-    # cell indices and fractions of the point clamped onto the box; e* = offset from the box
-    i, x, ex = _axis(px, origin[0], inv, cell, nx - 1)
-    j, y, ey = _axis(py, origin[1], inv, cell, ny - 1)
-    k, z, ez = _axis(pz, origin[2], inv, cell, nz - 1)
-    c000 = values[i, j, k]
-    c100 = values[i + 1, j, k]
-    c010 = values[i, j + 1, k]
-    c110 = values[i + 1, j + 1, k]
-    c001 = values[i, j, k + 1]
-    c101 = values[i + 1, j, k + 1]
-    c011 = values[i, j + 1, k + 1]
-    c111 = values[i + 1, j + 1, k + 1]
-    # interpolate along x, then y, then z
-    c00 = c000 + x * (c100 - c000)
-    c10 = c010 + x * (c110 - c010)
-    c01 = c001 + x * (c101 - c001)
-    c11 = c011 + x * (c111 - c011)
-    c0 = c00 + y * (c10 - c00)
-    c1 = c01 + y * (c11 - c01)
-    ext = np.sqrt(ex * ex + ey * ey + ez * ez)
-    d = c0 + z * (c1 - c0) + ext
-    # d/dx, d/dy, d/dz of the trilinear form; a clamped axis takes the box-distance term instead
-    gx = (1 - y) * (1 - z) * (c100 - c000) + y * (1 - z) * (c110 - c010)
-    gx += (1 - y) * z * (c101 - c001) + y * z * (c111 - c011)
-    gy = (1 - z) * (c10 - c00) + z * (c11 - c01)
-    gz = c1 - c0
-    gx = ex / ext if ex != 0.0 else gx * inv
-    gy = ey / ext if ey != 0.0 else gy * inv
-    gz = ez / ext if ez != 0.0 else gz * inv
-    return d, gx, gy, gz, ext
-
-
-@njit(**_JIT)
-def _query(values, origin, cell, points, out_d, out_g, want_gradient):
-    """Trilinear interpolation (eq. 5) and its exact gradient at each point (``interpolate``)."""
-    inv = 1.0 / cell
-    for q in range(points.shape[0]):
-        d, gx, gy, gz, _ = interpolate(values, origin, inv, cell, points[q, 0], points[q, 1], points[q, 2])
-        out_d[q] = d
-        if want_gradient:
-            out_g[q, 0] = gx
-            out_g[q, 1] = gy
-            out_g[q, 2] = gz
-
-
-# ------------------------------------------------------------------- point-to-triangle (Ericson 5.1.5)
-
-
-@njit(inline="always")
-def _closest_on_triangle(px, py, pz, t, tri):
-    """Closest point on triangle ``tri[t]`` (3, 3) to p and its feature: 0 face, 1-3 vertex a/b/c, 4-6 edge ab/bc/ca."""
-    ax, ay, az = tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2]
-    bx, by, bz = tri[t, 1, 0], tri[t, 1, 1], tri[t, 1, 2]
-    cx, cy, cz = tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2]
-    abx, aby, abz = bx - ax, by - ay, bz - az
-    acx, acy, acz = cx - ax, cy - ay, cz - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return ax, ay, az, 1
-    bpx, bpy, bpz = px - bx, py - by, pz - bz
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return bx, by, bz, 2
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        return ax + v * abx, ay + v * aby, az + v * abz, 4
-    cpx, cpy, cpz = px - cx, py - cy, pz - cz
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return cx, cy, cz, 3
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        return ax + w * acx, ay + w * acy, az + w * acz, 6
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        return bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz), 5
-    denom = 1.0 / (va + vb + vc)
-    v = vb * denom
-    w = vc * denom
-    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w, 0
-
-
-@njit(inline="always")
-def _dist2_triangle(px, py, pz, t, tri):
-    qx, qy, qz, _ = _closest_on_triangle(px, py, pz, t, tri)
-    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-
-
-@njit(inline="always")
-def _box_dist(p, lo, hi):
-    s = 0.0
-    for a in range(3):
-        if p[a] < lo[a]:
-            s += (lo[a] - p[a]) ** 2
-        elif p[a] > hi[a]:
-            s += (p[a] - hi[a]) ** 2
-    return np.sqrt(s)
-
-
-@njit(parallel=True, **_JIT)
-def _signed_distance_grid(
-    origin, cell, shape, tri, normals, bucket_start, b_origin, b_cell, b_shape, offsets, offset_lb, r_max
-):
-    """Exact signed distance at every grid node; the triangles are sorted by bucket (CSR ``bucket_start``).
-
-    ``normals`` (nt, 7, 3) holds each triangle's pseudo-normal per feature code of ``_closest_on_triangle``.
-    """
-    nx, ny, nz = shape[0], shape[1], shape[2]
-    out = np.empty((nx, ny, nz))
-    n_off = offsets.shape[0]
-    for i in prange(nx):
-        p = np.empty(3)
-        lo = np.empty(3)
-        hi = np.empty(3)
-        bidx = np.empty(3, dtype=np.int64)
-        warm = -1
-        for j in range(ny):
-            for k in range(nz):
-                p[0] = origin[0] + i * cell
-                p[1] = origin[1] + j * cell
-                p[2] = origin[2] + k * cell
-                for a in range(3):
-                    b = int(np.floor((p[a] - b_origin[a]) / b_cell))
-                    bidx[a] = min(max(b, 0), b_shape[a] - 1)
-                # warm start: the previous node's triangle gives an upper bound
-                best2 = np.inf
-                best_t = -1
-                if warm >= 0:
-                    best2 = _dist2_triangle(p[0], p[1], p[2], warm, tri)
-                    best_t = warm
-                best = np.sqrt(best2)
-                for o in range(n_off):
-                    if offset_lb[o] - r_max >= best:
-                        break  # every remaining bucket is farther than the best triangle
-                    bx = bidx[0] + offsets[o, 0]
-                    by = bidx[1] + offsets[o, 1]
-                    bz = bidx[2] + offsets[o, 2]
-                    if bx < 0 or by < 0 or bz < 0 or bx >= b_shape[0] or by >= b_shape[1] or bz >= b_shape[2]:
-                        continue
-                    flat = (bx * b_shape[1] + by) * b_shape[2] + bz
-                    s = bucket_start[flat]
-                    e = bucket_start[flat + 1]
-                    if s == e:
-                        continue
-                    lo[0] = b_origin[0] + bx * b_cell
-                    lo[1] = b_origin[1] + by * b_cell
-                    lo[2] = b_origin[2] + bz * b_cell
-                    for a in range(3):
-                        hi[a] = lo[a] + b_cell
-                    if _box_dist(p, lo, hi) - r_max >= best:
-                        continue
-                    for t in range(s, e):
-                        d2 = _dist2_triangle(p[0], p[1], p[2], t, tri)
-                        if d2 < best2:
-                            best2 = d2
-                            best_t = t
-                            best = np.sqrt(best2)
-                warm = best_t
-                # sign from the angle-weighted pseudo-normal of the closest feature
-                qx, qy, qz, feat = _closest_on_triangle(p[0], p[1], p[2], best_t, tri)
-                s_dot = (
-                    (p[0] - qx) * normals[best_t, feat, 0]
-                    + (p[1] - qy) * normals[best_t, feat, 1]
-                    + (p[2] - qz) * normals[best_t, feat, 2]
-                )
-                out[i, j, k] = -best if s_dot < 0.0 else best
-    return out
 
 
 # ------------------------------------------------------------------- build

@@ -1,0 +1,298 @@
+"""Compiled kernels of the compliant contact force (mbsim.model.contact.compliant): one pair's
+bounding-box test and its force on both bodies, without numpy's per-call overhead (the docking
+scene evaluates 4 pairs 4 times a step; in numpy the small-array calls cost ~1 ms a step)."""
+
+import numpy as np
+
+from libc.math cimport fabs, pow, sqrt
+from libc.stdlib cimport free, malloc
+
+from mbsim.model.contact.sdf_kernels cimport interpolate
+
+
+cdef bint obb_overlap_one_c(const double[:] cA, const double[:, :] RA, const double[:] hA,
+                            const double[:] cB, const double[:, :] RB, const double[:] hB,
+                            double margin, double eps) noexcept nogil:
+    cdef double R[3][3]
+    cdef double absR[3][3]
+    cdef double t[3]
+    cdef double d[3]
+    cdef double tb, lhs, ra, rb, length
+    cdef int i, j, k, i1, i2, j1, j2
+    # R = RA^T RB (B's axes in A's frame), t = RA^T (cB - cA)
+    for i in range(3):
+        d[i] = cB[i] - cA[i]
+    for i in range(3):
+        t[i] = RA[0, i] * d[0] + RA[1, i] * d[1] + RA[2, i] * d[2]
+        for j in range(3):
+            R[i][j] = RA[0, i] * RB[0, j] + RA[1, i] * RB[1, j] + RA[2, i] * RB[2, j]
+            absR[i][j] = fabs(R[i][j]) + eps
+    # A's face axes, then B's, then the nine edge-edge cross products
+    for i in range(3):
+        if fabs(t[i]) > hA[i] + absR[i][0] * hB[0] + absR[i][1] * hB[1] + absR[i][2] * hB[2] + margin:
+            return False
+    for j in range(3):
+        tb = t[0] * R[0][j] + t[1] * R[1][j] + t[2] * R[2][j]
+        if fabs(tb) > hA[0] * absR[0][j] + hA[1] * absR[1][j] + hA[2] * absR[2][j] + hB[j] + margin:
+            return False
+    for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
+        for j in range(3):
+            j1 = (j + 1) % 3
+            j2 = (j + 2) % 3
+            lhs = fabs(t[i2] * R[i1][j] - t[i1] * R[i2][j])
+            ra = hA[i1] * absR[i2][j] + hA[i2] * absR[i1][j]
+            rb = hB[j1] * absR[i][j2] + hB[j2] * absR[i][j1]
+            length = sqrt(max(0.0, 1.0 - R[i][j] * R[i][j]))
+            if lhs > ra + rb + margin * length:
+                return False
+    return True
+
+
+def obb_overlap_one(const double[:] cA, const double[:, :] RA, const double[:] hA, const double[:] cB,
+                    const double[:, :] RB, const double[:] hB, double margin, double eps):
+    """The 15-axis separating-axis test of one box pair (see mbsim.model.contact.obb.obb_overlap)."""
+    return obb_overlap_one_c(cA, RA, hA, cB, RB, hB, margin, eps)
+
+
+# mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then to mu_d
+# at v_d, constant beyond.
+cdef inline double _mu(double v, double mu_s, double mu_d, double v_s, double v_d) noexcept nogil:
+    cdef double s, r
+    if v <= v_s:
+        s = min(max((v + v_s) / (2.0 * v_s), 0.0), 1.0)
+        return -mu_s + 2.0 * mu_s * (3.0 - 2.0 * s) * s * s
+    if v < v_d:
+        r = (v - v_s) / (v_d - v_s)
+        return mu_s + (mu_d - mu_s) * (3.0 - 2.0 * r) * r * r
+    return mu_d
+
+
+def friction_coefficients(const double[:] v, double mu_s, double mu_d, double v_s, double v_d):
+    """mu of eq. (38) at each sliding speed of ``v`` (the law ``pair_forces`` applies)."""
+    out = np.empty(v.shape[0])
+    cdef double[::1] out_v = out
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        out_v[i] = _mu(v[i], mu_s, mu_d, v_s, v_d)
+    return out
+
+
+# Adds the force f at ``offset`` from the body origin (world) to out[row]: force world, torque body axes.
+cdef inline void _add_wrench(double[:, ::1] out, Py_ssize_t row, const double[:, :] rot, const double* offset,
+                             double fx, double fy, double fz) noexcept nogil:
+    cdef double tx, ty, tz
+    cdef int a
+    out[row, 0] += fx
+    out[row, 1] += fy
+    out[row, 2] += fz
+    tx = offset[1] * fz - offset[2] * fy
+    ty = offset[2] * fx - offset[0] * fz
+    tz = offset[0] * fy - offset[1] * fx
+    for a in range(3):  # torque in body axes
+        out[row, 3 + a] += rot[0, a] * tx + rot[1, a] * ty + rot[2, a] * tz
+
+
+cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
+                          const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s,
+                          const double[:] pos_m, const double[:, :] rot_m, const double[:] vel_m,
+                          const double[:] om_m, const double[:] law, double[:, ::1] out) noexcept nogil:
+    cdef double k = law[0], nexp = law[1], chi = law[2], mexp = law[3]
+    cdef double mu_s = law[4], mu_d = law[5], v_s = law[6], v_d = law[7]
+    cdef double h_stick = law[8], im_s = law[9], im_m = law[10], iI_s = law[11], iI_m = law[12]
+    cdef Py_ssize_t npts = p.shape[0], i
+    cdef int a
+    cdef double potential = 0.0
+    cdef double off_s[3]
+    cdef double off_m[3]
+    cdef double n[3]
+    cdef double rel[3]
+    cdef double gl, inv, vsx, vsy, vsz, vmx, vmy, vmz, g_rate, gn, elastic, total, vt0, vt1, vt2, speed
+    cdef double friction, r2s, r2m, inv_meff, cap, ft, fe0, fe1, fe2, fn0, fn1, fn2, dmp
+    for i in range(npts):
+        gl = sqrt(grad[i, 0] * grad[i, 0] + grad[i, 1] * grad[i, 1] + grad[i, 2] * grad[i, 2])
+        inv = 1.0 / max(gl, 1e-300)
+        for a in range(3):
+            n[a] = grad[i, a] * inv
+            off_s[a] = p[i, a] - pos_s[a]
+            off_m[a] = p[i, a] + g[i] * n[a] - pos_m[a]
+        # relative velocity of the slave point against the master's material point at q
+        vsx = vel_s[0] + om_s[1] * off_s[2] - om_s[2] * off_s[1]
+        vsy = vel_s[1] + om_s[2] * off_s[0] - om_s[0] * off_s[2]
+        vsz = vel_s[2] + om_s[0] * off_s[1] - om_s[1] * off_s[0]
+        vmx = vel_m[0] + om_m[1] * off_m[2] - om_m[2] * off_m[1]
+        vmy = vel_m[1] + om_m[2] * off_m[0] - om_m[0] * off_m[2]
+        vmz = vel_m[2] + om_m[0] * off_m[1] - om_m[1] * off_m[0]
+        rel[0] = vsx - vmx
+        rel[1] = vsy - vmy
+        rel[2] = vsz - vmz
+        g_rate = -(rel[0] * n[0] + rel[1] * n[1] + rel[2] * n[2])
+        gn = pow(g[i], nexp)
+        elastic = k * gn
+        total = elastic + chi * pow(g[i], mexp) * g_rate
+        if total < 0.0:
+            total = 0.0
+        vt0 = rel[0] + g_rate * n[0]
+        vt1 = rel[1] + g_rate * n[1]
+        vt2 = rel[2] + g_rate * n[2]
+        speed = sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2)
+        friction = _mu(speed, mu_s, mu_d, v_s, v_d) * total
+        if h_stick > 0.0:
+            r2s = off_s[0] * off_s[0] + off_s[1] * off_s[1] + off_s[2] * off_s[2]
+            r2m = off_m[0] * off_m[0] + off_m[1] * off_m[1] + off_m[2] * off_m[2]
+            inv_meff = im_s + im_m + r2s * iI_s + r2m * iI_m
+            cap = speed / (h_stick * npts * max(inv_meff, 1e-300))
+            if friction > cap:
+                friction = cap
+        ft = -friction / max(speed, 1e-300)
+        fe0 = elastic * grad[i, 0]
+        fe1 = elastic * grad[i, 1]
+        fe2 = elastic * grad[i, 2]
+        if total > 0.0:
+            dmp = total - elastic
+            fn0 = dmp * n[0] + ft * vt0
+            fn1 = dmp * n[1] + ft * vt1
+            fn2 = dmp * n[2] + ft * vt2
+        else:  # damping cancels the push entirely: no normal force remains
+            fn0 = -fe0 + ft * vt0
+            fn1 = -fe1 + ft * vt1
+            fn2 = -fe2 + ft * vt2
+        _add_wrench(out, 0, rot_s, off_s, fe0, fe1, fe2)
+        _add_wrench(out, 1, rot_m, off_m, -fe0, -fe1, -fe2)
+        _add_wrench(out, 2, rot_s, off_s, fn0, fn1, fn2)
+        _add_wrench(out, 3, rot_m, off_m, -fn0, -fn1, -fn2)
+        potential += k * g[i] * gn / (nexp + 1.0)
+    return potential
+
+
+def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
+                const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s, const double[:] pos_m,
+                const double[:, :] rot_m, const double[:] vel_m, const double[:] om_m, const double[:] law,
+                double[:, ::1] out):
+    """Forces of one pair's penetrating points, added to ``out`` (4, 6): rows slave conservative,
+    master conservative, slave non-conservative, master non-conservative (force world, torque
+    body axes). law = (k, n, chi, m, mu_s, mu_d, v_s, v_d, h, 1/m_slave, 1/m_master, 1/I_slave,
+    1/I_master) (I the smallest principal inertia; 0 for the ground). Returns the potential sum
+    k g^(n+1)/(n+1).
+
+    The elastic force k g^n acts along the raw gradient of the interpolated distance (so that it
+    is the gradient of the potential), the damping chi g^m dg/dt and the friction along the unit
+    normal and the sliding direction; the slave's force acts at its point p, the master's
+    (opposite) at p's projection q = p + g n on its surface (eq. 43).
+
+    Stick limiter (h > 0): at low sliding speed the friction law is a damper of slope about
+    1.5 mu_s f_N / v_s, far too stiff for an explicit step on a light body pressed hard; each
+    point's friction is capped at what stops its sliding within one step h when all the
+    pair's points act together, m_eff |v_t| / (h n), with 1/m_eff bounded from above by the two
+    bodies' 1/m + r^2/I_min. The cap binds only where the law would reverse the sliding within
+    the step (sticking), so sliding friction is the law's.
+    """
+    cdef double potential
+    with nogil:
+        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, law, out)
+    return potential
+
+
+# Looks up slave point q mapped into the master's frame; a point inside (d < 0) is appended to the
+# outputs at ``count``. Returns the new count.
+cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, const double[:, ::1] R, const double[::1] t,
+                                   const double[:, :, ::1] values, const double[::1] origin, double inv, double cell,
+                                   long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
+                                   Py_ssize_t count) noexcept nogil:
+    cdef double x = points[q, 0], y = points[q, 1], z = points[q, 2]
+    cdef double px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
+    cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
+    cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
+    cdef double gx, gy, gz, ext
+    cdef double d = interpolate(values, origin, inv, cell, px, py, pz, &gx, &gy, &gz, &ext)
+    if d < 0.0:
+        out_idx[count] = q
+        out_d[count] = d
+        out_g[count, 0] = gx
+        out_g[count, 1] = gy
+        out_g[count, 2] = gz
+        count += 1
+    return count
+
+
+cdef Py_ssize_t penetrating_points_c(
+    const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
+    const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
+    const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
+    const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
+    const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
+    double[:, ::1] out_g, Py_ssize_t* stack,
+) noexcept nogil:
+    cdef double inv = 1.0 / cell
+    cdef Py_ssize_t count = 0, top, k, c, a, start, q
+    cdef long long n_child
+    cdef double cx, cy, cz, d, gx, gy, gz, ext, bx, by, bz, bound
+    if use_tree:
+        # depth first with an explicit stack (each node is pushed at most once: node count deep)
+        stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            k = stack[top]
+            cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
+            cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
+            cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
+            d = interpolate(values, origin, inv, cell, cx, cy, cz, &gx, &gy, &gz, &ext)
+            bx = max(lo[0] - cx, 0.0, cx - hi[0])
+            by = max(lo[1] - cy, 0.0, cy - hi[1])
+            bz = max(lo[2] - cz, 0.0, cz - hi[2])
+            bound = max(d - 2.0 * ext, sqrt(bx * bx + by * by + bz * bz))
+            if bound > node_radius[k] + margin:
+                continue
+            n_child = node_child_count[k]
+            if n_child > 0:
+                for c in range(n_child):
+                    stack[top] = node_child_start[k] + c
+                    top += 1
+                continue
+            start = node_point_start[k]
+            for a in range(start, start + node_point_count[k]):
+                q = point_order[a]
+                count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+    else:
+        for q in range(points.shape[0]):
+            count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+    return count
+
+
+def penetrating_points(
+    const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
+    const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
+    const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
+    const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
+    const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
+    double[:, ::1] out_g,
+):
+    """The slave's sample points inside the master, in one pass: the octree walked with a stack
+    (a cell is skipped with its subtree when a lower bound of the master's distance at its
+    centre exceeds its radius plus ``margin``), then each remaining point mapped into the
+    master's frame (x -> R x + t) and looked up in the field. Writes the indices, distances and
+    gradients (master frame) of the points with d < 0; returns how many.
+
+    Lower bound at a centre c: the larger of the field's value less twice the way out of the
+    grid (the value outside is the boundary value plus the way out, an upper bound) and the
+    distance from c to the mesh's bounding box [lo, hi] (nothing of the mesh lies outside it).
+    Without the tree (``use_tree`` False) every point is looked up.
+    """
+    cdef Py_ssize_t count
+    cdef Py_ssize_t* stack = NULL
+    if use_tree:
+        stack = <Py_ssize_t*>malloc(max(node_centre.shape[0], 1) * sizeof(Py_ssize_t))
+        if stack == NULL:
+            raise MemoryError()
+    try:
+        with nogil:
+            count = penetrating_points_c(
+                points, point_order, node_centre, node_radius, node_child_start, node_child_count,
+                node_point_start, node_point_count, use_tree, R, t, values, origin, cell, lo, hi, margin,
+                out_idx, out_d, out_g, stack,
+            )
+    finally:
+        free(stack)
+    return count
