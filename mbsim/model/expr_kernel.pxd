@@ -42,7 +42,7 @@ cdef enum:
 
 
 # numpy's float remainder (npy_remainder / npy_divmod): the sign of b, NaN for b == 0; also
-# Python's float % for b != 0 (what numba's % gave, unlike C's fmod under cdivision)
+# Python's float % for b != 0 (under cdivision, % on doubles is C's fmod: the sign of a)
 cdef inline double _mod(double a, double b) noexcept nogil:
     cdef double mod = fmod(a, b)
     if b == 0.0:

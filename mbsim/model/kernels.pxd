@@ -2,7 +2,7 @@
 # retraction of 3D positions, for mbsim.model.step_kernels and the solvers' compiled steps.
 # Conventions as in kernels.pyx (mbsim.model.spatial): ground at index nbody of the frames.
 
-# a 3-vector by value (numba's tuples); 2D kernels use the first two components
+# a 3-vector by value (a C struct); 2D kernels use the first two components
 ctypedef (double, double, double) vec3
 
 cdef void frames3_into(const double[::1] q, const double[::1] v, Py_ssize_t nbody, double[:, ::1] pos,

@@ -24,8 +24,7 @@ cdef void block_diagonal_times(FlatModel F, const double[:, :, ::1] blocks, cons
 cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) noexcept nogil
 
 
-# The two bodies of constraint row r, each once (F.nbody: none), replacing numba's
-# `for b in row_bodies(F, r):`. Loop over a row's two bodies as
+# The two bodies of constraint row r, each once (F.nbody: none). Loop over a row's two bodies as
 #     for side in range(2):
 #         b = row_body(F, r, side)
 #         if b < F.nbody:
