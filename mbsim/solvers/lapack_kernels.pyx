@@ -5,8 +5,8 @@ a step a LAPACK call costs more than the work).
 LAPACK is reached through scipy.linalg.cython_lapack (the routines scipy links, found at import
 time): the routines the Python path uses (numpy's ``svd`` is gesdd with jobz 'A', ``solve`` is
 gesv, numpy's ``lstsq`` and scipy's with ``lapack_driver="gelsd"`` are gelsd), so the two paths
-agree to round-off. Each call queries its workspace (lwork = -1) and allocates it for the call,
-as numba's helpers (numba_ez_gesdd, numba_ez_gelsd) did; an allocation that fails returns -1.
+agree to round-off. Each call queries its workspace (lwork = -1) and allocates it for the call;
+an allocation that fails returns -1.
 
 LAPACK is column-major: an (m, n) matrix in Fortran order is the C-order (n, m) array of its
 transpose, which is how the buffers below are passed.

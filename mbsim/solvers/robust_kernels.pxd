@@ -4,7 +4,7 @@
 from mbsim.model.layout cimport FlatModel, FlatData
 
 
-# Python's max and min of two numbers (as numba compiled them): the first unless the second is
+# Python's max and min of two numbers: the first unless the second is
 # larger (smaller), so a NaN in the second place is passed over and one in the first kept
 cdef inline double py_max(double a, double b) noexcept nogil:
     return b if b > a else a
