@@ -334,9 +334,10 @@ class Solver(SolverBase):
             self._inertia = np.zeros((model.nbody, 3, 3))
             for a in range(3):
                 self._inertia[:, a, a] = izz
-        self._presc = np.zeros(space.nv, dtype=bool)
+        # which velocities are prescribed (int8, the kernels' flags)
+        self._presc = np.zeros(space.nv, dtype=np.int8)
         for d, *_ in space.driven:
-            self._presc[d] = True
+            self._presc[d] = 1
         self._driven_v = np.array([d for d, *_ in space.driven], dtype=np.int64)
         self._driven_q = np.array([qa for _, qa, *_ in space.driven], dtype=np.int64)
         self._cached: tuple[float, np.ndarray, np.ndarray] | None = None
@@ -675,7 +676,7 @@ class Solver(SolverBase):
             drives: prescribe the driven joints (False: every joint is free).
             with_potential: also compute the potential energy.
         """
-        presc = self._presc if drives else np.zeros(self.nv, dtype=bool)
+        presc = self._presc if drives else np.zeros(self.nv, dtype=np.int8)
         if drives:
             q, v, qdd_presc = self._prescribe(t, q, v)
         else:

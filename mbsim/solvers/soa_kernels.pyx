@@ -210,7 +210,9 @@ cdef inline void _shift_inertia_add(row6* Pp, const row6* Pk, double l0, double 
             Pp[3 + i][3 + j] += Pk[3 + i][3 + j]
 
 
-# the def wrappers take any arrays (as numba did): C-ordered copies of the right dtype when needed
+# The def wrappers take any arrays, as numba did: arrays of the kernels' dtypes and C order are
+# viewed as they are (the fast path), others converted to C-ordered copies (_f, _i, _b) and the
+# call repeated. Output arrays must be of the right type already (the kernels write into them).
 cdef inline object _f(x):
     return np.ascontiguousarray(x, dtype=np.float64)
 
@@ -236,10 +238,8 @@ def kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, 
         vcom (nb+1, 3) centre-of-mass velocities, angle (nb+1,) planar angle (2D scenes),
         Hs (nv, 6) joint map columns H*, acor (nb+1, 6) Coriolis terms a_k, all world axes.
     """
-    order = _i(order)
-    qd = _f(qd)
-    cdef Py_ssize_t nb = order.shape[0]
-    cdef Py_ssize_t nv = qd.shape[0]
+    cdef Py_ssize_t nb = len(order)
+    cdef Py_ssize_t nv = len(qd)
     quat = np.zeros((nb + 1, 4))
     rot = np.zeros((nb + 1, 3, 3))
     o = np.zeros((nb + 1, 3))
@@ -258,29 +258,33 @@ def kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, 
 
 
 def kinematics_into(
-    order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, double[:, ::1] quat,
-    double[:, :, ::1] rot, double[:, ::1] o, double[:, ::1] com, double[:, ::1] V, double[:, ::1] vcom,
-    double[::1] angle, double[:, ::1] Hs, double[:, ::1] acor, double[::1] rel,
+    order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, quat, rot, o, com, V, vcom, angle, Hs,
+    acor, rel,
 ):
     """:func:`kinematics` into given arrays (their shapes as returned there; rel (6,) scratch);
     allocates nothing."""
-    cdef const long long[::1] order_ = _i(order)
-    cdef const long long[::1] parent_ = _i(parent)
-    cdef const long long[::1] jtype_ = _i(jtype)
-    cdef const long long[::1] qadr_ = _i(qadr)
-    cdef const long long[::1] vadr_ = _i(vadr)
-    cdef const double[:, ::1] rp_ = _f(rp)
-    cdef const double[:, ::1] rc_ = _f(rc)
-    cdef const double[:, ::1] qrel0_ = _f(qrel0)
-    cdef const double[:, ::1] ax1_ = _f(ax1)
-    cdef const double[:, ::1] ax2_ = _f(ax2)
-    cdef const double[::1] ang0_ = _f(ang0)
-    cdef const double[::1] q_ = _f(q)
-    cdef const double[::1] qd_ = _f(qd)
+    try:
+        _kinematics(order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, quat, rot, o, com, V,
+                    vcom, angle, Hs, acor, rel)
+    except (ValueError, TypeError):
+        _kinematics(
+            _i(order), _i(parent), _i(jtype), _i(qadr), _i(vadr), _f(rp), _f(rc), _f(qrel0), _f(ax1), _f(ax2),
+            _f(ang0), _f(q), _f(qd), quat, rot, o, com, V, vcom, angle, Hs, acor, rel,
+        )
+
+
+cdef object _kinematics(
+    const long long[::1] order, const long long[::1] parent, const long long[::1] jtype,
+    const long long[::1] qadr, const long long[::1] vadr, const double[:, ::1] rp, const double[:, ::1] rc,
+    const double[:, ::1] qrel0, const double[:, ::1] ax1, const double[:, ::1] ax2, const double[::1] ang0,
+    const double[::1] q, const double[::1] qd, double[:, ::1] quat, double[:, :, ::1] rot, double[:, ::1] o,
+    double[:, ::1] com, double[:, ::1] V, double[:, ::1] vcom, double[::1] angle, double[:, ::1] Hs,
+    double[:, ::1] acor, double[::1] rel,
+):
     with nogil:
         kinematics_into_c(
-            order_, parent_, jtype_, qadr_, vadr_, rp_, rc_, qrel0_, ax1_, ax2_, ang0_, q_, qd_, quat, rot, o, com,
-            V, vcom, angle, Hs, acor, rel,
+            order, parent, jtype, qadr, vadr, rp, rc, qrel0, ax1, ax2, ang0, q, qd, quat, rot, o, com, V, vcom, angle,
+            Hs, acor, rel,
         )
 
 
@@ -521,11 +525,9 @@ def articulated_body(
         qdd (nv,), f (nb, 6) the spatial force of every joint on its child at O_k (world),
         alpha (nb+1, 6) spatial accelerations.
     """
-    order = _i(order)
-    tau = _f(tau)
-    cdef Py_ssize_t nb = order.shape[0]
-    cdef Py_ssize_t nv = tau.shape[0]
-    work = aba_work(nb, nv)
+    cdef Py_ssize_t nb = len(order)
+    cdef Py_ssize_t nv = len(tau)
+    work = AbaWork(nb, nv)
     qdd = np.empty(nv)
     f = np.empty((nb, 6))
     alpha = np.empty((nb + 1, 6))
@@ -575,32 +577,32 @@ cdef class AbaWork:
 
 def articulated_body_into(
     order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc, armature,
-    AbaWork work not None, double[::1] qdd, double[:, ::1] f, double[:, ::1] alpha,
+    AbaWork work not None, qdd, f, alpha,
 ):
     """:func:`articulated_body` into qdd (nv,), f (nb, 6), alpha (nb+1, 6) with the scratch
     ``work`` (an AbaWork of :func:`aba_work`); allocates nothing."""
-    cdef const long long[::1] order_ = _i(order)
-    cdef const long long[::1] parent_ = _i(parent)
-    cdef const long long[::1] vadr_ = _i(vadr)
-    cdef const long long[::1] nvj_ = _i(nvj)
-    cdef const double[::1] mass_ = _f(mass)
-    cdef const double[:, :, ::1] inertia_ = _f(inertia)
-    cdef const double[::1] gravity_ = _f(gravity)
-    cdef const double[:, :, ::1] rot_ = _f(rot)
-    cdef const double[:, ::1] o_ = _f(o)
-    cdef const double[:, ::1] com_ = _f(com)
-    cdef const double[:, ::1] V_ = _f(V)
-    cdef const double[:, ::1] Hs_ = _f(Hs)
-    cdef const double[:, ::1] acor_ = _f(acor)
-    cdef const double[:, ::1] ext_ = _f(ext)
-    cdef const double[::1] tau_ = _f(tau)
-    cdef const signed char[::1] presc_ = _b(presc)
-    cdef const double[::1] qdd_presc_ = _f(qdd_presc)
-    cdef const double[::1] armature_ = _f(armature)
+    try:
+        _articulated_body(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau,
+                          presc, qdd_presc, armature, work, qdd, f, alpha)
+    except (ValueError, TypeError):
+        _articulated_body(
+            _i(order), _i(parent), _i(vadr), _i(nvj), _f(mass), _f(inertia), _f(gravity), _f(rot), _f(o), _f(com),
+            _f(V), _f(Hs), _f(acor), _f(ext), _f(tau), _b(presc), _f(qdd_presc), _f(armature), work, qdd, f, alpha,
+        )
+
+
+cdef object _articulated_body(
+    const long long[::1] order, const long long[::1] parent, const long long[::1] vadr, const long long[::1] nvj,
+    const double[::1] mass, const double[:, :, ::1] inertia, const double[::1] gravity,
+    const double[:, :, ::1] rot, const double[:, ::1] o, const double[:, ::1] com, const double[:, ::1] V,
+    const double[:, ::1] Hs, const double[:, ::1] acor, const double[:, ::1] ext, const double[::1] tau,
+    const signed char[::1] presc, const double[::1] qdd_presc, const double[::1] armature,
+    AbaWork work, double[::1] qdd, double[:, ::1] f, double[:, ::1] alpha,
+):
     with nogil:
         articulated_body_into_c(
-            order_, parent_, vadr_, nvj_, mass_, inertia_, gravity_, rot_, o_, com_, V_, Hs_, acor_, ext_, tau_,
-            presc_, qdd_presc_, armature_, work, qdd, f, alpha,
+            order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, tau, presc, qdd_presc,
+            armature, work, qdd, f, alpha,
         )
 
 
@@ -763,36 +765,33 @@ def inverse_dynamics(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, c
         T (nv,) joint forces, f (nb, 6) spatial force of every joint on its child at O_k (world),
         alpha (nb+1, 6).
     """
-    cdef const long long[::1] order_ = _i(order)
-    cdef const long long[::1] parent_ = _i(parent)
-    cdef const long long[::1] vadr_ = _i(vadr)
-    cdef const long long[::1] nvj_ = _i(nvj)
-    cdef const double[::1] mass_ = _f(mass)
-    cdef const double[:, :, ::1] inertia_ = _f(inertia)
-    cdef const double[::1] gravity_ = _f(gravity)
-    cdef const double[:, :, ::1] rot_ = _f(rot)
-    cdef const double[:, ::1] o_ = _f(o)
-    cdef const double[:, ::1] com_ = _f(com)
-    cdef const double[:, ::1] V_ = _f(V)
-    cdef const double[:, ::1] Hs_ = _f(Hs)
-    cdef const double[:, ::1] acor_ = _f(acor)
-    cdef const double[:, ::1] ext_ = _f(ext)
-    cdef const double[::1] qdd_ = _f(qdd)
-    cdef const double[::1] armature_ = _f(armature)
-    cdef Py_ssize_t nb = order_.shape[0]
-    cdef Py_ssize_t nv = qdd_.shape[0]
+    cdef Py_ssize_t nb = len(order)
+    cdef Py_ssize_t nv = len(qdd)
     alpha = np.zeros((nb + 1, 6))
     f = np.zeros((nb + 1, 6))
     T = np.zeros(nv)
-    cdef double[:, ::1] alpha_ = alpha
-    cdef double[:, ::1] f_ = f
-    cdef double[::1] T_ = T
-    with nogil:
-        _inverse_dynamics_into(
-            order_, parent_, vadr_, nvj_, mass_, inertia_, gravity_, rot_, o_, com_, V_, Hs_, acor_, ext_, qdd_,
-            armature_, T_, f_, alpha_,
+    try:
+        _inverse_dynamics(order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, qdd,
+                          armature, T, f, alpha)
+    except (ValueError, TypeError):
+        _inverse_dynamics(
+            _i(order), _i(parent), _i(vadr), _i(nvj), _f(mass), _f(inertia), _f(gravity), _f(rot), _f(o), _f(com),
+            _f(V), _f(Hs), _f(acor), _f(ext), _f(qdd), _f(armature), T, f, alpha,
         )
     return T, f[:nb].copy(), alpha
+
+
+cdef object _inverse_dynamics(
+    const long long[::1] order, const long long[::1] parent, const long long[::1] vadr, const long long[::1] nvj,
+    const double[::1] mass, const double[:, :, ::1] inertia, const double[::1] gravity,
+    const double[:, :, ::1] rot, const double[:, ::1] o, const double[:, ::1] com, const double[:, ::1] V,
+    const double[:, ::1] Hs, const double[:, ::1] acor, const double[:, ::1] ext, const double[::1] qdd,
+    const double[::1] armature, double[::1] T, double[:, ::1] f, double[:, ::1] alpha,
+):
+    with nogil:
+        _inverse_dynamics_into(
+            order, parent, vadr, nvj, mass, inertia, gravity, rot, o, com, V, Hs, acor, ext, qdd, armature, T, f, alpha
+        )
 
 
 cdef void _inverse_dynamics_into(
