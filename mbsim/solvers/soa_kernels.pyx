@@ -210,7 +210,7 @@ cdef inline void _shift_inertia_add(row6* Pp, const row6* Pk, double l0, double 
             Pp[3 + i][3 + j] += Pk[3 + i][3 + j]
 
 
-# The def wrappers take any arrays, as numba did: arrays of the kernels' dtypes and C order are
+# The def wrappers take any arrays: arrays of the kernels' dtypes and C order are
 # viewed as they are (the fast path), others converted to C-ordered copies (_f, _i, _b) and the
 # call repeated. Output arrays must be of the right type already (the kernels write into them).
 cdef inline object _f(x):
