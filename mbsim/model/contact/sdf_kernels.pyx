@@ -7,11 +7,11 @@ import threading
 
 import numpy as np
 
+from libc.math cimport INFINITY, floor, sqrt
+
 # grid nodes from which _signed_distance_grid shares the rows with a second thread (below, the
 # thread's start costs more than it saves)
 THREADED_NODES = 1 << 15
-
-from libc.math cimport INFINITY, floor, sqrt
 
 
 cdef void _query_c(const double[:, :, ::1] values, const double[::1] origin, double cell,
@@ -39,19 +39,19 @@ def _query(const double[:, :, ::1] values, const double[::1] origin, double cell
 # ------------------------------------------------------------------- point-to-triangle (Ericson 5.1.5)
 
 
-# Closest point (q[0..2]) on triangle tri[t] (3, 3) to p, returned with its feature: 0 face,
-# 1-3 vertex a/b/c, 4-6 edge ab/bc/ca.
-cdef inline int _closest_on_triangle(double px, double py, double pz, Py_ssize_t t,
-                                     const double[:, :, ::1] tri, double* q) noexcept nogil:
-    cdef double ax = tri[t, 0, 0], ay = tri[t, 0, 1], az = tri[t, 0, 2]
-    cdef double bx = tri[t, 1, 0], by = tri[t, 1, 1], bz = tri[t, 1, 2]
-    cdef double cx = tri[t, 2, 0], cy = tri[t, 2, 1], cz = tri[t, 2, 2]
+# Closest point (q[0..2]) on the triangle with corners v[0:3], v[3:6], v[6:9] (a row of tri) to p,
+# returned with its feature: 0 face, 1-3 vertex a/b/c, 4-6 edge ab/bc/ca.
+cdef inline int _closest_on_triangle(double px, double py, double pz, const double* v,
+                                     double* q) noexcept nogil:
+    cdef double ax = v[0], ay = v[1], az = v[2]
+    cdef double bx = v[3], by = v[4], bz = v[5]
+    cdef double cx = v[6], cy = v[7], cz = v[8]
     cdef double abx = bx - ax, aby = by - ay, abz = bz - az
     cdef double acx = cx - ax, acy = cy - ay, acz = cz - az
     cdef double apx = px - ax, apy = py - ay, apz = pz - az
     cdef double d1 = abx * apx + aby * apy + abz * apz
     cdef double d2 = acx * apx + acy * apy + acz * apz
-    cdef double bpx, bpy, bpz, cpx, cpy, cpz, d3, d4, d5, d6, va, vb, vc, v, w, denom
+    cdef double bpx, bpy, bpz, cpx, cpy, cpz, d3, d4, d5, d6, va, vb, vc, s, w, denom
     if d1 <= 0.0 and d2 <= 0.0:
         q[0] = ax; q[1] = ay; q[2] = az
         return 1
@@ -63,8 +63,8 @@ cdef inline int _closest_on_triangle(double px, double py, double pz, Py_ssize_t
         return 2
     vc = d1 * d4 - d3 * d2
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        q[0] = ax + v * abx; q[1] = ay + v * aby; q[2] = az + v * abz
+        s = d1 / (d1 - d3)
+        q[0] = ax + s * abx; q[1] = ay + s * aby; q[2] = az + s * abz
         return 4
     cpx = px - cx; cpy = py - cy; cpz = pz - cz
     d5 = abx * cpx + aby * cpy + abz * cpz
@@ -83,16 +83,15 @@ cdef inline int _closest_on_triangle(double px, double py, double pz, Py_ssize_t
         q[0] = bx + w * (cx - bx); q[1] = by + w * (cy - by); q[2] = bz + w * (cz - bz)
         return 5
     denom = 1.0 / (va + vb + vc)
-    v = vb * denom
+    s = vb * denom
     w = vc * denom
-    q[0] = ax + abx * v + acx * w; q[1] = ay + aby * v + acy * w; q[2] = az + abz * v + acz * w
+    q[0] = ax + abx * s + acx * w; q[1] = ay + aby * s + acy * w; q[2] = az + abz * s + acz * w
     return 0
 
 
-cdef inline double _dist2_triangle(double px, double py, double pz, Py_ssize_t t,
-                                   const double[:, :, ::1] tri) noexcept nogil:
+cdef inline double _dist2_triangle(double px, double py, double pz, const double* v) noexcept nogil:
     cdef double q[3]
-    _closest_on_triangle(px, py, pz, t, tri, q)
+    _closest_on_triangle(px, py, pz, v, q)
     return (px - q[0]) * (px - q[0]) + (py - q[1]) * (py - q[1]) + (pz - q[2]) * (pz - q[2])
 
 
@@ -139,7 +138,7 @@ cdef void _grid_rows(Py_ssize_t start, Py_ssize_t step, const double[::1] origin
                 best2 = INFINITY
                 best_t = -1
                 if warm >= 0:
-                    best2 = _dist2_triangle(p[0], p[1], p[2], warm, tri)
+                    best2 = _dist2_triangle(p[0], p[1], p[2], &tri[warm, 0, 0])
                     best_t = warm
                 best = sqrt(best2)
                 for o in range(n_off):
@@ -163,14 +162,14 @@ cdef void _grid_rows(Py_ssize_t start, Py_ssize_t step, const double[::1] origin
                     if _box_dist(p, lo, hi) - r_max >= best:
                         continue
                     for t in range(s, e):
-                        d2 = _dist2_triangle(p[0], p[1], p[2], t, tri)
+                        d2 = _dist2_triangle(p[0], p[1], p[2], &tri[t, 0, 0])
                         if d2 < best2:
                             best2 = d2
                             best_t = t
                             best = sqrt(best2)
                 warm = best_t
                 # sign from the angle-weighted pseudo-normal of the closest feature
-                feat = _closest_on_triangle(p[0], p[1], p[2], best_t, tri, q)
+                feat = _closest_on_triangle(p[0], p[1], p[2], &tri[best_t, 0, 0], q)
                 s_dot = ((p[0] - q[0]) * normals[best_t, feat, 0]
                          + (p[1] - q[1]) * normals[best_t, feat, 1]
                          + (p[2] - q[2]) * normals[best_t, feat, 2])
