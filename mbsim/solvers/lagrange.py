@@ -44,7 +44,7 @@ OPTION_FIELDS = {
     ),
     "rank_tol": Field(
         Number(positive=True),
-        "relative pivot of J M^-1 J^T below which the Jacobian counts as rank deficient (exit 3)",
+        "pivot of J M^-1 J^T relative to its row's diagonal below which the Jacobian is rank deficient (exit 3)",
         1e-12,
     ),
 }

@@ -20,7 +20,7 @@ class RankDeficient(Exception):
 
     def __init__(self, ratio: float) -> None:
         self.ratio = ratio
-        super().__init__(f"smallest pivot / largest = {ratio:.3g}")
+        super().__init__(f"smallest pivot / its diagonal = {ratio:.3g}")
 
 
 class Schur:
@@ -29,7 +29,9 @@ class Schur:
     Args:
         model: gives M^-1 and whether to go sparse.
         J: (nc, nv) Jacobian.
-        rank_tol: relative pivot threshold; smaller pivots raise RankDeficient.
+        rank_tol: relative pivot threshold: a pivot (L_ii^2 of S = L L^T) at most rank_tol times
+            its row's diagonal S_ii raises RankDeficient. Per row, so that a long regular chain
+            (whose pivots span many decades) is not mistaken for a singular one.
     """
 
     def __init__(self, model: Model, J, rank_tol: float = 1e-12) -> None:
@@ -45,20 +47,23 @@ class Schur:
                 )
             except RuntimeError:  # exactly singular
                 raise RankDeficient(0.0) from None
-            pivots = np.abs(self.lu.U.diagonal())
+            # U's diagonal holds the pivots of S permuted symmetrically: position k is row argsort(perm_c)[k]
+            pivots = np.abs(self.lu.U.diagonal()) / S.diagonal()[np.argsort(self.lu.perm_c)]
             self.sparse = True
         else:
             from scipy.linalg.lapack import dpotrf  # here, not at the top: mbsim.model.sparse
 
             self.minv_jt = inverse_mass_times(model, J.T)
+            S = J @ self.minv_jt
+            diagonal = np.diagonal(S).copy()
             # LAPACK Cholesky directly: the numpy/scipy wrappers cost more than the work here
-            self.factor, info = dpotrf(J @ self.minv_jt, lower=True, clean=False)
+            self.factor, info = dpotrf(S, lower=True, clean=False)
             if info != 0:
                 raise RankDeficient(0.0)
-            pivots = np.diagonal(self.factor) ** 2
+            pivots = np.diagonal(self.factor) ** 2 / diagonal
             self.sparse = False
         if len(pivots):
-            ratio = float(pivots.min() / pivots.max()) if pivots.max() > 0 else 0.0
+            ratio = float(pivots.min())
             if not ratio > rank_tol:
                 raise RankDeficient(ratio)
 

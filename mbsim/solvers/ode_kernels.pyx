@@ -114,7 +114,9 @@ cdef void minv_jt_times(FlatModel F, FlatData D, const double[::1] x, double[::1
 cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
     """M^-1 J^T into D.minv_jt and the lower Cholesky factor of S = J M^-1 J^T into D.S, in the
     factored order F.s_rows (position i holds constraint row s_rows[i]). Returns False on a rank
-    loss: a pivot <= 0, or smallest / largest pivot^2 <= rank_tol (mbsim.solvers.linalg.Schur).
+    loss: a pivot <= 0, or a pivot^2 <= rank_tol times its row's diagonal S_ii, i.e. a row within
+    an angle sqrt(rank_tol) of the span of the rows before it (mbsim.solvers.linalg.Schur). The
+    test is per row, so it does not tighten with the number of rows as a ratio across rows does.
     Only the blocks of each row's two bodies are visited: the others are zero in J and stay zero
     in D.minv_jt."""
     cdef Py_ssize_t nc = F.nc, nb = F.nbody
@@ -123,7 +125,7 @@ cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
     cdef double[:, ::1] MJ = D.minv_jt
     cdef double[:, ::1] S = D.S
     cdef Py_ssize_t i, r, side, b, a, m, j, e, c
-    cdef double s, lo, hi, p
+    cdef double s
     for i in range(nc):
         r = F.s_rows[i]
         for side in range(2):
@@ -148,16 +150,14 @@ cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
                     for m in range(w):
                         s += J[r, w * b + m] * MJ[w * b + m, c]
             S[i, j] = s
+        # the row's own weight, before the factor overwrites it (the relative pivot test below)
+        D.s_work[i] = S[i, i]
     # S = L L^T (lower triangle, within the envelope)
     if not cholesky_envelope(S, F.row_first):
         return False
-    if nc:
-        lo, hi = INFINITY, 0.0
-        for c in range(nc):
-            p = S[c, c] * S[c, c]
-            lo = py_min(lo, p)
-            hi = py_max(hi, p)
-        if not (hi > 0.0 and lo / hi > rank_tol):
+    # L_ii^2 = S_ii less the part of row i the rows before it explain
+    for i in range(nc):
+        if not (S[i, i] * S[i, i] > rank_tol * D.s_work[i]):
             return False
     return True
 
