@@ -17,12 +17,12 @@ return the reason instead, and the method steps through the Python path.
 from __future__ import annotations
 
 import numpy as np
-from mbsim.model.layout import FlatData, FlatModel
 
 from mbsim.model.constraints import PrimitiveGroup
 from mbsim.model.dynamics import inverse_sqrt_mass_blocks
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
+from mbsim.model.layout import FlatData, FlatModel
 from mbsim.model.model import Model
 from mbsim.scene.expr import Expression, compile_programs
 
