@@ -5,10 +5,14 @@ from __future__ import annotations
 import dataclasses
 from types import ModuleType
 
-from mbsim.errors import did_you_mean
-from mbsim.model.model import Model
-from mbsim.scene.spec import SceneSpec
-from mbsim.solvers import (
+from mbsim.solvers import lapack_loader
+
+lapack_loader.load()  # before the kernel modules cimport it (see lapack_loader)
+
+from mbsim.errors import did_you_mean  # noqa: E402
+from mbsim.model.model import Model  # noqa: E402
+from mbsim.scene.spec import SceneSpec  # noqa: E402
+from mbsim.solvers import (  # noqa: E402
     augmented_lagrangian,
     event_driven,
     gauss,
@@ -18,7 +22,7 @@ from mbsim.solvers import (
     timestepping,
     variational,
 )
-from mbsim.solvers.integrators import INTEGRATORS
+from mbsim.solvers.integrators import INTEGRATORS  # noqa: E402
 
 SOLVERS: dict[str, ModuleType] = {
     m.NAME: m
