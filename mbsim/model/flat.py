@@ -248,12 +248,17 @@ def robust_size(nv: int, nc: int) -> int:
     return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 3 * nv + nc + n * n + 2 * n
 
 
-def make_data(flat: FlatModel, robust: bool = False) -> FlatData:
+def make_data(flat: FlatModel, robust: bool = False, dense: bool = True) -> FlatData:
     """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest);
-    ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian)."""
+    ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
+    ``dense=False``: without the dense constraint and spring Jacobians and what is built from them
+    (J, minv_jt, S, spr_jac: empty), whose nc x nv and nc x nc entries a 3,000-link chain counts in
+    gigabytes; for a caller whose kernels never read them (mbsim.solvers.recursive_kernels)."""
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
     ncoord = flat.nspr
+    # rows and columns of the dense matrices (none without ``dense``)
+    jr, jc, sc = (nc, nv, nc) if dense else (0, 0, 0)
     return FlatData(
         pos=np.zeros((nb + 1, 3)),
         rot=np.zeros((nb + 1, 3, 3)),
@@ -267,15 +272,15 @@ def make_data(flat: FlatModel, robust: bool = False) -> FlatData:
         phi=np.zeros(nc),
         phi_t=np.zeros(nc),
         gamma=np.zeros(nc),
-        J=np.zeros((nc, nv)),
-        minv_jt=np.zeros((nv, nc)),
-        S=np.zeros((nc, nc)),
+        J=np.zeros((jr, jc)),
+        minv_jt=np.zeros((jc, sc)),
+        S=np.zeros((sc, sc)),
         lam=np.zeros(nc),
         rhs=np.zeros(nc),
         s_work=np.zeros(nc),
         minv_q=np.zeros(nv),
         spr_value=np.zeros(ncoord),
-        spr_jac=np.zeros((ncoord, nv)),
+        spr_jac=np.zeros((ncoord, nv) if dense else (0, 0)),
         spr_ref=-flat.spr_rest.copy(),
         spr_rate=np.zeros(ncoord),
         spr_bias=np.zeros(ncoord),

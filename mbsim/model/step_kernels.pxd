@@ -9,6 +9,8 @@ cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double
 cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil
 # Phi, Phi_t, gamma and J of every joint equation into D.phi, D.phi_t, D.gamma, D.J
 cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil
+# Phi, Phi_t, gamma into D and each row's two body blocks of J into Jb (nc, 2 w): row_blocks_dot
+cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::1] Jb) noexcept nogil
 # joint-spring deflections and their Jacobian into D.spr_value, D.spr_jac (frames in D already)
 cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil
 # Q (all) and Qn (non-conservative) into D.Q, D.Qn, with the gyroscopic term; returns Qn . v
@@ -54,4 +56,21 @@ cdef inline double row_dot(FlatModel F, const double[:, ::1] J, Py_ssize_t r, co
         if b < F.nbody:
             for m in range(w):
                 s = s + J[r, w * b + m] * x[w * b + m]
+    return s
+
+
+# J[r] . x from the two body blocks of row r (constraint_blocks_into's Jb): as row_dot on the dense J
+# (a row whose two bodies coincide holds body j's block there, as the dense row does)
+cdef inline double row_blocks_dot(FlatModel F, const double[:, ::1] Jb, Py_ssize_t r, const double[::1] x) noexcept nogil:
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
+    cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
+    cdef double s = 0.0
+    cdef Py_ssize_t m
+    if bi < F.nbody and bi != bj:
+        for m in range(w):
+            s = s + Jb[r, m] * x[w * bi + m]
+    if bj < F.nbody:
+        for m in range(w):
+            s = s + Jb[r, w + m] * x[w * bj + m]
     return s

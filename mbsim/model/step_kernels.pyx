@@ -92,17 +92,18 @@ cdef inline void _primitive_row(FlatData D, long long kind, Py_ssize_t i, Py_ssi
 
 # phi, phi_t, gamma and the dense Jacobian rows of one primitive table (constraints or spring
 # coordinates) at time t; J's columns of bodies a row does not touch are left as they are (zero
-# since allocation: the structure never changes).
+# since allocation: the structure never changes). ``blocks``: J is (rows, 2 w) instead, each row's
+# body i block in columns [0, w) and body j's in [w, 2 w) (memory linear in the rows).
 cdef void primitives_into(FlatModel F, FlatData D, double t, const long long[::1] kind, const long long[::1] bi,
                           const long long[::1] bj, const double[:, :, ::1] vec, const long long[::1] row,
                           const long long[::1] nrow, const double[:, ::1] offset, const long long[::1] drive,
                           const long long[::1] wrap, double[::1] phi, double[::1] phi_t, double[::1] gamma,
-                          double[:, ::1] J) noexcept nogil:
+                          double[:, ::1] J, bint blocks=False) noexcept nogil:
     cdef Py_ssize_t nb = F.nbody
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
     cdef double[:, ::1] rv = D.row_val, rb = D.row_bias
     cdef double[:, :, ::1] rJi = D.row_jac_i, rJj = D.row_jac_j
-    cdef Py_ssize_t p, i, j, r0, a, m
+    cdef Py_ssize_t p, i, j, r0, a, m, ci, cj
     cdef double c, c1, c2, target, residual, bias
     for p in range(kind.shape[0]):
         i, j = bi[p], bj[p]
@@ -123,12 +124,14 @@ cdef void primitives_into(FlatModel F, FlatData D, double t, const long long[::1
             bias = rb[0, a] - c2 if (a == 0 and drive[p] >= 0) else rb[0, a]
             phi_t[r0 + a] = -c1 if a == 0 else 0.0
             gamma[r0 + a] = -bias
+            ci = 0 if blocks else i * w
+            cj = w if blocks else j * w
             if i < nb:
                 for m in range(w):
-                    J[r0 + a, i * w + m] = rJi[0, a, m]
+                    J[r0 + a, ci + m] = rJi[0, a, m]
             if j < nb:
                 for m in range(w):
-                    J[r0 + a, j * w + m] = rJj[0, a, m]
+                    J[r0 + a, cj + m] = rJj[0, a, m]
 
 
 # Phi, Phi_t, gamma and J of every joint equation into D.phi, D.phi_t, D.gamma, D.J.
@@ -150,6 +153,31 @@ cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil:
         D.phi_t,
         D.gamma,
         D.J,
+    )
+
+
+# Phi, Phi_t, gamma of every joint equation into D.phi, D.phi_t, D.gamma and each row's two body
+# blocks of J into Jb (nc, 2 w): columns [0, w) of body F.row_bi[r], [w, 2 w) of F.row_bj[r]
+# (no dense J: the recursive method's diagnostics at thousands of bodies; row_blocks_dot reads it).
+cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::1] Jb) noexcept nogil:
+    primitives_into(
+        F,
+        D,
+        t,
+        F.prim_kind,
+        F.prim_bi,
+        F.prim_bj,
+        F.prim_vec,
+        F.prim_row,
+        F.prim_nrow,
+        F.prim_offset,
+        F.prim_drive,
+        F.prim_wrap,
+        D.phi,
+        D.phi_t,
+        D.gamma,
+        Jb,
+        True,
     )
 
 

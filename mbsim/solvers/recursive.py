@@ -413,9 +413,10 @@ class Solver(SolverBase):
             elements=int(bool(m.forces)),
             integrator=rk.INTEGRATORS[self.integrator],
         )
-        work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj)
+        work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
-        return flat, make_data(flat), tree, work, rows, np.zeros(5)
+        # no dense constraint Jacobian: the kernels evaluate the joint equations row by row
+        return flat, make_data(flat, dense=False), tree, work, rows, np.zeros(5)
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
         """The result file's row in joint coordinates, then the joints' reactions in body axes."""

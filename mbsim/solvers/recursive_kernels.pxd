@@ -83,6 +83,7 @@ cdef class TreeData:
     cdef double[::1] k3
     cdef double[::1] k4
     cdef double[::1] vbody
+    cdef double[:, ::1] jrows
     cdef double[:, ::1] joint_force
     cdef double[::1] seg
     cdef long long[::1] k1_valid

@@ -17,7 +17,7 @@ from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport element_potential, rotation_columns_into, state_columns_into
-from mbsim.model.step_kernels cimport constraints_into, element_forces_into
+from mbsim.model.step_kernels cimport constraint_blocks_into, element_forces_into, row_blocks_dot
 from mbsim.solvers.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
 from mbsim.model.layout import as_field, field_of, rebuild
@@ -106,11 +106,12 @@ cdef class TreeData:
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba`` (soa_kernels.AbaWork),
     and the integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
-    model's body velocities) and joint_force (njoint, 6); seg (4,): a run of steps' report;
+    model's body velocities), jrows (nc, 2 w: each joint equation's two body blocks of J,
+    step_kernels.constraint_blocks_into) and joint_force (njoint, 6); seg (4,): a run of steps' report;
     k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
     step's first stage, as in mbsim.solvers.ode_kernels)."""
 
-    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ytmp', 'ynew', 'k1', 'k2', 'k3', 'k4', 'vbody', 'joint_force', 'seg', 'k1_valid')
+    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ytmp', 'ynew', 'k1', 'k2', 'k3', 'k4', 'vbody', 'jrows', 'joint_force', 'seg', 'k1_valid')
 
     def __init__(self, **fields):
         cdef dict arrays = {}
@@ -138,6 +139,7 @@ cdef class TreeData:
         self.k3 = arrays['k3'] = as_field(fields['k3'], 'float64', False)
         self.k4 = arrays['k4'] = as_field(fields['k4'], 'float64', False)
         self.vbody = arrays['vbody'] = as_field(fields['vbody'], 'float64', False)
+        self.jrows = arrays['jrows'] = as_field(fields['jrows'], 'float64', False)
         self.joint_force = arrays['joint_force'] = as_field(fields['joint_force'], 'float64', False)
         self.seg = arrays['seg'] = as_field(fields['seg'], 'float64', False)
         self.k1_valid = arrays['k1_valid'] = as_field(fields['k1_valid'], 'int64', False)
@@ -153,9 +155,12 @@ cdef class TreeData:
         return rebuild, (type(self), self._asdict())
 
 
-def make_tree_data(Py_ssize_t nb, Py_ssize_t nq, Py_ssize_t nv, Py_ssize_t body_nv, Py_ssize_t njoint):
+def make_tree_data(
+    Py_ssize_t nb, Py_ssize_t nq, Py_ssize_t nv, Py_ssize_t body_nv, Py_ssize_t njoint, Py_ssize_t nc,
+    Py_ssize_t width,
+):
     """Fresh buffers for one run of a tree of nb bodies with nq, nv joint coordinates (body_nv
-    body velocities, njoint scene joints)."""
+    body velocities, njoint scene joints, nc joint equations over bodies of ``width`` velocities)."""
     ny = nq + nv + 1
     return TreeData(
         quat=np.zeros((nb + 1, 4)),
@@ -182,6 +187,7 @@ def make_tree_data(Py_ssize_t nb, Py_ssize_t nq, Py_ssize_t nv, Py_ssize_t body_
         k3=np.zeros(ny),
         k4=np.zeros(ny),
         vbody=np.zeros(body_nv),
+        jrows=np.zeros((nc, 2 * width)),
         joint_force=np.zeros((njoint, 6)),
         seg=np.zeros(4),
         k1_valid=np.zeros(1, dtype=np.int64),
@@ -494,7 +500,7 @@ cdef void row_into(
     # the scene's joint equations at the body states (zero up to round-off, by construction)
     pos_violation, vel_violation = 0.0, 0.0
     if F.nc:
-        constraints_into(F, D, t)
+        constraint_blocks_into(F, D, t, W.jrows)
         w = 6 if d == 3 else 3
         for b in range(nb):
             for a in range(d):
@@ -506,9 +512,7 @@ cdef void row_into(
                 W.vbody[w * b + 2] = W.V[b, 2]
         for r in range(F.nc):
             pos_violation = max(pos_violation, fabs(D.phi[r]))
-            sj = 0.0
-            for k in range(F.nv):
-                sj += D.J[r, k] * W.vbody[k]
+            sj = row_blocks_dot(F, W.jrows, r, W.vbody)
             vel_violation = max(vel_violation, fabs(sj + D.phi_t[r]))
     total = kinetic + potential
     # the scalar columns (mbsim.diagnostics.SCALAR_COLUMNS): no contacts, no iterations
