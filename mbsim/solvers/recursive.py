@@ -60,6 +60,9 @@ OPTION_FIELDS = {
     "max_step": Field(Number(positive=True), "largest step of the adaptive (scipy:*) integrators, s", None),
 }
 
+# the most bytes of the buffer of a block's recorded rows
+ROWS_BYTES = 16 * 2**20
+
 _FREE3 = (("x", "y", "z", "qw", "qx", "qy", "qz"), ("vx", "vy", "vz", "wx_body", "wy_body", "wz_body"))
 _FREE2 = (("x", "y", "angle"), ("vx", "vy", "w"))
 
@@ -414,7 +417,9 @@ class Solver(SolverBase):
             integrator=rk.INTEGRATORS[self.integrator],
         )
         work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
-        rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
+        width = row_width(self.row_columns()) + 1  # + the step number
+        # at most ROWS_BYTES of rows a block (a 3,000-link chain's row is 650 kB: 25 rows, not 200)
+        rows = np.zeros((max(1, min(ROWS_PER_BLOCK, ROWS_BYTES // (8 * width))), width))
         # no dense constraint Jacobian: the kernels evaluate the joint equations row by row
         return flat, make_data(flat, dense=False), tree, work, rows, np.zeros(5)
 
