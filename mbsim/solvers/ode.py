@@ -23,7 +23,7 @@ from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.flat import DENSE_LIMIT, ROBUST_DENSE_LIMIT, FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
-from mbsim.solvers import ode_kernels
+from mbsim.solvers import integrate, ode_kernels
 from mbsim.solvers.base import Block, SolverBase
 from mbsim.solvers.integrators import stepper
 from mbsim.solvers.linalg import gap_cut, inverse_mass_times
@@ -122,15 +122,19 @@ class OdeSolver(SolverBase):
             limit = DENSE_LIMIT if self.COMPILED == "lagrange" else ROBUST_DENSE_LIMIT
             flat = flatten(model, dense_limit=limit)
             if isinstance(flat, FlatModel):
-                # fixed steps run in compiled blocks; an adaptive (scipy) integrator steps in
-                # Python around the compiled right-hand side (derivative())
+                # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.integrate) run in
+                # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
                 self._flat, self._data = flat, make_data(flat, robust=self.robust)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
                 self._rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
-                self.compiled_reason = (
-                    "" if self._fixed is not None else f"integrator {integrator}: compiled right-hand side only"
+                method = int(self._params[ode_kernels.INTEGRATOR])
+                # the integrator's buffers and an adaptive pair's state across blocks
+                self._work = integrate.Work(
+                    self.nq + self.nv + 1, max(method, 0), rtol, atol, max_step or np.inf, model.t_end
                 )
+                self._h_carried: float | None = None  # the pair's next step when a block hands over to Python
+                self.compiled_reason = "" if method >= 0 else f"integrator {integrator}: compiled right-hand side only"
             else:
                 self.compiled_reason = flat
 
@@ -198,8 +202,9 @@ class OdeSolver(SolverBase):
 
     @property
     def block_stepping(self) -> bool:
-        """Whether :meth:`advance` runs blocks of steps in compiled code (fixed-step integrators)."""
-        return self._flat is not None and self._fixed is not None
+        """Whether :meth:`advance` runs blocks of steps in compiled code (fixed-step integrators and
+        the embedded pairs scipy:RK45, scipy:DOP853)."""
+        return self._flat is not None and self._params[ode_kernels.INTEGRATOR] >= 0
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
@@ -207,7 +212,8 @@ class OdeSolver(SolverBase):
         """Fixed steps of size h in compiled code from step number ``done`` (the last one landing on
         t_end) with a row recorded after every ``every``-th step and the last (at most
         BLOCK_STEPS steps, ROWS_PER_BLOCK rows and max_steps + 1 steps in all), stopping after a
-        step whose position violation passes ``max_violation``."""
+        step whose position violation passes ``max_violation``. Under scipy:RK45 / scipy:DOP853 each
+        step is one accepted step of the compiled pair (scipy's step control; h its first step)."""
         m, D = self.model, self._data
         if m.springs:  # the references may have moved in Python steps
             D.spr_ref[:] = self.data.spring_reference[0]
@@ -225,13 +231,18 @@ class OdeSolver(SolverBase):
             t_end,
             every,
             done,
-            max_steps,
+            int(min(max_steps, 2**62)),  # solver.max_steps is a number (1e9 by default)
             len(rows),
             BLOCK_STEPS,
             max_violation,
             rows,
             out,
+            self._work,
         )
+        if self._adaptive is not None:
+            self._cut = float(self._params[ode_kernels.CUT])  # the last step's (null_space, gauss)
+            # a step handed to Python starts scipy's solver where the compiled pair stood
+            self._h_carried = self._work.h_abs if code not in (ode_kernels.OK, ode_kernels.VIOLATION) else None
         if m.springs:
             self.data.spring_reference[0] = D.spr_ref.copy()
         steps = int(out[2])
@@ -339,6 +350,8 @@ class OdeSolver(SolverBase):
         if self._adaptive is not None:
             if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
                 self._data.spr_ref[:] = self.data.spring_reference[0]
+            if self._flat is not None and self._h_carried is not None:  # after a compiled block: its step size
+                h, self._h_carried = min(self._h_carried, m.t_end - state.t), None
             t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h, self.before_adaptive_step)
         else:
             f0 = None

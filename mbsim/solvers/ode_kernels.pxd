@@ -3,6 +3,7 @@
 # FlatData. P: the parameter vector (float64, NPARAMS) indexed by the enum below.
 
 from mbsim.model.layout cimport FlatModel, FlatData
+from mbsim.solvers.integrate cimport System, Work
 
 # the parameter vector P (Python reads the same values as METHOD ... NPARAMS)
 cdef enum:
@@ -38,6 +39,7 @@ cdef enum:
     S_NOT_FINITE = 2
     S_VIOLATION = 3
     S_RECORD_FAILED = 4
+    S_STEP_FAILED = 5  # an adaptive step fell below the smallest step (the Python path reports it)
 
 # out = (q_dot, v_dot, power) at y = (q, v, work); False on rank loss (Python calls it too)
 cpdef bint derivative(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y,
@@ -54,11 +56,13 @@ cdef void update_spring_references(FlatModel F, FlatData D, double t, const doub
 # into power[0]
 cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
                         const double[::1] v, double[::1] vdot, double* power) noexcept nogil
-# one fixed step of the integrator P[INTEGRATOR] from y into out
-cdef bint integrate(FlatModel F, FlatData D, const double[::1] P, double t, double h, const double[::1] y,
-                    double[::1] out) noexcept nogil
+# the right-hand side as the integrators' System (mbsim.solvers.integrate); P writable (the rank cut)
+cdef class OdeSystem(System):
+    cdef FlatModel F
+    cdef FlatData D
+    cdef double[::1] P
 # the block of steps and recorded rows (Python: advance, which releases the GIL around it)
-cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+cdef int advance_c(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                    double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
                    Py_ssize_t max_rows, Py_ssize_t max_block, double max_violation, double[:, ::1] rows,
                    double[::1] out) noexcept nogil

@@ -47,6 +47,21 @@ from mbsim.model.step_kernels cimport (
     row_dot,
     spring_deflections_into,
 )
+from mbsim.solvers.integrate cimport (
+    A_EVAL_FAILED,
+    A_OK,
+    I_DOP853,
+    I_EULER,
+    I_RK4,
+    I_RK45,
+    I_SEMI_IMPLICIT_EULER,
+    System,
+    Work,
+    adaptive_continue,
+    adaptive_start,
+    adaptive_step,
+    fixed_step,
+)
 from mbsim.solvers.lapack_kernels cimport cholesky_envelope, cholesky_envelope_solve, cholesky_envelope_solve_raw
 from mbsim.solvers.robust_kernels cimport (
     RobustBuffers,
@@ -76,10 +91,17 @@ METHODS = {
 # the per-step values each method records in compiled rows, in their column order (the
 # methods' EXTRA_DIAGNOSTICS): written by extras_into before a row's step number
 EXTRAS = {NULL_SPACE: ("rank", "acceleration_residual"), GAUSS_KKT: ("acceleration_residual", "optimizer_result")}
-INTEGRATORS = {"euler": 0, "semi_implicit_euler": 1, "rk4": 2}
+INTEGRATORS = {
+    "euler": I_EULER,
+    "semi_implicit_euler": I_SEMI_IMPLICIT_EULER,
+    "rk4": I_RK4,
+    "scipy:RK45": I_RK45,
+    "scipy:DOP853": I_DOP853,
+}
 
 # status of a step or block
 OK, RANK_DEFICIENT, NOT_FINITE, VIOLATION, RECORD_FAILED = S_OK, S_RANK_DEFICIENT, S_NOT_FINITE, S_VIOLATION, S_RECORD_FAILED
+STEP_FAILED = S_STEP_FAILED
 
 # the rank-robust solves take the full-rank (Schur) path when J M^-1/2's smallest singular value is
 # estimated at least this many times above the method's cut (singular values below rank_tol times
@@ -433,53 +455,68 @@ cdef bint _first_stage(FlatModel F, FlatData D, const double[::1] P, double t, c
     return derivative(F, D, P, t, y, k1)
 
 
-cdef bint integrate(FlatModel F, FlatData D, const double[::1] P, double t, double h, const double[::1] y,
-                    double[::1] out) noexcept nogil:
-    """One fixed step of the integrator P[INTEGRATOR] from y into out (mbsim.solvers.integrators)."""
-    cdef Py_ssize_t nq = F.nq, nv = F.nv
-    cdef Py_ssize_t ny = y.shape[0]
-    cdef Py_ssize_t method = <Py_ssize_t>P[P_INTEGRATOR]
-    cdef double[::1] k1 = D.k1
-    cdef double[::1] k2 = D.k2
-    cdef double[::1] k3 = D.k3
-    cdef double[::1] k4 = D.k4
-    cdef double[::1] yt = D.ytmp
-    cdef Py_ssize_t k
-    cdef double half, sixth
-    # semi-implicit Euler: v first, then q with the new v
-    if method == 1:
-        if not _first_stage(F, D, P, t, y, k1):  # its q rate is not used
+cdef class OdeSystem(System):
+    """The right-hand side (derivative) of a FlatModel into its FlatData with the parameters P, as
+    the integrators' System (mbsim.solvers.integrate): y = (q, v, work)."""
+
+    def __init__(self, FlatModel F, FlatData D, double[::1] P):
+        self.F, self.D, self.P = F, D, P
+        self.nq, self.nv, self.n = F.nq, F.nv, F.nq + F.nv + 1
+
+    cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        return derivative(self.F, self.D, self.P, t, y, out)
+
+    cdef bint first_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        """The first stage of a fixed step: the recorded state's derivative when advance kept it
+        (_first_stage)."""
+        cdef Py_ssize_t k
+        if not _first_stage(self.F, self.D, self.P, t, y, self.D.k1):
             return False
-        for k in range(nv):
-            out[nq + k] = y[nq + k] + h * k1[nq + k]
-        q_rate_into(F, y[:nq], out[nq : nq + nv], k2[:nq])
-        for k in range(nq):
-            out[k] = y[k] + h * k2[k]
-        out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
+        for k in range(self.n):
+            out[k] = self.D.k1[k]
         return True
-    if not _first_stage(F, D, P, t, y, k1):
-        return False
-    if method == 0:
-        for k in range(ny):
-            out[k] = y[k] + h * k1[k]
-        return True
-    half = 0.5 * h
-    for k in range(ny):
-        yt[k] = y[k] + half * k1[k]
-    if not derivative(F, D, P, t + 0.5 * h, yt, k2):
-        return False
-    for k in range(ny):
-        yt[k] = y[k] + half * k2[k]
-    if not derivative(F, D, P, t + 0.5 * h, yt, k3):
-        return False
-    for k in range(ny):
-        yt[k] = y[k] + h * k3[k]
-    if not derivative(F, D, P, t + h, yt, k4):
-        return False
-    sixth = h / 6.0
-    for k in range(ny):
-        out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
+
+    cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        q_rate_into(self.F, q, v, out)
+
+
+def system(FlatModel F, FlatData D, double[::1] P):
+    """The right-hand side as an integrate.System (mbsim.solvers.integrate.solve / fixed)."""
+    return OdeSystem(F, D, P)
+
+
+cdef bint _same(const double[::1] a, const double[::1] b) noexcept nogil:
+    """a == b elementwise (np.array_equal)."""
+    cdef Py_ssize_t k
+    for k in range(a.shape[0]):
+        if not (a[k] == b[k]):
+            return False
     return True
+
+
+cdef int _adaptive(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double h, double t_end,
+                   const double[::1] y) noexcept nogil:
+    """One accepted step of the adaptive pair from (t, y) (integrators.AdaptiveStepper.step):
+    null_space and gauss first set the step's rank cut (step_cut; OdeSolver.before_adaptive_step);
+    the pair starts afresh with the first step h when it is not at t, and continues from y with f
+    recomputed (h kept) when y is not the state it left or the cut changed. The step's solve
+    statistics are counted from here. Returns an integrate status (A_OK ...). S: the system of F, D, P."""
+    cdef Py_ssize_t method = <Py_ssize_t>P[P_METHOD]
+    cdef bint changed = False
+    cdef double cut
+    cdef int status = A_OK
+    if F.nc and (method == M_NULL_SPACE or method == M_GAUSS_KKT):
+        cut = step_cut(F, D, P, t, y)
+        changed = cut != P[P_CUT]
+        P[P_CUT] = cut
+    reset_stats(D.solve_stats, 0)
+    if not W.started or W.t != t:
+        status = adaptive_start(S, W, t, y, py_min(h, t_end - t))
+    elif changed or not _same(W.y, y):
+        status = adaptive_continue(S, W, y)
+    if status != A_OK:
+        return status
+    return adaptive_step(S, W)
 
 
 cdef void normalize(FlatModel F, double[::1] q) noexcept nogil:
@@ -586,19 +623,24 @@ cdef void update_spring_references(FlatModel F, FlatData D, double t, const doub
             D.spr_ref[r] = D.spr_value[r]
 
 
-cdef int _steps(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                 double work, double h, double t_end, Py_ssize_t nmax, double max_violation,
                 double[::1] out) noexcept nogil:
     """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
-    mbsim.simulate.run does), q and v updated in place.
+    mbsim.simulate.run does), q and v updated in place; under an adaptive integrator (W.method
+    RK45, DOP853) each step is one accepted step of the pair (_adaptive; h its first step when it
+    starts afresh, scipy's step control after that, the last one landing on W.t_bound).
 
     Stops early, before taking it, at a step that fails (rank loss: RANK_DEFICIENT) or would
     leave a non-finite state (NOT_FINITE), and after a step whose position violation passes
     ``max_violation`` (VIOLATION). ``out`` (float64, 7) receives: t, work, steps taken,
     Newton steps of the last step, its position violation (-1: not projected), the largest
     violation over the steps, and the size of the last step. Returns the status (OK when
-    nmax steps or t_end were reached).
+    nmax steps or t_end were reached; STEP_FAILED: the adaptive step fell below its smallest).
     """
+    cdef int method = W.method
+    cdef bint adaptive = method == I_RK45 or method == I_DOP853
+    cdef int a
     cdef Py_ssize_t nq = F.nq, nv = F.nv
     cdef Py_ssize_t ny = nq + nv + 1
     cdef double[::1] y = D.y
@@ -619,11 +661,19 @@ cdef int _steps(FlatModel F, FlatData D, const double[::1] P, double t, double[:
         _copy(q, y, 0)
         _copy(v, y, nq)
         y[ny - 1] = work
-        if not integrate(F, D, P, t, h_try, y, ynew):
-            status = S_RANK_DEFICIENT
-            break
+        if adaptive:
+            a = _adaptive(F, D, P, S, W, t, h_try, t_end, y)
+            if a != A_OK:
+                status = S_RANK_DEFICIENT if a == A_EVAL_FAILED else S_STEP_FAILED
+                break
+            _copy(W.y, ynew, 0)
+            t_new = W.t
+        else:
+            if not fixed_step(S, W, method, t, h_try, y, ynew):
+                status = S_RANK_DEFICIENT
+                break
+            t_new = t + h_try
         normalize(F, qn)
-        t_new = t + h_try
         ok = True
         if F.nc:
             ok = project(F, D, P, t_new, qn, vn, &newton, &violation)
@@ -674,11 +724,13 @@ cdef void extras_into(const double[::1] P, const double[::1] stats, double[::1] 
         row[end - 1] = 0.0 if solved else NAN  # RESULT_CODES["kkt"]
 
 
-cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+cdef int advance_c(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                    double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
                    Py_ssize_t max_rows, Py_ssize_t max_block, double max_violation, double[:, ::1] rows,
                    double[::1] out) noexcept nogil:
-    """advance's loop (see there), without the GIL."""
+    """advance's loop (see there), without the GIL; S the system of F, D, P."""
+    # a fixed step's first stage is the recorded state's derivative; an adaptive pair keeps its own
+    cdef bint fixed = not (W.method == I_RK45 or W.method == I_DOP853)
     cdef Py_ssize_t nq = F.nq, nv = F.nv
     cdef Py_ssize_t ny = nq + nv + 1
     cdef double[::1] seg = D.seg
@@ -692,7 +744,7 @@ cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, doubl
     while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
         # every >= 1 and done + taken >= 0: C's % is Python's here
         n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
-        status = _steps(F, D, P, t, q, v, work, h, t_end, n, max_violation, seg)
+        status = _steps(F, D, P, S, W, t, q, v, work, h, t_end, n, max_violation, seg)
         k = <Py_ssize_t>seg[2]
         if k > 0:
             t, work = seg[0], seg[1]
@@ -712,7 +764,7 @@ cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, doubl
                 status = S_RECORD_FAILED
                 break
             _copy_stats(D.solve_stats, 0, 3)
-            D.k1_valid[0] = 1  # the next step's first stage
+            D.k1_valid[0] = fixed  # the next step's first stage
             row_into(F, D, t, q, v, work, newton, h_last, rows[nrec])
             extras_into(P, D.solve_stats, rows[nrec])
             rows[nrec, rows.shape[1] - 1] = number
@@ -725,9 +777,9 @@ cdef int advance_c(FlatModel F, FlatData D, const double[::1] P, double t, doubl
     return status
 
 
-def advance(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v, double work,
+def advance(FlatModel F, FlatData D, double[::1] P, double t, double[::1] q, double[::1] v, double work,
             double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps, Py_ssize_t max_rows,
-            Py_ssize_t max_block, double max_violation, double[:, ::1] rows, double[::1] out):
+            Py_ssize_t max_block, double max_violation, double[:, ::1] rows, double[::1] out, Work work_=None):
     """Steps and recorded rows, q and v updated in place: steps of size h (mbsim.simulate.run's
     rules: the last one lands on t_end) from step number ``done``, and a row (record_kernels
     .row_into) into rows[k] after every step whose number is a multiple of ``every``, after the
@@ -741,9 +793,15 @@ def advance(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] 
     t, work, steps taken, rows, the largest position violation over the steps, and of the last
     step: Newton steps, position violation (-1: not projected), step size. Returns the status.
     The loop runs without the GIL.
+
+    ``work_`` (integrate.Work): the integrator's buffers and, for an adaptive one (RK45, DOP853),
+    its state across calls (the next step size, the derivative at the last state; P[CUT] the rank
+    cut of the last step). None: a fixed step of P[INTEGRATOR] with buffers of this call.
     """
     cdef int status
+    cdef OdeSystem S = OdeSystem(F, D, P)
+    cdef Work W = work_ if work_ is not None else Work(S.n, <int>P[P_INTEGRATOR])
     with nogil:
-        status = advance_c(F, D, P, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
+        status = advance_c(F, D, P, S, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
                            max_violation, rows, out)
     return status
