@@ -185,6 +185,7 @@ class ResultWriter:
         # the per-body and per-joint datasets are not kept open between flushes (an open HDF5
         # dataset holds ~85 kB: 1.5 GB for a 3,000-link chain's 18,000): rows, chunk rows, chunk bytes
         self._closed: dict[str, tuple[int, int, int]] = {}
+        self._named: set[str] = set()  # the groups of bodies, joints, ... whose name attribute is set
         self._last_flush = time.perf_counter()
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
@@ -244,9 +245,13 @@ class ResultWriter:
         )
         if path in self._names:
             ds.attrs["names"] = self._names[path]
-        named, _, link = path.rpartition("/")[0].rpartition("/")
-        if named in NAMED_GROUPS and "name" not in ds.parent.attrs:  # a user-named group: its exact name
-            ds.parent.attrs["name"] = name_from_hdf5(link)
+        group = path.rpartition("/")[0]
+        named, _, link = group.rpartition("/")
+        # a user-named group: its exact name (looked at once per group: a body has four datasets)
+        if named in NAMED_GROUPS and group not in self._named:
+            self._named.add(group)
+            if "name" not in ds.parent.attrs:
+                ds.parent.attrs["name"] = name_from_hdf5(link)
         self._datasets[path] = ds
         return ds
 
@@ -343,14 +348,16 @@ class ResultWriter:
                         ds = self._datasets.get(path)
                         if ds is None:
                             ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes))
+                            if path != key:  # one of a body's or joint's: closed, written as such
+                                chunk_bytes = math.prod(ds.chunks) * ds.dtype.itemsize
+                                self._closed[path] = (0, ds.chunks[0], chunk_bytes)
+                                del self._datasets[path]
+                                ds.id.close()
+                                self._append_closed(path, data)
+                                continue
                         n = ds.shape[0]
                         ds.resize(n + len(data), axis=0)
                         ds[n:] = data
-                        if path != key:  # one of a body's or joint's: closed until the next flush
-                            chunk_bytes = math.prod(ds.chunks) * ds.dtype.itemsize
-                            self._closed[path] = (ds.shape[0], ds.chunks[0], chunk_bytes)
-                            del self._datasets[path]
-                            ds.id.close()
                 self._pending = 0
                 self.rows -= pending - rows  # rows that did not fit are not in the file
                 self.file.attrs["steps_recorded"] = self.rows
