@@ -7,9 +7,28 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
 from collections.abc import Iterable
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # escaped in messages, which are one line
+
+
+def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def interrupted_message(signum: int) -> str:
+    """The status message of a run ended by ``signum``: ``interrupted (SIGTERM)``."""
+    return f"interrupted ({signal_name(signum)})"
+
+
+def signal_exit_code(signum: int) -> int:
+    """The shell's convention for a process ended by a signal: 128 + its number (130, 143, 129)."""
+    return 128 + int(signum)
 
 
 class MbsimError(Exception):
@@ -117,11 +136,9 @@ class Interrupted(MbsimError):
     label = "interrupted"
 
     def __init__(self, signum: int = 2) -> None:
-        from mbsim import interrupts
-
         self.signum = int(signum)
-        self.exit_code = interrupts.exit_code(self.signum)
-        super().__init__(interrupts.message(self.signum))
+        self.exit_code = signal_exit_code(self.signum)
+        super().__init__(interrupted_message(self.signum))
 
 
 EXIT_CODES = {

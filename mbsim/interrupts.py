@@ -1,14 +1,14 @@
 """SIGINT, SIGTERM and SIGHUP as one flag that the long loops poll (CONTRACT §4, Signals).
 
 ``mbsim``'s entry point installs the handlers before it imports anything heavy, so that a
-signal at any moment of a command (start-up, kernel compilation, the first step, the last row)
+signal at any moment of a command (start-up, set-up, the first step, the last row)
 is recorded instead of killing the process half-way through a write or printing a traceback.
 The handler only records the first signal; the run loop, ``prepare``, ``compare`` and ``sweep``
 poll it between units of work (a step, a solver, a case) and end the command the same way for
 all three: the current unit finishes, the result file is closed with status ``failed`` and the
 message ``interrupted (SIGTERM)``, and the process exits with 128 + the signal number.
 
-Nothing here imports numpy or the rest of mbsim, so that it is cheap to install first.
+Nothing here imports numpy or more of mbsim than its errors, so that it is cheap to install first.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
+
+from mbsim.errors import Interrupted
 
 # the signals a user, ``timeout``, a CI runner's cancellation or a batch scheduler sends
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -65,24 +67,6 @@ def reset() -> None:
     _received.clear()
 
 
-def name(signum: int) -> str:
-    """``SIGTERM`` for 15."""
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def message(signum: int) -> str:
-    """The status message of a run ended by ``signum``: ``interrupted (SIGTERM)``."""
-    return f"interrupted ({name(signum)})"
-
-
-def exit_code(signum: int) -> int:
-    """The shell's convention for a process ended by a signal: 128 + its number (130, 143, 129)."""
-    return 128 + int(signum)
-
-
 def record(signum: int) -> None:
     """Record a signal as if it had been delivered (KeyboardInterrupt seen by a caller)."""
     _received.append(int(signum))
@@ -92,8 +76,6 @@ def check() -> None:
     """Raise :class:`mbsim.errors.Interrupted` if a handled signal came."""
     signum = received()
     if signum is not None:
-        from mbsim.errors import Interrupted
-
         raise Interrupted(signum)
 
 

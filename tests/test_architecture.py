@@ -195,3 +195,59 @@ def test_one_file_per_joint_type_holds_all_of_that_type() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert node.value not in names, f"{rel} names the joint type '{node.value}' (line {node.lineno})"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the mbsim modules it imports, at the top or inside a function (both run)."""
+    paths = {_module_name(p): p for p in [*_modules(), *PACKAGE.rglob("*.pyx")]}
+    graph = {}
+    for name, path in paths.items():
+        found = set()
+        if path.suffix == ".py":
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    found |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    # `from mbsim.solvers import lagrange` imports the submodule, not only the package
+                    subs = {f"{node.module}.{a.name}" for a in node.names}
+                    found |= {s if s in paths else node.module for s in subs}
+        else:
+            found = set(_cython_imports(path))
+        graph[name] = {m for m in found if m in paths and m != name}
+    return graph
+
+
+def test_no_import_cycles():
+    """Issue 29: modules import one way (the cycles cli.entry-cli.main, errors-interrupts and
+    models-scene.spec are gone); a cycle found is listed with its members."""
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == [], f"import cycles: {cycles}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from mbsim import interrupts
+from mbsim import errors, interrupts
 from mbsim.cli.options import debug_option, export_option, handle_errors, quiet_option, set_option
 from mbsim.compare import FORMATS, parse_reference, parse_solver_list, render
 from mbsim.compare import compare as run_comparison
@@ -99,7 +99,7 @@ def compare(
             exported = export_motions(motions, export_to)
             note(f"mbsim: export in {exported.file} ({exported.bytes / 1e6:.2f} MB)")
     if result.interrupted:
-        sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))
+        sys.exit(errors.signal_exit_code(interrupts.received() or signal.SIGINT))
     # a solver whose result file could not keep its run (a full disk, the file taken away) is a
     # lost output, not a finding of the comparison: the table is kept, the command fails (exit 3)
     lost = [row for row in (*result.rows, result.reference) if row is not None and row.file_failure]

@@ -27,7 +27,7 @@ import os
 import signal
 import sys
 
-from mbsim import interrupts
+from mbsim import errors, interrupts
 
 STREAM_ERRORS = "mbsim-text"  # the codec error handler of the standard streams (_encode_error)
 BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE  # 141: what a shell shows for a writer whose reader left
@@ -143,7 +143,7 @@ def main() -> None:
     except SystemExit as exc:  # click ends every command this way
         code = exc.code
     except KeyboardInterrupt:  # raised by a library that installed its own SIGINT handler
-        code = interrupts.exit_code(interrupts.received() or signal.SIGINT)
+        code = errors.signal_exit_code(interrupts.received() or signal.SIGINT)
     finally:
         # The command is done. Python's finalization puts the default handlers back, and a signal
         # during it (the libraries take a moment to tear down) would kill the process by that
@@ -152,7 +152,7 @@ def main() -> None:
     pending = sorted(set(signal.sigpending()) & set(interrupts.HANDLED))
     signum = interrupts.received() or (pending[0] if pending else None)
     if signum is not None and code in (0, None):  # came after the last poll (or while click started)
-        code = interrupts.exit_code(signum)
+        code = errors.signal_exit_code(signum)
     code = lost_output_code(code)
     if interrupts.abandoned():
         # set-up work that a signal cut short (building a distance field) still runs in a helper thread: leave

@@ -85,10 +85,3 @@ def cli() -> None:
     SIGINT, 143 SIGTERM, 129 SIGHUP; the result file is closed with status failed); 141 the
     reader of stdout went away (| head); 1 anything else.
     """
-
-
-def main() -> None:
-    """The console script (kept here for scripts that import it; see mbsim.cli.entry)."""
-    from mbsim.cli.entry import main as entry_main
-
-    entry_main()

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from mbsim import interrupts
+from mbsim import errors, interrupts
 from mbsim.assertions import evaluate_all, parse_assertions
 from mbsim.cli.options import (
     assert_option,
@@ -151,7 +151,7 @@ def run(
             # a file deleted or replaced under the run is not where the partial results are
             kept = f" (partial results in {summary.file})" if is_result_file(summary.file) else ""
             click.echo(f"mbsim: {what}{kept}", err=True)
-        sys.exit(interrupts.exit_code(signum) if signum is not None else EXIT_CODES["simulation"])
+        sys.exit(errors.signal_exit_code(signum) if signum is not None else EXIT_CODES["simulation"])
     failed = [o for o in outcomes if not o.passed]
     if failed:
         if not as_json:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from mbsim import interrupts
+from mbsim import errors
 from mbsim.assertions import parse_assertions
 from mbsim.cli.options import assert_option, debug_option, handle_errors, quiet_option, set_option, strict_option
 from mbsim.sweep import FORMATS, SweepRow, parse_params, plan_sweep, render, run_sweep
@@ -169,6 +169,6 @@ def sweep(
                 click.echo(f"mbsim: assertion failed: case {row.case}: {a['expression']} ({values})", err=True)
     note(f"results in {result.outdir}")
     if result.interrupted and result.signum:
-        click.echo(f"mbsim: {interrupts.message(result.signum)}", err=True)
+        click.echo(f"mbsim: {errors.interrupted_message(result.signum)}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)

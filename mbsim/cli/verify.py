@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from mbsim import interrupts
+from mbsim import errors, interrupts
 from mbsim.cli.options import debug_option, handle_errors, json_option, quiet_option
 
 
@@ -66,7 +66,7 @@ def verify(
     result = run_verification(found, methods, quick, outdir, note)
     click.echo(render(result, "json" if as_json else "table").rstrip("\n"))
     if result.interrupted:
-        sys.exit(interrupts.exit_code(interrupts.received() or signal.SIGINT))
+        sys.exit(errors.signal_exit_code(interrupts.received() or signal.SIGINT))
     if result.error is not None:
         raise result.error  # exit 2, after the rows that did run
     if result.failed:

@@ -20,7 +20,8 @@ from mbsim.model.shapes import composite_mass_properties, read_shape
 from mbsim.model.spatial import planar_rotation, quat_to_matrix
 from mbsim.scene.fields import Context, Expr, Field, Number, Vector, read_mapping
 from mbsim.scene.load import KeyPath
-from mbsim.scene.spec import SceneSpec, check_inertia
+from mbsim.scene.readers import check_inertia
+from mbsim.scene.spec import SceneSpec
 
 SPARSE_ABOVE_NV = 150  # velocity coordinates above which linear algebra goes sparse (benchmarks/)
 

@@ -18,20 +18,19 @@ import numpy as np
 from mbsim.errors import did_you_mean
 from mbsim.scene.fields import Context, Custom, Field, Name, Number, Raw, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath, not_a_regular_file
+from mbsim.scene.readers import read_orientation  # the one orientation reader of the scene
 
 MassProps = tuple[float, np.ndarray, np.ndarray]  # volume, centre, inertia per unit density
 
 
 def _pose_reader(ctx: Context, path: KeyPath, value: Any) -> dict[str, np.ndarray]:
-    from mbsim.scene.spec import _read_orientation  # the one orientation reader of the scene
-
     got = read_mapping(
         ctx,
         path,
         value,
         {
             "position": Field(Vector("dim"), "shape origin in the body frame", None),
-            "orientation": Field(Custom(_read_orientation, "orientation"), "shape axes in the body frame", None),
+            "orientation": Field(Custom(read_orientation, "orientation"), "shape axes in the body frame", None),
         },
     )
     d = ctx.dimension

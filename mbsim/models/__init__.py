@@ -18,8 +18,21 @@ from typing import Any
 import numpy as np
 
 from mbsim.names import check_model_names
-from mbsim.scene.fields import Boolean, Choice, Context, Custom, Field, Number, Raw, Text, Vector, read_mapping
+from mbsim.scene.fields import (
+    Boolean,
+    Choice,
+    Context,
+    Custom,
+    Field,
+    Number,
+    Raw,
+    Text,
+    Vector,
+    kind_of,
+    read_mapping,
+)
 from mbsim.scene.load import KeyPath, RawScene
+from mbsim.scene.readers import read_orientation
 
 FORMATS = {".urdf": "urdf", ".xml": "mjcf", ".mjcf": "mjcf"}
 
@@ -45,9 +58,7 @@ def _read_paths(ctx: Context, path: KeyPath, value: Any) -> dict[str, str]:
 
 
 def _orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
-    from mbsim.scene.spec import _read_orientation
-
-    return _read_orientation(ctx, path, value)
+    return read_orientation(ctx, path, value)
 
 
 MODEL_FIELDS = {
@@ -119,13 +130,12 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
     left as it is), and what each entry imported."""
     from mbsim.models.files import not_regular
     from mbsim.models.tree import leaders_first, quaternion_matrix, scene_parts, transform
-    from mbsim.scene.spec import _kind_of
 
     entries = raw.data.get("models")
     if entries is None:
         return raw, []
     if not isinstance(entries, list):
-        raise ctx.error(("models",), f"expected a list of models, got {_kind_of(entries)}")
+        raise ctx.error(("models",), f"expected a list of models, got {kind_of(entries)}")
     if ctx.dimension != 3:
         raise ctx.error(("models",), "models from URDF and MJCF files need a 3D scene (dimension: 3)")
     data = copy.deepcopy({k: v for k, v in raw.data.items() if k != "models"})
@@ -154,7 +164,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
             raise ctx.error((*path, "file"), f"the model file {file} {problem}")
         prefix = got["prefix"]
         if not isinstance(prefix, str):
-            raise ctx.error((*path, "prefix"), f"expected a text, got {_kind_of(prefix)}")
+            raise ctx.error((*path, "prefix"), f"expected a text, got {kind_of(prefix)}")
         packages = {k: raw.base_dir / v for k, v in (got["package_paths"] or {}).items()}
         tree = read_model(file, fmt, packages, got["collisions"])
         check_model_names(tree, prefix, lambda reason, at=path: ctx.error((*at, "prefix"), reason))  # mbsim.names

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsim.errors import SceneError
+from mbsim.scene.readers import check_inertia
 from mbsim.scene.rotations import quat_from_axis_angle
 
 JOINT_KINDS = ("revolute", "prismatic", "fixed", "spherical", "free")
@@ -485,10 +486,9 @@ def _scene_parts(
 
 
 def _check_body_inertia(tree: ModelTree, link: str, merged: str, inertia: np.ndarray) -> None:
-    """The scene's own check of a body's inertia (mbsim.scene.spec.check_inertia: positive definite,
+    """The scene's own check of a body's inertia (mbsim.scene.readers.check_inertia: positive definite,
     triangle inequality), refused here naming the link, so that an import never writes a body the
     scene then refuses at a line of the scene that does not exist."""
-    from mbsim.scene.spec import check_inertia
 
     class _AtTheLink:  # the one method of Context that check_inertia calls
         @staticmethod

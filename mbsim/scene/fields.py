@@ -45,7 +45,7 @@ class Context:
         return self.scene.error(path, reason, hint)
 
 
-def _kind_of(value: Any) -> str:
+def kind_of(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, bool):
@@ -85,7 +85,7 @@ class Number(Reader):
 
     def read(self, ctx: Context, path: KeyPath, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ctx.error(path, f"expected {self.describe()}, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected {self.describe()}, got {kind_of(value)}")
         if isinstance(value, str):
             try:
                 expr = compile_expression(value, ctx.parameters)
@@ -103,7 +103,7 @@ class Number(Reader):
             except OverflowError:
                 number = math.inf
         if not math.isfinite(number):
-            raise ctx.error(path, f"expected a finite number, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected a finite number, got {kind_of(value)}")
         if self.integer and number != int(number):
             raise ctx.error(path, f"expected a whole number, got {number}")
         if self.positive and number <= 0:
@@ -144,7 +144,7 @@ class Vector(Reader):
     def read(self, ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
         n = self.size(ctx)
         if not isinstance(value, list) or len(value) != n:
-            raise ctx.error(path, f"expected a list of {n} numbers, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected a list of {n} numbers, got {kind_of(value)}")
         out = np.array([Number().read(ctx, (*path, i), v) for i, v in enumerate(value)])
         if self.nonzero and np.max(np.abs(out)) < 1e-12 and np.linalg.norm(out) < 1e-12:  # no overflow: max first
             raise ctx.error(path, "expected a non-zero vector, got a zero vector")
@@ -161,9 +161,9 @@ class Text(Reader):
 
     def read(self, ctx: Context, path: KeyPath, value: Any) -> str:
         if not isinstance(value, str) or not value:
-            raise ctx.error(path, f"expected a non-empty text, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected a non-empty text, got {kind_of(value)}")
         if len(value) > MAX_TEXT:
-            raise ctx.error(path, f"expected a text of at most {MAX_TEXT} characters, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected a text of at most {MAX_TEXT} characters, got {kind_of(value)}")
         return value
 
     def describe(self) -> str:
@@ -193,7 +193,7 @@ class Choice(Reader):
         if value not in self.options:
             raise ctx.error(
                 path,
-                f"expected one of {', '.join(map(str, self.options))}, got {_kind_of(value)}",
+                f"expected one of {', '.join(map(str, self.options))}, got {kind_of(value)}",
                 did_you_mean(str(value), self.options),
             )
         return value
@@ -206,7 +206,7 @@ class Choice(Reader):
 class Boolean(Reader):
     def read(self, ctx: Context, path: KeyPath, value: Any) -> bool:
         if not isinstance(value, bool):
-            raise ctx.error(path, f"expected true or false, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected true or false, got {kind_of(value)}")
         return value
 
     def describe(self) -> str:
@@ -221,7 +221,7 @@ class Expr(Reader):
 
     def read(self, ctx: Context, path: KeyPath, value: Any) -> Expression:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ctx.error(path, f"expected a number or an expression, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected a number or an expression, got {kind_of(value)}")
         try:
             expr = compile_expression(value, ctx.parameters, self.variables)
         except ExpressionError as exc:
@@ -250,7 +250,7 @@ class ExprVector(Reader):
             value = [value]
         if not isinstance(value, list) or len(value) != n:
             want = f"a list of {n} numbers or expressions" if n > 1 else "one number or expression"
-            raise ctx.error(path, f"expected {want}, got {_kind_of(value)}")
+            raise ctx.error(path, f"expected {want}, got {kind_of(value)}")
         reader = Expr(names)
         return [reader.read(ctx, (*path, i), v) for i, v in enumerate(value)]
 
@@ -318,7 +318,7 @@ class Field:
 def read_mapping(ctx: Context, path: KeyPath, value: Any, table: Mapping[str, Field]) -> dict[str, Any]:
     """Check ``value`` against ``table``; returns every key of the table (defaults filled in)."""
     if not isinstance(value, dict):
-        raise ctx.error(path, f"expected a mapping with keys {', '.join(table)}, got {_kind_of(value)}")
+        raise ctx.error(path, f"expected a mapping with keys {', '.join(table)}, got {kind_of(value)}")
     for key in value:
         if key not in table:
             raise ctx.error(

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.errors import did_you_mean
 from mbsim.names import CONTACT_DATASETS, check_name
 from mbsim.scene.expr import ExpressionError, compile_expression
 from mbsim.scene.fields import (
@@ -29,80 +28,17 @@ from mbsim.scene.fields import (
     Text,
     Vector,
     _cut,
-    _kind_of,
+    kind_of,
     read_mapping,
 )
 from mbsim.scene.load import KeyPath, RawScene, load_raw_scene
-from mbsim.scene.rotations import quat_from_axis_angle, quat_from_euler
+from mbsim.scene.readers import check_inertia, read_orientation
 
 FORMAT_VERSION = 1
 MAX_STEPS = 1_000_000_000  # default of solver.max_steps
 
 
 # ----------------------------------------------------------------------------- readers
-
-
-def _read_orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
-    """Orientation -> unit quaternion (w, x, y, z); in 2D a single angle -> array([angle])."""
-    if ctx.dimension == 2:
-        return np.array([Number().read(ctx, path, value)])
-    forms = ("euler", "quaternion", "axis_angle")
-    if not isinstance(value, dict) or len(value) != 1:
-        raise ctx.error(path, "expected a mapping with exactly one of euler, quaternion, axis_angle")
-    ((kind, spec),) = value.items()
-    if kind not in forms:
-        raise ctx.error(
-            (*path, kind),
-            f"unknown orientation form '{kind}'; expected one of {', '.join(forms)}",
-            did_you_mean(kind, forms),
-        )
-    sub = (*path, kind)
-    if kind == "quaternion":
-        quat = Vector(4, nonzero=True).read(ctx, sub, spec)
-        with np.errstate(over="ignore"):  # [1e300, ...]: norm inf, refused below
-            norm = np.linalg.norm(quat)
-        if abs(norm - 1.0) > 1e-6:
-            raise ctx.error(sub, f"expected a unit quaternion (w, x, y, z), got norm {norm:.6g}")
-        return quat / norm
-    if kind == "axis_angle":
-        got = read_mapping(
-            ctx,
-            sub,
-            spec,
-            {
-                "axis": Field(Vector(3, nonzero=True), "rotation axis"),
-                "angle": Field(Number(), "rotation angle, rad"),
-            },
-        )
-        axis = got["axis"] / np.max(np.abs(got["axis"]))  # scaled first: the norm of [1e200, ...] overflows
-        axis = axis / np.linalg.norm(axis)
-        quat = quat_from_axis_angle(axis, got["angle"])
-    else:
-        got = read_mapping(
-            ctx,
-            sub,
-            spec,
-            {
-                "sequence": Field(Text(), "scipy Rotation sequence, e.g. ZXZ (intrinsic) or zxz (extrinsic)"),
-                "angles": Field(Vector(3), "the three angles, rad"),
-            },
-        )
-        seq = got["sequence"]
-        shown = _kind_of(seq)
-        if len(seq) != 3 or not (set(seq) <= set("XYZ") or set(seq) <= set("xyz")):
-            raise ctx.error(
-                (*sub, "sequence"),
-                f"expected three axis letters all upper case (intrinsic) or all lower case (extrinsic), got {shown}",
-            )
-        if seq[0] == seq[1] or seq[1] == seq[2]:
-            raise ctx.error(
-                (*sub, "sequence"),
-                f"expected three axis letters with no axis twice in a row (e.g. ZXZ or XYZ), got {shown}",
-            )
-        quat = quat_from_euler(seq, got["angles"])
-    if not np.all(np.isfinite(quat)):
-        raise ctx.error(sub, "not a valid orientation: the rotation is not finite")
-    return quat
 
 
 def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
@@ -117,26 +53,9 @@ def _read_inertia(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
         if not np.allclose(inertia, inertia.T, rtol=1e-9, atol=1e-12):
             raise ctx.error(path, "expected a symmetric 3x3 inertia matrix")
     else:
-        raise ctx.error(path, f"expected 3 principal values or a 3x3 matrix, got {_kind_of(value)}")
+        raise ctx.error(path, f"expected 3 principal values or a 3x3 matrix, got {kind_of(value)}")
     check_inertia(ctx, path, inertia)
     return inertia
-
-
-def check_inertia(ctx: Context, path: KeyPath, inertia: np.ndarray) -> None:
-    """Positive definite, and the triangle inequality of principal moments."""
-    with np.errstate(all="ignore"):  # entries near 1e308 overflow: refused below, without warnings
-        eig = np.linalg.eigvalsh(inertia)
-        if not np.all(np.isfinite(eig)) or not np.isfinite(eig[0] + eig[1]):
-            raise ctx.error(path, "inertia too large: its principal values overflow")
-    if eig[0] <= 0:
-        raise ctx.error(path, f"inertia is not positive definite (principal values {[float(f'{x:.9g}') for x in eig]})")
-    tol = 1e-9 * eig[-1]
-    if eig[0] + eig[1] < eig[2] - tol:
-        raise ctx.error(
-            path,
-            f"principal inertias {[float(f'{x:.9g}') for x in eig]} break the triangle inequality "
-            "I1 + I2 >= I3 that every rigid body satisfies",
-        )
 
 
 def _read_angular(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
@@ -151,29 +70,29 @@ def _read_body_set(ctx: Context, path: KeyPath, value: Any) -> str | list[str]:
     if isinstance(value, list) and value:
         for k, item in enumerate(value):
             if not isinstance(item, str) or not item:
-                raise ctx.error((*path, k), f"{what}, got {_kind_of(item)} in the list")
+                raise ctx.error((*path, k), f"{what}, got {kind_of(item)} in the list")
         return list(value)
     if not isinstance(value, str) or not value:
-        raise ctx.error(path, f"{what}, got {_kind_of(value)}")
+        raise ctx.error(path, f"{what}, got {kind_of(value)}")
     return value
 
 
 def _read_description(ctx: Context, path: KeyPath, value: Any) -> str:
     """Free text of any length the loader accepts (not a list, mapping, number or date)."""
     if not isinstance(value, str):
-        raise ctx.error(path, f"expected a text, got {_kind_of(value)}")
+        raise ctx.error(path, f"expected a text, got {kind_of(value)}")
     return value
 
 
 def _read_list(ctx: Context, path: KeyPath, value: Any) -> list:
     if not isinstance(value, list):
-        raise ctx.error(path, f"expected a list, got {_kind_of(value)}")
+        raise ctx.error(path, f"expected a list, got {kind_of(value)}")
     return value
 
 
 def _read_thresholds(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value:
-        raise ctx.error(path, f"expected a list of penetrations in m, got {_kind_of(value)}")
+        raise ctx.error(path, f"expected a list of penetrations in m, got {kind_of(value)}")
     got = np.array([Number(positive=True).read(ctx, (*path, k), v) for k, v in enumerate(value)])
     if np.any(np.diff(got) <= 0):
         more = f" ... ({len(got)} values)" if len(got) > 10 else ""
@@ -240,7 +159,7 @@ BODY_FIELDS = {
     "position": Field(Vector("dim"), "centre of mass at t = 0, world frame, m"),
     "orientation": Field(
         Custom(
-            _read_orientation,
+            read_orientation,
             "{euler: {sequence, angles}}, {quaternion: [w,x,y,z]} or {axis_angle: {axis, angle}}; one angle in 2D",
         ),
         "orientation at t = 0",
@@ -427,7 +346,7 @@ def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ctx.error(("parameters",), f"expected a mapping of names to numbers, got {_kind_of(value)}")
+        raise ctx.error(("parameters",), f"expected a mapping of names to numbers, got {kind_of(value)}")
     reserved = {"t", "pi", "e", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz", "w", "angle"}
     out: dict[str, float] = {}
     for key, val in value.items():
@@ -435,7 +354,7 @@ def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
         if not key.isidentifier() or key in reserved:
             raise ctx.error(path, f"'{key}' cannot be a parameter name (reserved or not a name)")
         if isinstance(val, bool) or not isinstance(val, (int, float, str)):
-            raise ctx.error(path, f"expected a number or an expression of earlier parameters, got {_kind_of(val)}")
+            raise ctx.error(path, f"expected a number or an expression of earlier parameters, got {kind_of(val)}")
         try:
             expr = compile_expression(val, out)
         except ExpressionError as exc:
@@ -511,7 +430,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
 
     solver_raw = top["solver"] or {}
     if not isinstance(solver_raw, dict):
-        raise ctx.error(("solver",), f"expected a mapping, got {_kind_of(solver_raw)}")
+        raise ctx.error(("solver",), f"expected a mapping, got {kind_of(solver_raw)}")
     generic = {k: v for k, v in solver_raw.items() if k in SOLVER_FIELDS}
     solver_values = read_mapping(ctx, ("solver",), generic, SOLVER_FIELDS)
     options = {k: v for k, v in solver_raw.items() if k not in SOLVER_FIELDS}
@@ -596,7 +515,7 @@ def _read_couplings(ctx: Context, items: list) -> list[ItemSpec]:
     for i, item in enumerate(items):
         path = ("couplings", i)
         if not isinstance(item, dict):
-            raise ctx.error(path, f"expected a mapping, got {_kind_of(item)}")
+            raise ctx.error(path, f"expected a mapping, got {kind_of(item)}")
         values = read_mapping(ctx, path, item, COUPLING_FIELDS)
         if values["name"] in seen:
             raise ctx.error(

@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mbsim import interrupts
+from mbsim import errors, interrupts
 from mbsim.assertions import Assertion, evaluate_all
 from mbsim.errors import Interrupted, OutputError, SceneError, UsageError, path_text
 from mbsim.output.outdir import check_report, check_result, install_result, open_outdir
@@ -790,7 +790,7 @@ def run_sweep(
         signum = interrupts.received()
         if signum is not None:
             result.interrupted, result.signum = True, signum
-            feed.abandon("interrupted", f"not started: {interrupts.message(signum)}")
+            feed.abandon("interrupted", f"not started: {errors.interrupted_message(signum)}")
         if feed.resumed:
             note(f"{feed.resumed} of {len(result.rows)} cases already completed in {out}: not run again")
         result.wall_time_s = time.perf_counter() - start
@@ -844,8 +844,8 @@ def _run_on_dask(
             feed.position = first.index  # never submitted
         signum = interrupts.received()
         if signum is not None:
-            note(f"{interrupts.message(signum)}: cancelling the cases in flight...")
-            cancel = runner.abandon("interrupted", f"{interrupts.message(signum)} while running")
+            note(f"{errors.interrupted_message(signum)}: cancelling the cases in flight...")
+            cancel = runner.abandon("interrupted", f"{errors.interrupted_message(signum)} while running")
         else:
             _count_scheduler_reruns(cluster.started(runner.topic), rows, runner.ran)
         for index in runner.ran:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import mbsim
-from mbsim import interrupts
+from mbsim import errors
 from mbsim.errors import EXIT_CODES
 from mbsim.output.outdir import Mark, csv_mark, json_mark, markdown_line, markdown_mark, write_report
 from mbsim.output.tables import aligned_rows, cell, json_ready, markdown_rows
@@ -128,7 +128,7 @@ class SweepResult:
         """128 + N when signal N interrupted it (130 for SIGINT), else 3 when a case failed, else 4
         when an assertion failed, else 0."""
         if self.interrupted:
-            return interrupts.exit_code(self.signum) if self.signum else EXIT_CODES["interrupted"]
+            return errors.signal_exit_code(self.signum) if self.signum else EXIT_CODES["interrupted"]
         if any(r.status != "completed" for r in self.rows):
             return EXIT_CODES["simulation"]
         if any(not r.asserts_held for r in self.rows):
@@ -173,7 +173,7 @@ class SweepResult:
                 },
                 "wall_time_s": self.wall_time_s,
                 "interrupted": self.interrupted,
-                "interrupted_by": interrupts.name(self.signum) if self.interrupted and self.signum else None,
+                "interrupted_by": errors.signal_name(self.signum) if self.interrupted and self.signum else None,
                 "exit_code": self.exit_code,
                 "counts": self.counts(),
                 "rows": [r.to_dict() for r in self.rows] if rows else [],
@@ -255,7 +255,7 @@ def _notes(result: SweepResult) -> list[str]:
     if counts["resumed"]:
         lines.append(f"{counts['resumed']} of {counts['cases']} cases resumed from completed result files")
     if result.interrupted:
-        by = f" by {interrupts.name(result.signum)}" if result.signum else ""
+        by = f" by {errors.signal_name(result.signum)}" if result.signum else ""
         lines.append(f"interrupted{by}: {counts['interrupted']} cases not finished; run the same sweep again to finish")
     return lines + result.notes
 

@@ -53,12 +53,14 @@ def test_a_signal_during_the_run(tmp_path: Path, background, sig: int, code: int
 def test_a_signal_at_any_moment_of_start_up(tmp_path: Path, background, sig: int, code: int, delay: float) -> None:
     """From interpreter start through imports, scene loading, set-up and the first steps."""
     out = tmp_path / "run.h5"
-    run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=60")  # ~15 s of stepping
+    run = background("run", CHAIN, "-o", out, "--quiet", "--set", "time.end=3000")  # ~30 s of stepping
     time.sleep(delay)
     run.signal(sig)
     exit_code, _, stderr = run.finish(timeout=60)
     if delay == 0.0 and exit_code == -sig:  # it came before the interpreter ran a line of Python:
         return  # the default action ended the process, which a shell reports as 128 + N as well
+    if delay == 0.0 and sig == signal.SIGINT and "init_import_site" in stderr:
+        return  # Python's own SIGINT handler, while it imports `site` before any of mbsim runs
     assert exit_code == code, stderr
     assert "Traceback" not in stderr
     if out.exists():  # before the scene is loaded there is no file yet; after, it tells the truth
