@@ -46,7 +46,10 @@ joints:
 forces:
   - {type: force, body: b, value: [0, "where(t > 0.01, log(-1), 0)", 0]}
 """
-METHODS = ["lagrange", "timestepping", "null_space", "gauss", "augmented_lagrangian", "variational", "recursive"]
+METHODS = [
+    "lagrange", "timestepping", "null_space", "gauss", "augmented_lagrangian", "variational", "recursive",
+    "event_driven",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -63,7 +66,8 @@ def test_a_nan_force_fails_with_exit_3_under_every_method(tmp_path: Path, method
     with h5py.File(out, "r") as f:  # the partial file: the rows before the force went NaN
         assert f.attrs["status"] == "failed"
         t = f["time"][:]
-        assert len(t) >= 10 and t[-1] <= 0.012
+        # event_driven's DOP853 reaches past t = 0.01 within a stage of an early, long step
+        assert len(t) >= (2 if method == "event_driven" else 10) and t[-1] <= 0.012
 
 
 def test_a_nan_inside_an_implicit_integrator_fails_with_exit_3(tmp_path: Path) -> None:
