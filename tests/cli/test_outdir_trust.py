@@ -22,6 +22,7 @@ from pathlib import Path
 
 import h5py
 import pytest
+from quick_loop import quick
 
 PENDULUM = Path(__file__).resolve().parents[2] / "scenes" / "pendulum_2d.yaml"
 SHORT = ["--set", "time.end=0.02"]  # two steps of the pendulum
@@ -118,7 +119,7 @@ FOREIGN: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(FOREIGN), ids=list(FOREIGN))
+@pytest.mark.parametrize("case", quick(FOREIGN, keep="compare.md-notes"))
 def test_a_file_mbsim_did_not_write_refuses_the_comparison(tmp_path: Path, case: str) -> None:
     name = case.split("-", 1)[0]
     outdir = tmp_path / "out"
@@ -144,7 +145,7 @@ def test_the_issue_example_notes_in_compare_md(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- links, directories, FIFOs
 
 
-@pytest.mark.parametrize("name", [*REPORTS, "lagrange.h5"])
+@pytest.mark.parametrize("name", quick([*REPORTS, "lagrange.h5"], keep="compare.json"))
 def test_a_link_in_outdir_is_never_followed(tmp_path: Path, genuine: Path, name: str) -> None:
     """Even a link to a file mbsim wrote (elsewhere) is refused: writing through it would change a
     file outside OUTDIR, replacing it would lose the user's link."""
@@ -179,7 +180,7 @@ def test_the_reused_reference_never_writes_through_a_link(tmp_path: Path, genuin
     assert precious.read_bytes() == before
 
 
-@pytest.mark.parametrize("name", ["compare.md", "energy.png", "lagrange.h5"])
+@pytest.mark.parametrize("name", quick(["compare.md", "energy.png", "lagrange.h5"], keep="compare.md"))
 def test_a_directory_where_a_file_goes(tmp_path: Path, name: str) -> None:
     outdir = tmp_path / "out"
     (outdir / name).mkdir(parents=True)
@@ -187,7 +188,7 @@ def test_a_directory_where_a_file_goes(tmp_path: Path, name: str) -> None:
     refused(outdir, name)
 
 
-@pytest.mark.parametrize("name", ["compare.json", "violation.png", "lagrange.h5"])
+@pytest.mark.parametrize("name", quick(["compare.json", "violation.png", "lagrange.h5"], keep="compare.json"))
 def test_a_fifo_where_a_file_goes_neither_blocks_nor_is_written(tmp_path: Path, name: str) -> None:
     outdir = tmp_path / "out"
     outdir.mkdir()
@@ -218,7 +219,9 @@ def read_only_dir(path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(path)], capture_output=True)
 
 
-@pytest.mark.parametrize("kind", ["file", "link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"])
+@pytest.mark.parametrize(
+    "kind", quick(["file", "link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"], keep="file")
+)
 def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: str) -> None:
     target = tmp_path / "out"
     with contextlib.ExitStack() as stack:
@@ -276,7 +279,7 @@ OLDER: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(OLDER), ids=list(OLDER))
+@pytest.mark.parametrize("case", quick(OLDER, keep="lagrange.h5-earlier-run"))
 def test_files_an_earlier_mbsim_wrote_are_replaced(tmp_path: Path, genuine: Path, case: str) -> None:
     name = case.split("-", 1)[0]
     outdir = tmp_path / "out"

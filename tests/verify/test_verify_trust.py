@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from quick_loop import quick
 
 TIMEOUT = 60  # seconds; every refusal below comes within a few
 SECRET = "TOP-SECRET-LINE-e8f1"  # the first line of a file outside the problem: never echoed
@@ -225,7 +226,9 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("name, change, expected", HOSTILE, ids=[c[0] for c in HOSTILE])
+@pytest.mark.parametrize(
+    "name, change, expected", quick(HOSTILE, keep="scene-dotdot-outside", ids=[c[0] for c in HOSTILE])
+)
 def test_a_hostile_problem_is_refused(tmp_path, name, change, expected):
     folder = tmp_path / "elsewhere" / "problem"
     problem = base_problem()
@@ -256,6 +259,7 @@ def test_id_with_a_path_writes_nothing_outside_the_output(tmp_path):
     assert list(tmp_path.rglob("*.h5")) == []
 
 
+@pytest.mark.slow  # a variant of test_a_hostile_problem_is_refused[scene-symlink-outside]
 def test_problem_file_that_links_outside_is_not_read(tmp_path):
     folder = tmp_path / "p"
     write_problem(folder, base_problem())
@@ -268,6 +272,7 @@ def test_problem_file_that_links_outside_is_not_read(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # ~2 s each; the scene's YAML loader's bombs: tests/scene/test_hostile_scenes.py
 @pytest.mark.parametrize(
     "bomb",
     [
@@ -288,6 +293,7 @@ def test_yaml_bombs_in_the_problem_file(tmp_path, bomb):
     assert "problem.yaml" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a variant of test_a_hostile_problem_is_refused[scene-fifo]
 def test_a_problem_file_that_is_a_fifo_does_not_block(tmp_path):
     folder = tmp_path / "p"
     folder.mkdir()
@@ -302,8 +308,11 @@ def test_a_problem_file_that_is_a_fifo_does_not_block(tmp_path):
 
 @pytest.mark.parametrize(
     "quantity, expected",
-    [("bodies/bob", "is a group"), ("scene", "not a numeric time series"), ("bodies", "is a group")],
-    ids=["group-of-a-body", "text-dataset", "group-of-groups"],
+    quick(
+        [("bodies/bob", "is a group"), ("scene", "not a numeric time series"), ("bodies", "is a group")],
+        keep="group-of-a-body",
+        ids=["group-of-a-body", "text-dataset", "group-of-groups"],
+    ),
 )
 def test_a_quantity_that_is_no_time_series_is_exit_2_naming_the_key(tmp_path, quantity, expected):
     problem = base_problem()
@@ -337,7 +346,7 @@ def _read_only_mount(where: Path) -> Path:
     return where
 
 
-@pytest.mark.parametrize("below", ["", "sub/deeper"], ids=["outdir-itself", "outdir-below"])
+@pytest.mark.parametrize("below", quick(["", "sub/deeper"], keep="outdir-itself", ids=["outdir-itself", "outdir-below"]))
 def test_a_read_only_output_is_exit_2_before_anything_runs(tmp_path, below):
     mount = _read_only_mount(tmp_path / "ro")
     try:
@@ -351,7 +360,7 @@ def test_a_read_only_output_is_exit_2_before_anything_runs(tmp_path, below):
         subprocess.run(["umount", str(mount)], check=False)
 
 
-@pytest.mark.parametrize("kind", ["file", "fifo"])
+@pytest.mark.parametrize("kind", quick(["file", "fifo"], keep="file"))
 def test_a_file_in_the_way_of_the_problem_folder_is_exit_2(tmp_path, kind):
     folder = write_problem(tmp_path / "p", base_problem())
     (tmp_path / "out").mkdir()
