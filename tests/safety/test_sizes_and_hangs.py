@@ -15,11 +15,13 @@ seconds instead of blocking CI.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 from cli_process import BLOCKS, PENDULUM, ROOT, run_mbsim
+from quick_loop import quick
 
 MESH_ON_BOX = ROOT / "scenes" / "mesh_on_box.yaml"
 QUICK = 60  # seconds: a refusal comes within a few (the machine may be busy)
@@ -81,7 +83,9 @@ SIZES = [
 ]
 
 
-@pytest.mark.parametrize("name, scene, overrides, key", SIZES, ids=[c[0] for c in SIZES])
+@pytest.mark.parametrize(
+    "name, scene, overrides, key", quick(SIZES, keep="time-step-1e-300", ids=[c[0] for c in SIZES])
+)
 def test_an_absurd_size_is_exit_2_naming_the_key(tmp_path, name, scene, overrides, key):
     sets = [a for o in overrides for a in ("--set", o)]
     start = time.monotonic()
@@ -148,7 +152,7 @@ COUNTS = [
 ]
 
 
-@pytest.mark.parametrize("name, args, key", COUNTS, ids=[c[0] for c in COUNTS])
+@pytest.mark.parametrize("name, args, key", quick(COUNTS, keep="compare-repeat-1e9", ids=[c[0] for c in COUNTS]))
 def test_an_absurd_count_option_is_exit_2_within_seconds(tmp_path, name, args, key):
     start = time.monotonic()
     code, out, err = run_mbsim(*args, "-o", tmp_path / "out", timeout=QUICK, cwd=tmp_path)
@@ -159,7 +163,7 @@ def test_an_absurd_count_option_is_exit_2_within_seconds(tmp_path, name, args, k
     assert not any((tmp_path / "out").rglob("*.h5")) if (tmp_path / "out").exists() else True
 
 
-@pytest.mark.parametrize("fps", ["1e12", "1e300", "inf"], ids=["fps-1e12", "fps-1e300", "fps-inf"])
+@pytest.mark.parametrize("fps", quick(["1e12", "1e300", "inf"], keep="fps-inf", ids=["fps-1e12", "fps-1e300", "fps-inf"]))
 def test_export_fps_over_the_run_is_bounded(tmp_path, short_result, fps):
     code, _, err = run_mbsim("export", short_result, "--fps", fps, "-o", tmp_path / "x.glb", timeout=QUICK)
     assert code == 2, err
@@ -170,19 +174,28 @@ def test_export_fps_over_the_run_is_bounded(tmp_path, short_result, fps):
 # ------------------------------------------------------------------ caches that would block
 
 
-def _sdf_cache_entry(tmp_path: Path) -> tuple[dict, Path]:
-    """A fresh SDF cache for the blocks scene, and the path of the entry the scene reads."""
-    env = dict(os.environ, MBSIM_CACHE=str(tmp_path / "cache"))
-    code, _, err = run_mbsim("validate", BLOCKS, timeout=300, env=env, cwd=tmp_path)
+@pytest.fixture(scope="module")
+def sdf_cache(tmp_path_factory) -> Path:
+    """An SDF cache the blocks scene filled (computed once: a few seconds of CPU)."""
+    folder = tmp_path_factory.mktemp("sdf")
+    env = dict(os.environ, MBSIM_CACHE=str(folder / "cache"))
+    code, _, err = run_mbsim("validate", BLOCKS, timeout=300, env=env, cwd=folder)
     assert code == 0, err
+    return folder / "cache"
+
+
+def _sdf_cache_entry(tmp_path: Path, filled: Path) -> tuple[dict, Path]:
+    """A fresh copy of the filled SDF cache without the entry the scene reads, and that entry's path."""
+    env = dict(os.environ, MBSIM_CACHE=str(tmp_path / "cache"))
+    shutil.copytree(filled, tmp_path / "cache", symlinks=True)
     (entry,) = (tmp_path / "cache").glob("sdf-*.npz")
     entry.unlink()
     return env, entry
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling-symlink-to-fifo"])
-def test_an_sdf_cache_entry_that_is_no_regular_file_is_bypassed(tmp_path, kind):
-    env, entry = _sdf_cache_entry(tmp_path)
+@pytest.mark.parametrize("kind", quick(["fifo", "directory", "dangling-symlink-to-fifo"], keep="fifo"))
+def test_an_sdf_cache_entry_that_is_no_regular_file_is_bypassed(tmp_path, sdf_cache, kind):
+    env, entry = _sdf_cache_entry(tmp_path, sdf_cache)
     if kind == "fifo":
         os.mkfifo(entry)
     elif kind == "directory":
@@ -200,8 +213,8 @@ def test_an_sdf_cache_entry_that_is_no_regular_file_is_bypassed(tmp_path, kind):
         assert entry.is_dir()
 
 
-def test_a_run_through_a_fifo_sdf_cache_entry_completes(tmp_path):
-    env, entry = _sdf_cache_entry(tmp_path)
+def test_a_run_through_a_fifo_sdf_cache_entry_completes(tmp_path, sdf_cache):
+    env, entry = _sdf_cache_entry(tmp_path, sdf_cache)
     os.mkfifo(entry)
     out = tmp_path / "blocks.h5"
     code, _, err = run_mbsim("run", BLOCKS, "--set", "time.end=0.002", "-o", out, "--quiet", timeout=300, env=env)

@@ -26,6 +26,7 @@ from pathlib import Path
 import h5py
 import pytest
 from cli_process import PENDULUM, root_attrs
+from quick_loop import quick
 
 TIMEOUT = 120
 BASH = shutil.which("bash") or "/bin/bash"
@@ -149,7 +150,9 @@ CLOSED = [
 ]
 
 
-@pytest.mark.parametrize(("stream", "redirect", "command"), CLOSED, ids=[f"{s}-{c}" for s, _, c in CLOSED])
+@pytest.mark.parametrize(
+    ("stream", "redirect", "command"), quick(CLOSED, keep="all_three-run", ids=[f"{s}-{c}" for s, _, c in CLOSED])
+)
 def test_a_closed_stream_changes_nothing(work: Path, stream: str, redirect: str, command: str) -> None:
     name = f"closed-{stream}-{command}"
     args, files = _case(command, name)
@@ -168,7 +171,7 @@ def test_a_closed_stream_changes_nothing(work: Path, stream: str, redirect: str,
 FULL = ("run_json", "info_json", "info", "validate", "help", "compare", "import")
 
 
-@pytest.mark.parametrize("command", FULL)
+@pytest.mark.parametrize("command", quick(FULL, keep="info"))
 def test_stdout_on_a_full_device_is_an_output_error(work: Path, command: str) -> None:
     args, files = _case(command, f"full-{command}")
     code, out, err = shell("> /dev/full", *args, cwd=work)
@@ -189,7 +192,7 @@ def test_stderr_on_a_full_device_drops_the_messages(work: Path) -> None:
 PIPED = ("info", "info_json", "run_json", "compare", "validate", "help")
 
 
-@pytest.mark.parametrize("command", PIPED)
+@pytest.mark.parametrize("command", quick(PIPED, keep="info"))
 def test_a_reader_that_went_away(work: Path, command: str) -> None:
     args, files = _case(command, f"pipe-{command}")
     code, err = into_closed_pipe(*args, cwd=work)
@@ -200,12 +203,15 @@ def test_a_reader_that_went_away(work: Path, command: str) -> None:
 
 @pytest.mark.parametrize(
     "pipeline",
-    [
-        "info r.h5 --json | head -c 1",
-        f"compare {PENDULUM} --solvers lagrange,null_space -o headcmp --set time.end=0.2 | head -1",
-        "info r.h5 | head -1",
-    ],
-    ids=["info_json-head-c1", "compare-head-1", "info-head-1"],
+    quick(
+        [
+            "info r.h5 --json | head -c 1",
+            f"compare {PENDULUM} --solvers lagrange,null_space -o headcmp --set time.end=0.2 | head -1",
+            "info r.h5 | head -1",
+        ],
+        keep="info-head-1",
+        ids=["info_json-head-c1", "compare-head-1", "info-head-1"],
+    ),
 )
 def test_head_in_a_shell_pipeline(work: Path, pipeline: str) -> None:
     command = f'set -o pipefail; {sys.executable} -m mbsim {pipeline}; echo "status=$?" >&2'
@@ -262,7 +268,7 @@ LOCALE_COMMANDS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("command", list(LOCALE_COMMANDS))
+@pytest.mark.parametrize("command", quick(LOCALE_COMMANDS, keep="validate"))
 def test_every_command_under_an_ascii_locale(umlauts: Path, command: str) -> None:
     if not (umlauts / "Lauf-ö.h5").exists():
         assert _c_run(umlauts, "run", "Pendel-ö.yaml", "-o", "Lauf-ö.h5", *SHORT)[0] == 0
@@ -291,8 +297,8 @@ def test_every_command_under_an_ascii_locale(umlauts: Path, command: str) -> Non
 NOT_UTF8 = b"Pendel-\xff\xfe"  # bytes no locale reads as UTF-8: a file name from another system
 
 
-@pytest.mark.parametrize("locale", ["utf8", "ascii"])
-@pytest.mark.parametrize("command", ["validate", "run_json", "info_json", "compare"])
+@pytest.mark.parametrize("locale", quick(["utf8", "ascii"], keep="ascii"))
+@pytest.mark.parametrize("command", quick(["validate", "run_json", "info_json", "compare"], keep="run_json"))
 def test_file_names_that_are_not_utf8(tmp_path: Path, locale: str, command: str) -> None:
     scene = os.fsencode(tmp_path) + b"/" + NOT_UTF8 + b".yaml"
     shutil.copyfile(PENDULUM, scene)
