@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "output"))
+from quick_loop import quick  # noqa: E402
 from test_export_page import Page, browser, drawn  # noqa: E402, F401  (the page tests' browser harness)
 
 from mbsim.cli.main import COMMANDS  # noqa: E402
-from quick_loop import quick  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDULUM = ROOT / "scenes" / "pendulum_2d.yaml"

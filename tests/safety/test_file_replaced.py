@@ -19,6 +19,7 @@ from pathlib import Path
 import h5py
 import pytest
 from cli_process import PENDULUM, recorded_rows, root_attrs, run_mbsim
+from quick_loop import quick
 
 # runs for minutes unless something stops it; a flush every 2 s (not every 2000 rows, which is
 # every 60 ms here), so that an attack lands between two flushes, as it does on real runs
@@ -79,7 +80,7 @@ ATTACKS: list[tuple[Callable[[Path], None], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("attack", "word", "after"), ATTACKS)
+@pytest.mark.parametrize(("attack", "word", "after"), quick(ATTACKS, keep="deleted"))
 def test_a_file_taken_away_under_the_run_fails_it(background, tmp_path, attack, word, after) -> None:
     out = tmp_path / "out" / "x.h5"
     run = background("run", PENDULUM, *LONG, "-o", out)
@@ -144,7 +145,7 @@ def test_chmod_of_the_file_does_not_stop_the_run(background, tmp_path) -> None:
         assert len(f["time"]) == attrs["steps_recorded"] > 1
 
 
-@pytest.mark.parametrize("attack", [_truncate_to_zero, _delete], ids=["truncated", "deleted"])
+@pytest.mark.parametrize("attack", quick([_truncate_to_zero, _delete], keep="truncated", ids=["truncated", "deleted"]))
 def test_taken_away_before_the_first_rows(background, tmp_path, attack) -> None:
     """As soon as the file exists (its header only, the kernels maybe still loading): the same."""
     out = tmp_path / "x.h5"

@@ -19,6 +19,7 @@ import h5py
 import numpy as np
 import pytest
 from cli_process import CHAIN, PENDULUM, ROOT, root_attrs, run_mbsim
+from quick_loop import quick
 
 BOUNCING = ROOT / "scenes" / "bouncing_ball.yaml"
 URDF = ROOT / "scenes" / "robots" / "ur_description" / "urdf" / "ur5_robot.urdf"
@@ -108,7 +109,9 @@ RUNS = [
 ]
 
 
-@pytest.mark.parametrize(("scene", "overrides", "size_kb", "leave", "code", "rows"), RUNS)
+@pytest.mark.parametrize(
+    ("scene", "overrides", "size_kb", "leave", "code", "rows"), quick(RUNS, keep="pendulum-fills-mid-run")
+)
 def test_run_on_a_full_disk(disk, scene, overrides, size_kb, leave, code, rows) -> None:
     folder = disk(size_kb)
     if leave is not None:
@@ -165,10 +168,13 @@ def test_disk_filled_then_the_run_ends_at_its_close(disk, background) -> None:
 
 @pytest.mark.parametrize(
     ("size_kb", "full", "code"),
-    [
-        pytest.param(400, False, 3, id="room-for-some-rows"),
-        pytest.param(400, True, 2, id="full-at-start"),
-    ],
+    quick(
+        [
+            pytest.param(400, False, 3, id="room-for-some-rows"),
+            pytest.param(400, True, 2, id="full-at-start"),
+        ],
+        keep="room-for-some-rows",
+    ),
 )
 def test_compare_on_a_full_disk(disk, size_kb, full, code) -> None:
     """Each solver's run fails for want of space: a failed row in the table, and the command ends
@@ -201,14 +207,17 @@ def _export_source(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     ("command", "name", "leave"),
-    [
-        pytest.param("export", "x.glb", 0, id="export-glb-full"),
-        pytest.param("export", "x.html", 0, id="export-html-full"),
-        pytest.param("export", "x.html", 8 * KB, id="export-html-8kB-left"),
-        pytest.param("plot", "x.png", 0, id="plot-png-full"),
-        pytest.param("plot", "x.png", 8 * KB, id="plot-png-8kB-left"),
-        pytest.param("import", "x.yaml", 0, id="import-o-full"),
-    ],
+    quick(
+        [
+            pytest.param("export", "x.glb", 0, id="export-glb-full"),
+            pytest.param("export", "x.html", 0, id="export-html-full"),
+            pytest.param("export", "x.html", 8 * KB, id="export-html-8kB-left"),
+            pytest.param("plot", "x.png", 0, id="plot-png-full"),
+            pytest.param("plot", "x.png", 8 * KB, id="plot-png-8kB-left"),
+            pytest.param("import", "x.yaml", 0, id="import-o-full"),
+        ],
+        keep="export-glb-full",
+    ),
 )
 def test_other_outputs_on_a_full_disk(disk, tmp_path, command, name, leave) -> None:
     folder = disk(256)

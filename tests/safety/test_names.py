@@ -17,6 +17,7 @@ from pathlib import Path
 import h5py
 import pytest
 from cli_process import run_mbsim
+from quick_loop import quick
 
 # names a scene may give (bodies, joints, shapes and forces all take each of them): the ids
 # say what each one attacks
@@ -177,19 +178,33 @@ def test_export_html_takes_every_name(names_result, tmp_path):
 
 @pytest.mark.parametrize(
     "what",
-    [
-        "upper/arm",
-        ".",
-        "..",
-        "..angle",  # body '.' and its angle: the longest name that leaves a quantity wins
-        "a.b.position.y",
-        "x,y",  # a comma inside a name is not a separator
-        " sp ace ",
-        "<!--<script>.reaction.torque",  # the body has no reaction: the joint of that name
-        "%,a%2Fb",
-        "a/position.position.x",
-    ],
-    ids=["slash", "dot", "dotdot", "dot_angle", "dotted_component", "comma", "spaces", "markup", "percents", "path"],
+    quick(
+        [
+            "upper/arm",
+            ".",
+            "..",
+            "..angle",  # body '.' and its angle: the longest name that leaves a quantity wins
+            "a.b.position.y",
+            "x,y",  # a comma inside a name is not a separator
+            " sp ace ",
+            "<!--<script>.reaction.torque",  # the body has no reaction: the joint of that name
+            "%,a%2Fb",
+            "a/position.position.x",
+        ],
+        keep="slash",
+        ids=[
+            "slash",
+            "dot",
+            "dotdot",
+            "dot_angle",
+            "dotted_component",
+            "comma",
+            "spaces",
+            "markup",
+            "percents",
+            "path",
+        ],
+    ),
 )
 def test_plot_what_takes_the_original_names(names_result, tmp_path, what):
     out = tmp_path / "plot.png"
@@ -278,7 +293,9 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("slot", "bad", "says"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+@pytest.mark.parametrize(
+    ("slot", "bad", "says"), quick([c[1:] for c in REFUSED], keep="nul_in_body", ids=[c[0] for c in REFUSED])
+)
 def test_refused_names_exit_2_naming_the_key_and_leave_no_file(tmp_path, slot, bad, says):
     scene = tmp_path / "bad.yaml"
     scene.write_text(refusal_scene(slot, bad), encoding="utf-8")
@@ -302,12 +319,15 @@ def test_good_refusal_scene_runs(tmp_path):
 
 @pytest.mark.parametrize(
     ("assignment", "key"),
-    [
-        ('bodies[0].name="nul\\0"', "bodies[0].name"),
-        ('name="\\u0007bell"', "name"),
-        ("joints.pivot.name=" + "j" * 300, "joints[0].name"),
-    ],
-    ids=["set_body_nul", "set_scene_bell", "set_joint_too_long"],
+    quick(
+        [
+            ('bodies[0].name="nul\\0"', "bodies[0].name"),
+            ('name="\\u0007bell"', "name"),
+            ("joints.pivot.name=" + "j" * 300, "joints[0].name"),
+        ],
+        keep="set_body_nul",
+        ids=["set_body_nul", "set_scene_bell", "set_joint_too_long"],
+    ),
 )
 def test_refused_names_from_set(tmp_path, assignment, key):
     scene = tmp_path / "good.yaml"

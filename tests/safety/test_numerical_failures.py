@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 from cli_process import PENDULUM, STIFF_SPRING, run_mbsim
+from quick_loop import quick
 
 NAN_FORCE = """\
 mbsim: 1
@@ -53,7 +54,7 @@ METHODS = [
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("text", [NAN_FORCE, NAN_FORCE_3D], ids=["2d", "3d"])
+@pytest.mark.parametrize("text", quick([NAN_FORCE, NAN_FORCE_3D], keep="2d", ids=["2d", "3d"]))
 def test_a_nan_force_fails_with_exit_3_under_every_method(tmp_path: Path, method: str, text: str) -> None:
     scene = tmp_path / "nan.yaml"
     scene.write_text(text)

@@ -163,7 +163,9 @@ def test_an_absurd_count_option_is_exit_2_within_seconds(tmp_path, name, args, k
     assert not any((tmp_path / "out").rglob("*.h5")) if (tmp_path / "out").exists() else True
 
 
-@pytest.mark.parametrize("fps", quick(["1e12", "1e300", "inf"], keep="fps-inf", ids=["fps-1e12", "fps-1e300", "fps-inf"]))
+@pytest.mark.parametrize(
+    "fps", quick(["1e12", "1e300", "inf"], keep="fps-inf", ids=["fps-1e12", "fps-1e300", "fps-inf"])
+)
 def test_export_fps_over_the_run_is_bounded(tmp_path, short_result, fps):
     code, _, err = run_mbsim("export", short_result, "--fps", fps, "-o", tmp_path / "x.glb", timeout=QUICK)
     assert code == 2, err

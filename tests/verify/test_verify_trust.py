@@ -346,7 +346,9 @@ def _read_only_mount(where: Path) -> Path:
     return where
 
 
-@pytest.mark.parametrize("below", quick(["", "sub/deeper"], keep="outdir-itself", ids=["outdir-itself", "outdir-below"]))
+@pytest.mark.parametrize(
+    "below", quick(["", "sub/deeper"], keep="outdir-itself", ids=["outdir-itself", "outdir-below"])
+)
 def test_a_read_only_output_is_exit_2_before_anything_runs(tmp_path, below):
     mount = _read_only_mount(tmp_path / "ro")
     try:
