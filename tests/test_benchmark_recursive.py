@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # ~1.5 s of benchmark scaffolding (CI runs it)
 def test_recursive_benchmark_section_quick(benchmark_module):
     module = benchmark_module("recursive")
     lines = module.section(quick=True, sizes=(10, 30))

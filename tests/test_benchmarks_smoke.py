@@ -291,6 +291,7 @@ def test_export_section_quick_run(benchmark_module):
     assert "| .glb (glTF 2.0 binary" in text and "| .html (the page" in text and "20 MB:" in text
 
 
+@pytest.mark.slow  # ~2 s of benchmark scaffolding (CI runs it)
 def test_cold_start_section_short_run(benchmark_module):
     """The first-run section on one short case: the run and `mbsim validate` each go twice through a
     fresh process (an empty cache, then warm), CPU and wall are measured, and the section reports

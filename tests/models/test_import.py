@@ -564,6 +564,7 @@ COLLISION_MJCF = """<mujoco>
 """
 
 
+@pytest.mark.slow  # ~4 s; test_import_trust.py::test_collision_geometry_is_never_dropped keeps the import
 def test_mjcf_collision_geoms_become_shapes_and_the_ball_lands(tmp_path, mbsim):
     """collisions: true: the colliding geoms become shapes (the world's plane a ground plane, the
     sphere, capsule and box in the bodies' frames; the contype=0 conaffinity=0 box is left out), and

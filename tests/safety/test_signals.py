@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 import pytest
 from cli_process import CHAIN, PENDULUM, root_attrs, run_mbsim
+from quick_loop import quick
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 
@@ -32,7 +33,7 @@ def assert_truthful(path: Path, sig: int) -> int:
         return len(t)
 
 
-@pytest.mark.parametrize(("sig", "code"), SIGNALS, ids=lambda v: getattr(v, "name", str(v)))
+@pytest.mark.parametrize(("sig", "code"), quick(SIGNALS, keep=0), ids=lambda v: getattr(v, "name", str(v)))
 def test_a_signal_during_the_run(tmp_path: Path, background, sig: int, code: int) -> None:
     out = tmp_path / "run.h5"
     run = background("run", CHAIN, "-o", out, "--set", "time.end=1000", "--quiet")

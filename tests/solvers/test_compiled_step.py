@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 import yaml
+from quick_loop import quick
 
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import update_spring_references
@@ -288,7 +289,7 @@ def test_a_failed_compiled_solve_ends_the_run_with_the_python_message(tmp_path):
     assert "did not converge in 1 iterations" in summary.message
 
 
-@pytest.mark.parametrize("forces", [True, False], ids=["forces", "gravity-only"])
+@pytest.mark.parametrize("forces", quick([True, False], keep="gravity-only", ids=["forces", "gravity-only"]))
 def test_compiled_variational_matches_the_python_steps(tmp_path, monkeypatch, forces):
     """The variational method's compiled Newton steps (variational_kernels) against its Python
     steps: every dataset of a whole run, rows every 3 steps, to round-off (measured 1e-13 relative:

@@ -89,6 +89,7 @@ def test_mesh_cube_lands_and_rests_like_a_box(run_scene):
     assert np.abs(R[2]).max() == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.slow  # ~3 s; the quick loop keeps the ball on a mesh slab
 def test_mesh_on_mesh_rests_at_the_lowest_vertex(run_scene):
     """A rippled torus mesh dropped flat on a mesh slab rests on its lowest vertices (both
     directions of the mesh-mesh test at work)."""
@@ -179,6 +180,7 @@ def test_undamped_hertz_impact_of_a_mesh_sphere(run_scene):
     assert res["diagnostics/contacts/max_penetration"].max() == pytest.approx(delta, rel=0.01)
 
 
+@pytest.mark.slow  # ~2 s: a convergence study (several runs)
 def test_blocks_error_shrinks_with_the_step(run_scene):
     """The paper's figure 8a: the velocity error after impact against the step; all within 0.5%
     and smaller for smaller steps."""

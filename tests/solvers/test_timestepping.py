@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from quick_loop import quick
 
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
 
@@ -17,7 +18,7 @@ def _apexes(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
     return np.array([max(z[i], z[i + 1]) for i in idx])
 
 
-@pytest.mark.parametrize("lcp", ["pgs", "lemke"])
+@pytest.mark.parametrize("lcp", quick(["pgs", "lemke"], keep="pgs"))
 def test_bouncing_ball_apex_heights_follow_restitution(run_scene, lcp):
     """Drop from 1 m, e = 0.8: the k-th apex is 0.8^(2k) m (measured within 0.15 %)."""
     summary, res = run_scene(SCENES / "bouncing_ball.yaml", [f"solver.lcp={lcp}", "time.end=3.5"])
@@ -84,6 +85,7 @@ def test_four_bar_without_projection_drifts(run_scene):
     assert summary.max_position_violation > 1e-4  # measured 2.4e-3
 
 
+@pytest.mark.slow  # ~2 s; the cradle under event_driven stays in the quick loop
 def test_newtons_cradle_conserves_momentum_and_energy(run_scene):
     """Simultaneous impacts of a touching row, e = 1. The textbook cradle ends with (0, 0, 0, 0, 1)
     m/s; the time-stepping LCP, which resolves all touching contacts in one impulse problem,

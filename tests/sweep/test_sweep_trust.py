@@ -23,6 +23,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from quick_loop import quick
 
 from mbsim.sweep import parse_params, plan_sweep
 from mbsim.sweep.worker import run_case
@@ -97,7 +98,7 @@ FOREIGN: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(FOREIGN), ids=list(FOREIGN))
+@pytest.mark.parametrize("case", quick(FOREIGN, keep=0))
 def test_a_file_mbsim_did_not_write_refuses_the_sweep(tmp_path: Path, case: str) -> None:
     name = case.rsplit("-", 1)[0] if case.startswith("theta0") else case.split("-", 1)[0]
     outdir = tmp_path / "out"
@@ -120,7 +121,7 @@ def test_the_issue_example_notes_in_sweep_md(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- links, FIFOs, OUTDIR (no cluster)
 
 
-@pytest.mark.parametrize("name", ["sweep.json", "sweep.md", "theta0-1.h5"])
+@pytest.mark.parametrize("name", quick(["sweep.json", "sweep.md", "theta0-1.h5"], keep="sweep.json"))
 def test_a_link_in_outdir_is_never_followed(tmp_path: Path, name: str) -> None:
     """A link to a file elsewhere (here: one of the user's) is refused, whatever it points at."""
     elsewhere = tmp_path / "elsewhere"
@@ -148,7 +149,7 @@ def test_a_link_to_a_file_mbsim_wrote_is_refused_too(tmp_path: Path, genuine: Pa
     assert snapshot(elsewhere) == before
 
 
-@pytest.mark.parametrize("name", ["sweep.csv", "theta0-2.h5"])
+@pytest.mark.parametrize("name", quick(["sweep.csv", "theta0-2.h5"], keep="sweep.csv"))
 def test_a_fifo_where_a_file_goes_neither_blocks_nor_is_written(tmp_path: Path, name: str) -> None:
     outdir = tmp_path / "out"
     outdir.mkdir()
@@ -176,7 +177,9 @@ def read_only_dir(path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(path)], capture_output=True)
 
 
-@pytest.mark.parametrize("kind", ["link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"])
+@pytest.mark.parametrize(
+    "kind", quick(["link-to-file", "dangling-link", "fifo", "read-only", "below-a-file"], keep="link-to-file")
+)
 def test_an_outdir_that_is_no_writable_directory_exits_2(tmp_path: Path, kind: str) -> None:
     target = tmp_path / "out"
     with contextlib.ExitStack() as stack:
@@ -216,11 +219,14 @@ def test_a_param_into_an_imported_joint_that_the_scene_does_not_amend_names_the_
 
 @pytest.mark.parametrize(
     "values",
-    [
-        pytest.param("a,A,a-case1", id="suffix-collides-with-a-value"),
-        pytest.param("../../evil,a/b,..,/etc/passwd,a-b", id="values-that-look-like-paths"),
-        pytest.param("con,CON.x,nul", id="windows-device-names"),
-    ],
+    quick(
+        [
+            pytest.param("a,A,a-case1", id="suffix-collides-with-a-value"),
+            pytest.param("../../evil,a/b,..,/etc/passwd,a-b", id="values-that-look-like-paths"),
+            pytest.param("con,CON.x,nul", id="windows-device-names"),
+        ],
+        keep="values-that-look-like-paths",
+    ),
 )
 def test_case_file_names_are_distinct_and_inside_outdir(tmp_path: Path, values: str) -> None:
     plan = plan_sweep(str(PENDULUM), parse_params([f"name={values}"]), overrides=("time.end=0.02",))
@@ -340,10 +346,13 @@ def _scene_copy(scene: Path, target: Path) -> Path:
 
 @pytest.mark.parametrize(
     ("scene", "param"),
-    [
-        pytest.param(UR5, "joints.wrist_3_joint.spring.stiffness=1,2", id="urdf-ur5"),
-        pytest.param(FOUR_BAR_MJCF, "gravity=[0,0,-9.81],[0,0,-1.62]", id="mjcf-four-bar"),
-    ],
+    quick(
+        [
+            pytest.param(UR5, "joints.wrist_3_joint.spring.stiffness=1,2", id="urdf-ur5"),
+            pytest.param(FOUR_BAR_MJCF, "gravity=[0,0,-9.81],[0,0,-1.62]", id="mjcf-four-bar"),
+        ],
+        keep="urdf-ur5",
+    ),
 )
 def test_a_case_needs_no_model_file_on_its_worker(tmp_path: Path, scene: Path, param: str) -> None:
     """The task of a case (what travels to a worker on another machine) carries the scene with its
