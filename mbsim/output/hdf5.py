@@ -333,6 +333,7 @@ class ResultWriter:
             # what the disk could not give, for the message
             need, left = self._new_bytes(rows + 1), self.space.available()
         try:
+            self._extend_past_writes(self._new_bytes(rows) if rows else _FLUSH_OVERHEAD)
             if pending:
                 for key, values in self._buffer.items():
                     block = np.concatenate(values)[:rows] if values else None
@@ -454,6 +455,17 @@ class ResultWriter:
             raise defect
         return status, message
 
+    def _extend_past_writes(self, nbytes: int) -> None:
+        """Make the file on disk ``nbytes`` longer than HDF5's allocated end before a flush writes:
+        a reader opening the live file mid-flush would otherwise meet a superblock that states an
+        end the data writes have not reached yet ("truncated file"). HDF5's flush cuts the file back
+        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken)."""
+        if self._lost is not None:  # a file taken away or broken under the run is not touched
+            return
+        size = self.file.id.get_filesize() + nbytes
+        if os.fstat(self.space.fd).st_size < size:
+            os.ftruncate(self.space.fd, size)
+
     def _finish(self, status: str, message: str, attrs: dict[str, Any]) -> None:
         """The final status into the file, and the HDF5 file closed without ever being left to the
         garbage collector half-open (whose failed writes print "Exception ignored" or crash)."""
@@ -461,6 +473,7 @@ class ResultWriter:
             # not ours to repair: what another process left there (or the last good flush) stays
             self._detach()
         try:
+            self._extend_past_writes(_FLUSH_OVERHEAD)
             for key, value in {"status": status, "message": message, **attrs}.items():
                 self.file.attrs[key] = value
             self.file.flush()
