@@ -226,8 +226,9 @@ def test_adaptive_integrators_step_in_compiled_blocks(tmp_path, monkeypatch):
     """scipy:DOP853 steps in compiled blocks (mbsim.solvers.integrate, issue 29) around the compiled
     right-hand side: the derivative equals the Python path's at arbitrary states to round-off
     (measured 1e-14 relative), and a whole run (joint springs, drives with a kink, loads) at
-    tolerance 1e-12 gives the Python path's (scipy's loop, Python right-hand side) states to 1e-9. At looser tolerances the two differ by the run's own error: the step
-    control turns round-off in the derivative into 1e-7 relative changes of the step size."""
+    tolerance 1e-12 gives the Python path's (scipy's loop, Python right-hand side) states to 1e-9.
+    At looser tolerances the two differ by the run's own error: the step control turns round-off
+    in the derivative into 1e-7 relative changes of the step size."""
     from mbsim.simulate import run
     from mbsim.solvers.ode import OdeSolver
 
