@@ -26,11 +26,9 @@ import datetime as _dt
 import errno
 import fcntl
 import os
-import socket
 import stat
 import struct
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,6 +108,8 @@ def is_result_file(path: str | Path) -> bool:
 
 def writer_stamp() -> dict[str, Any]:
     """Root attributes that name this process as the file's writer."""
+    import socket  # here, not at module level: only a run that writes needs it (mbsim validate starts faster)
+
     command = " ".join(Path(sys.argv[0]).name if i == 0 else a for i, a in enumerate(sys.argv))
     command = path_text(command)  # the attribute is UTF-8 text, whatever the locale decoded
     return {
@@ -322,6 +322,8 @@ def written_atomically(out: Path, what: str) -> Iterator[str]:
     """A temporary name next to ``out`` to write into; renamed to ``out`` when the block ends
     without an error (a half-written file never carries the final name), removed otherwise.
     OSError becomes OutputError naming ``what`` (exit 2)."""
+    import tempfile  # here, not at module level: only commands that write need it (validate starts faster)
+
     try:
         if out.parent.exists() and not out.parent.is_dir():
             raise OutputError(f"cannot write {what}: {out.parent} is not a directory", file=str(out))

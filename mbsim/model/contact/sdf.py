@@ -38,11 +38,9 @@ never an error. This module imports nothing from mbsim but its compiled kernels.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -262,6 +260,8 @@ def build_sdf(mesh: trimesh.Trimesh, cell: float, padding: float) -> SignedDista
 
 def sdf_cache_key(mesh: trimesh.Trimesh, cell: float, padding: float) -> str:
     """Hex digest of the mesh's vertices and faces bytes and the grid settings."""
+    import hashlib  # here, not at module level: only scenes with an SDF need it (validate starts faster)
+
     h = hashlib.sha256()
     h.update(f"mbsim-sdf-v{_CACHE_VERSION}".encode())
     h.update(np.ascontiguousarray(mesh.vertices, dtype="<f8").tobytes())
@@ -367,6 +367,8 @@ def _mismatch(field: SignedDistanceField, mesh: trimesh.Trimesh, cell: float, pa
 
 def _store(path: Path, field: SignedDistanceField) -> None:
     """Write ``field`` to ``path`` atomically; on failure warn and carry on (the field stays in memory)."""
+    import tempfile  # here, not at module level: only a field computed anew needs it (validate starts faster)
+
     directory = path.parent
     tmp = None
     try:
