@@ -28,7 +28,6 @@ from typing import Any
 
 import h5py
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 import mbsim
 from mbsim import interrupts
@@ -201,6 +200,8 @@ def _differences(
     check: Check, times: np.ndarray, values: np.ndarray, quick: bool, result: CheckResult
 ) -> np.ndarray | None:
     """|value - reference| (relative if asked) at the compared times, or None with a note."""
+    from scipy.interpolate import CubicSpline  # here: scipy.interpolate costs every verify process ~0.3 s of CPU
+
     assert check.times is not None and check.values is not None
     if check.match == "interpolate":
         inside = (times >= check.times[0] - TIME_MATCH) & (times <= check.times[-1] + TIME_MATCH)
