@@ -8,7 +8,6 @@ import numpy as np
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, set_option, strict_option
 from mbsim.errors import plural
 from mbsim.scene.spec import load_scene
-from mbsim.simulate import prepare
 
 
 def mass_properties(spec, model) -> list[dict]:
@@ -40,6 +39,8 @@ def mass_properties(spec, model) -> list[dict]:
 def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool, debug: bool) -> None:
     """Check SCENE (keys, types, values, bodies, joints, solver, assembly) without simulating."""
     spec = load_scene(scene, overrides)
+    from mbsim.simulate import prepare  # here: a scene refused while loading needs no solver (~0.2 s of CPU)
+
     model, solver = prepare(spec, strict=strict)
     dof = model.nv - model.nc
     report = {
