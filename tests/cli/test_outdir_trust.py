@@ -347,6 +347,7 @@ def test_a_link_put_in_place_of_a_result_while_the_comparison_runs_is_not_follow
     assert os.readlink(target) == str(precious)
 
 
+@pytest.mark.slow  # ~3 s (a whole comparison); the hard-linked backup: tests/safety/test_file_replaced.py
 def test_a_result_with_other_names_is_replaced_without_changing_them(tmp_path: Path, genuine: Path) -> None:
     """A backup made with hard links (`cp -al out backup`): the run writes a new lagrange.h5, the
     backup's name keeps the old contents (the writer truncates an existing result in place)."""

@@ -115,6 +115,7 @@ def test_cache_directory_is_a_plain_file(tmp_path):
     assert plain.read_text() == "a file in the way\n"
 
 
+@pytest.mark.slow  # ~2 s; a variant of test_cache_directory_is_a_plain_file
 def test_cache_directory_below_a_plain_file(tmp_path):
     """Cannot be created, not even by root (unlike a chmod-ed directory)."""
     plain = tmp_path / "plain"

@@ -731,6 +731,7 @@ def test_validate_exits_2_on_a_contact_error(tmp_path, mbsim):
 # ----------------------------------------------------------------------------- timing
 
 
+@pytest.mark.slow  # ~1.5 s; a timing that is printed, not asserted
 def test_time_of_a_pile_of_1000_spheres(tmp_path):
     """Printed, not asserted (machines differ): one detection in a pile of 1,000 spheres in a box."""
     r, n = 0.05, 10

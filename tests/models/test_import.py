@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import yaml
+from quick_loop import quick
 from scipy.integrate import solve_ivp
 
 from mbsim.scene.spec import load_scene
@@ -101,7 +102,7 @@ def mujoco_rk4(xml: Path, qpos, qvel, seconds: float = 1.0):
 
 
 @pytest.mark.parametrize(
-    ("urdf", "free"), [(UR5, False), (SO100, False), (SOLO12, True)], ids=["ur5", "so100", "solo12"]
+    ("urdf", "free"), quick([(UR5, False), (SO100, False), (SOLO12, True)], keep="ur5", ids=["ur5", "so100", "solo12"])
 )
 def test_joint_accelerations_match_pinocchio_aba(tmp_path, urdf, free):
     """recursive's joint accelerations (its coordinates are the joints') at 20 random states equal
@@ -168,7 +169,7 @@ def pinocchio_trajectory(model, q0, v0, times, free: bool):
 
 @pytest.mark.parametrize("method", ["recursive", "lagrange"])
 @pytest.mark.parametrize(
-    ("urdf", "free"), [(UR5, False), (SO100, False), (SOLO12, True)], ids=["ur5", "so100", "solo12"]
+    ("urdf", "free"), quick([(UR5, False), (SO100, False), (SOLO12, True)], keep="ur5", ids=["ur5", "so100", "solo12"])
 )
 def test_one_second_trajectories_match_pinocchio(tmp_path, mbsim, urdf, free, method):
     """1 s under scipy:DOP853 at 1e-10 from a random state: every link's centre of mass within

@@ -313,6 +313,7 @@ def test_unphysical_mass_properties_are_refused_in_the_model(tmp_path, case):
     import_and_scene(tmp_path, model, element, needle)
 
 
+@pytest.mark.slow  # ~2 s (three processes)
 def test_rotated_inertia_is_checked_as_a_whole(tmp_path):
     """A valid inertia with products of inertia (a rotated box) imports; the same with one
     principal moment past the triangle bound does not."""
@@ -345,6 +346,7 @@ def test_an_axis_is_a_direction_or_refused(tmp_path, case):
 
 
 @pytest.mark.parametrize("value", quick(["1e300", "1e-300"], keep="1e300"))
+@pytest.mark.slow  # ~3 s (four processes); a variant of test_every_number_must_be_a_finite_decimal
 def test_extreme_but_finite_sizes_either_import_and_validate_or_are_refused(tmp_path, value):
     """Huge or tiny finite numbers: the import either writes a scene validate accepts or refuses
     with exit 2 — never a scene that validate then refuses, never a traceback."""
@@ -404,6 +406,7 @@ def test_mimic_cycles_and_mimics_of_joints_without_coordinate_are_refused(tmp_pa
     import_and_scene(tmp_path, model, "<mimic>", needle)
 
 
+@pytest.mark.slow  # ~2 s; mimics: test_import.py::test_urdf_mimic_is_a_coupling_and_the_panda_matches_pinocchio
 def test_a_mimic_chain_imports_and_starts_consistent(tmp_path):
     """j3 follows j2 which follows j1 (a chain, not a cycle): imported as two couplings, and
     j3 starts where j2's start puts it (leaders placed first, whatever the order in the file)."""
@@ -419,6 +422,7 @@ def test_a_mimic_chain_imports_and_starts_consistent(tmp_path):
 # --- ground -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # ~3 s; the quick loop keeps test_a_root_link_named_ground_is_the_ground
 def test_a_link_named_ground_is_refused_unless_a_prefix_renames_it(tmp_path):
     """A moving link named 'ground' merged silently into the world; now exit 2 naming it and
     suggesting a prefix; with a prefix it is a body of its own that moves."""
@@ -440,6 +444,7 @@ def test_a_root_link_named_ground_is_the_ground(tmp_path):
     refused(run_mbsim("import", model, "--base", "free", timeout=TIMEOUT), "link 'ground'", "prefix")
 
 
+@pytest.mark.slow  # ~3 s; the quick loop keeps test_a_root_link_named_ground_is_the_ground
 def test_an_mjcf_body_named_ground_is_refused_unless_prefixed(tmp_path):
     text = PENDULUM_MJCF.read_text().replace('name="lower"', 'name="ground"')
     model = write(tmp_path, text, "pendulum.xml")
@@ -555,6 +560,7 @@ def test_hostile_includes_are_refused_in_seconds(tmp_path, case):
 
 
 @pytest.mark.parametrize("where", quick(["absolute", "dotdot"], keep="dotdot"))
+@pytest.mark.slow  # ~2 s (import, then validate)
 def test_includes_outside_the_model_folder_are_read(tmp_path, where):
     """An include by absolute path or through .. is an ordinary file of the user's: it is read
     (its bodies imported), checked like any other."""
@@ -603,6 +609,7 @@ def test_mjcf_huge_finite_sizes_that_overflow_in_the_compiler_are_refused(tmp_pa
     assert code == 2 and "Traceback" not in err and "body 'tip'" in err, err
 
 
+@pytest.mark.slow  # ~2 s
 def test_an_mjcf_joint_and_equality_with_one_name_are_not_merged(tmp_path):
     """MuJoCo allows a joint and a connect with the same name; the scene's joints are one list:
     refused naming the equality (one of the two was silently dropped)."""
@@ -724,6 +731,7 @@ ENCODINGS = {
 
 
 @pytest.mark.parametrize("case", quick(sorted(ENCODINGS), keep="utf8_bom"))
+@pytest.mark.slow  # ~3 s each (import, then validate); the plain file: test_the_arm_itself_imports
 def test_harmless_xml_variants_import_as_the_plain_file(tmp_path, case):
     """A DOCTYPE without entities, a BOM, UTF-16, Latin-1, CRLF lines, xacro leftovers in their
     namespace: the same scene as the plain file."""
@@ -782,6 +790,7 @@ def test_a_typed_scene_joint_named_as_an_imported_one_is_named_in_the_scene(tmp_
     refused(run_mbsim("validate", scene, timeout=TIMEOUT), "joints[0].name", "also imported")
 
 
+@pytest.mark.slow  # ~2 s (import, then validate)
 def test_copied_real_robot_still_imports(tmp_path):
     """The shipped UR5 copied elsewhere (its meshes along) imports as before: the strict reader
     refuses nothing a real file has."""

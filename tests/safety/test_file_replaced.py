@@ -108,6 +108,7 @@ def test_a_file_taken_away_under_the_run_fails_it(background, tmp_path, attack, 
             assert recorded_rows(kept) >= 1
 
 
+@pytest.mark.slow  # ~2 s (two runs); the quick loop keeps the file taken away under the run
 def test_replaced_by_another_result_leaves_that_result_alone(background, tmp_path) -> None:
     """An mbsim result copied over the path mid-run is someone's: byte for byte untouched."""
     other = tmp_path / "other.h5"

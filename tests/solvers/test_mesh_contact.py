@@ -21,12 +21,13 @@ def _slab(half: float = 1.0, depth: float = 0.2) -> list[list[float]]:
 
 
 def test_ball_bounces_on_a_mesh_slab_as_on_a_plane(run_scene):
-    """Newton restitution 0.8 on the ground's mesh: apex k at 0.8^(2k) of the 1 m drop, as on a plane."""
+    """Newton restitution 0.8 on the ground's mesh: apex k at 0.8^(2k) of the 1 m drop, as on a plane
+    (two bounces: the second apex comes at t = 1.46 s)."""
     scene = {
         "mbsim": 1,
         "name": "ball on mesh",
         "gravity": [0, 0, -9.81],
-        "time": {"end": 2.2, "step": 2e-4},
+        "time": {"end": 1.6, "step": 2e-4},
         "solver": {"method": "timestepping"},
         "output": {"every": 5},
         "ground": {"shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": _slab()}}]},
@@ -43,8 +44,8 @@ def test_ball_bounces_on_a_mesh_slab_as_on_a_plane(run_scene):
     }
     _, res = run_scene(scene)
     z = res["bodies/ball/position"][:, 2] - 0.1
-    apex = z[argrelmax(z)[0]][:3]
-    np.testing.assert_allclose(apex, [0.8**2, 0.8**4, 0.8**6], rtol=3e-3)
+    apex = z[argrelmax(z)[0]]
+    np.testing.assert_allclose(apex, [0.8**2, 0.8**4], rtol=3e-3)
     xy = res["bodies/ball/position"][:, :2]
     assert np.abs(xy - [0.1, 0.2]).max() < 1e-9  # the slab's normal is exactly vertical
 

@@ -35,7 +35,7 @@ def test_bouncing_ball_apex_heights_follow_restitution(run_scene, lcp):
 
 def test_sliding_block_stops_where_coulomb_says(run_scene):
     """v = 2 m/s, mu = 0.3: stops after v^2/(2 mu g) = 0.680 m at t = v/(mu g) = 0.680 s."""
-    _, res = run_scene(SCENES / "sliding_block.yaml")
+    _, res = run_scene(SCENES / "sliding_block.yaml", ["time.end=0.75"])  # at rest from 0.68 s on
     t, x, vx = res.time, res["bodies/block/position"][:, 0], res["bodies/block/velocity"][:, 0]
     stop = int(np.argmax(np.abs(vx) < 1e-9))
     g, mu, v0 = 9.81, 0.3, 2.0
