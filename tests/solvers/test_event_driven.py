@@ -111,7 +111,7 @@ def test_sliding_block_stops_in_one_stick_event(run_scene):
     """v0 = 2 m/s, mu = 0.3: stops at v0/(mu g) after v0^2/(2 mu g), both 0.67958 (measured to
     2e-16 relative); the stop is one stick event of the floor (its four corners together), no
     chattering; the block neither sinks nor tips."""
-    _, res = run_scene(SCENES / "sliding_block.yaml", ["solver.method=event_driven", "output.every=1"])
+    _, res = run_scene(SCENES / "sliding_block.yaml", ["solver.method=event_driven", "output.every=1", "time.end=0.75"])
     events = _events(res)
     mu, v0 = 0.3, 2.0
     assert [(kind, name) for _, kind, name in events] == [("stick", "floor")]

@@ -20,12 +20,13 @@ def _apexes(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("lcp", quick(["pgs", "lemke"], keep="pgs"))
 def test_bouncing_ball_apex_heights_follow_restitution(run_scene, lcp):
-    """Drop from 1 m, e = 0.8: the k-th apex is 0.8^(2k) m (measured within 0.15 %)."""
-    summary, res = run_scene(SCENES / "bouncing_ball.yaml", [f"solver.lcp={lcp}", "time.end=3.5"])
+    """Drop from 1 m, e = 0.8: the k-th apex is 0.8^(2k) m (measured within 0.15 %); three
+    bounces (the third apex comes at t = 1.98 s)."""
+    summary, res = run_scene(SCENES / "bouncing_ball.yaml", [f"solver.lcp={lcp}", "time.end=2.2"])
     z = res["bodies/ball/position"][:, 2] - 0.1
-    apex = _apexes(z, res["bodies/ball/velocity"][:, 2])[:5]
-    assert len(apex) == 5
-    expected = 0.8 ** (2 * np.arange(1, 6))
+    apex = _apexes(z, res["bodies/ball/velocity"][:, 2])
+    assert len(apex) == 3
+    expected = 0.8 ** (2 * np.arange(1, 4))
     np.testing.assert_allclose(apex, expected, rtol=0.01)
     # the impacts' losses are booked as work: total - work is conserved
     conserved = res["diagnostics/energy/total"] - res["diagnostics/energy/work"]
@@ -110,7 +111,7 @@ def test_circle_bouncing_on_a_line_in_2d(run_scene):
         "name": "disc",
         "dimension": 2,
         "gravity": [0, -9.81],
-        "time": {"end": 1.2, "step": 2e-4},
+        "time": {"end": 0.6, "step": 2e-4},  # the first apex comes at t = 0.48 s
         "solver": {"method": "timestepping"},
         "ground": {"shapes": [{"type": "line", "point": [0, 0], "normal": [0, 1]}]},
         "bodies": [{"name": "disc", "mass": 1.0, "inertia": 0.005, "position": [0, 0.6],
