@@ -416,8 +416,11 @@ MJCF = """\
 
 @pytest.mark.parametrize(
     ("body", "code", "says"),
-    [("left/upper arm", 0, ""), ("left&#10;arm", 2, "arm.xml:3: body 'left\\narm'")],
-    ids=["mjcf_attach_prefix_names", "mjcf_body_newline"],
+    quick(
+        [("left/upper arm", 0, ""), ("left&#10;arm", 2, "arm.xml:3: body 'left\\narm'")],
+        keep="mjcf_attach_prefix_names",
+        ids=["mjcf_attach_prefix_names", "mjcf_body_newline"],
+    ),
 )
 def test_imported_mjcf_names(tmp_path, body, code, says):
     (tmp_path / "arm.xml").write_text(MJCF.replace("BODY", body), encoding="utf-8")
@@ -450,13 +453,16 @@ def test_imported_names_with_a_slash_prefix_keep_their_names(tmp_path):
 
 @pytest.mark.parametrize(
     ("link", "prefix", "where", "says"),
-    [
-        ("upper&#10;arm", "", "arm.urdf:3: link 'upper\\narm'", "U+000A"),
-        ("tab&#9;bed", "left/", "arm.urdf:3: link 'tab\\tbed'", "U+0009"),
-        ("arm", "p\x01", "model.yaml:5:", "U+0001"),
-        ("arm", "p" * 199, "model.yaml:5:", "at most 200 are allowed"),
-    ],
-    ids=["link_newline", "link_tab", "prefix_control", "prefix_too_long"],
+    quick(
+        [
+            ("upper&#10;arm", "", "arm.urdf:3: link 'upper\\narm'", "U+000A"),
+            ("tab&#9;bed", "left/", "arm.urdf:3: link 'tab\\tbed'", "U+0009"),
+            ("arm", "p\x01", "model.yaml:5:", "U+0001"),
+            ("arm", "p" * 199, "model.yaml:5:", "at most 200 are allowed"),
+        ],
+        keep="link_newline",
+        ids=["link_newline", "link_tab", "prefix_control", "prefix_too_long"],
+    ),
 )
 def test_imported_names_are_checked_naming_the_model_file(tmp_path, link, prefix, where, says):
     scene = model_scene(tmp_path, link, prefix)
@@ -509,8 +515,21 @@ contacts:
 
 @pytest.mark.parametrize(
     ("body2", "resting"),
-    [('"ball[1]"', {"ball[1]"}), ('"ball*"', {"ball*"}), ('"ball?"', {"ball1", "ball*"}), ('"ball?1?"', {"ball[1]"})],
-    ids=["exact_name_with_brackets", "exact_name_with_star", "pattern_still_a_pattern", "pattern_matching_brackets"],
+    quick(
+        [
+            ('"ball[1]"', {"ball[1]"}),
+            ('"ball*"', {"ball*"}),
+            ('"ball?"', {"ball1", "ball*"}),
+            ('"ball?1?"', {"ball[1]"}),
+        ],
+        keep="exact_name_with_brackets",
+        ids=[
+            "exact_name_with_brackets",
+            "exact_name_with_star",
+            "pattern_still_a_pattern",
+            "pattern_matching_brackets",
+        ],
+    ),
 )
 def test_a_contact_body_that_is_a_name_means_that_body(tmp_path, body2, resting):
     """A body's exact name in body1/body2 is that body even when it holds glob characters
