@@ -21,7 +21,6 @@ import h5py
 import numpy as np
 import pytest
 import trimesh
-from quick_loop import quick
 
 from mbsim.model.contact import compliant
 from mbsim.model.contact import sdf as sdf_module
@@ -85,13 +84,11 @@ def cache(filled_cache, tmp_path) -> Path:
     return sdf_dir
 
 
+@pytest.mark.slow  # ~2 s each (a run); in-process: test_cached_sdf_rebuilds_a_bad_file, stderr: test_sizes_and_hangs.py
 @pytest.mark.parametrize(
     "content",
-    quick(
-        [b"", b"\x00 garbage, not an npz \xff" * 8, "truncated"],
-        keep="garbage",
-        ids=["zero-byte", "garbage", "truncated"],
-    ),
+    [b"", b"\x00 garbage, not an npz \xff" * 8, "truncated"],
+    ids=["zero-byte", "garbage", "truncated"],
 )
 def test_bad_field_file_is_rebuilt(cache, filled_cache, tmp_path, content):
     sdf_dir = cache
@@ -105,6 +102,7 @@ def test_bad_field_file_is_rebuilt(cache, filled_cache, tmp_path, content):
     assert_field_file_healthy(path, sdf_file(filled_cache))
 
 
+@pytest.mark.slow  # ~2 s (a run); in-process: test_cached_sdf_bypasses_an_unwritable_cache[plain-file]
 def test_cache_directory_is_a_plain_file(tmp_path):
     plain = tmp_path / "not-a-directory"
     plain.write_text("a file in the way\n")
