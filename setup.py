@@ -15,7 +15,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 # C semantics for the kernels' arithmetic (division by zero gives inf/nan as numpy does, no
-# Python exception), no index checks (the structures' sizes are checked when they are built)
+# Python exception); no index checks: the kernels index only the structures mbsim.model.flat and
+# the solvers build with matching sizes (tests/solvers/test_compiled_step.py runs every kind)
 DIRECTIVES = {
     "language_level": 3,
     "boundscheck": False,
