@@ -38,6 +38,9 @@ STEMS = [f"step-{h}_theta0-{a}.h5" for h in ("0.01", "0.02") for a in ("0.5", "1
 # 0.6 s after a case finished is certainly inside its next case
 SLOW = ["--set", "time.end=6", "--set", "time.step=6.103515625e-05", "--set", "output.every=128"]
 SLOW_STEPS = 98304
+# Cases of ~2.5 s each (compiled), so that a worker killed 0.6 s after the first case ends is mid-case.
+LONG = ["--set", "time.end=24", "--set", "time.step=6.103515625e-05", "--set", "output.every=512"]
+LONG_STEPS = 4 * SLOW_STEPS
 
 
 def sweep(*args: object):
@@ -314,7 +317,7 @@ class SweepProcess:
 def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     outdir = tmp_path / "killed"
     angles = "parameters.theta0=linspace(0.5,1.5,6)"
-    proc = SweepProcess([PENDULUM, *SLOW, "--param", angles, "--workers", 2, "-o", outdir, "--format", "json"])
+    proc = SweepProcess([PENDULUM, *LONG, "--param", angles, "--workers", 2, "-o", outdir, "--format", "json"])
     try:
         proc.wait_first_case()
         time.sleep(0.6)  # both workers are on their next case by now (four are still waiting)
@@ -340,7 +343,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     for path in files:
         with h5py.File(path, "r") as f:
             assert f.attrs["status"] == "completed"
-            assert f.attrs["steps"] == SLOW_STEPS
+            assert f.attrs["steps"] == LONG_STEPS
             cases.append(int(f.attrs["sweep_case"]))
     assert sorted(cases) == [1, 2, 3, 4, 5, 6]
     csv_rows = (outdir / "sweep.csv").read_text().splitlines()
