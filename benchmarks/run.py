@@ -21,7 +21,8 @@ report. Each section is a module of this folder, its docstring saying what it me
 11. ``mbsim export`` to .glb and .html (export.py).
 12. The first run with every cache empty, per method, against the same run warm; ``mbsim validate``;
     with ``--install``, a fresh clone, venv and ``pip install -e .`` and the flagship run (cold_start.py).
-13. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
+13. Recording every step against every 100th, per method (recording.py).
+14. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
    minutes); this script keeps that section of BENCHMARKS.md as it is.
 
 The machine table comes from machine.py, the report's frame from report.py. Times are
@@ -173,8 +174,8 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
     return [(n, *min(rows, key=lambda row: abs(np.log(row[0] / n)))[1:]) for n in sizes]
 
 
-# sections 6-12: modules of their own, each with section(quick) -> markdown lines
-EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start")
+# sections 6-13: modules of their own, each with section(quick) -> markdown lines
+EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start", "recording")
 
 
 def _module(name: str):

@@ -291,6 +291,25 @@ def test_export_section_quick_run(benchmark_module):
     assert "| .glb (glTF 2.0 binary" in text and "| .html (the page" in text and "20 MB:" in text
 
 
+@pytest.mark.slow  # ~1 s of benchmark scaffolding (CI runs it)
+def test_recording_section_short_run(benchmark_module):
+    """The recording section on one short case: both runs time the same steps, the ratio is theirs, the
+    table and the verdict say it; a case that fails to load is reported in its row, not raised."""
+    rec = benchmark_module("recording")
+    cases = (("lagrange", "pendulum_2d.yaml", ("time.end=0.05",)), ("lagrange", "no_such_scene.yaml", ()))
+    good, broken = rec.measure(1, cases=cases, log=lambda _: None)
+    assert good.failure == "" and good.steps > 0
+    assert good.every_step_s[0] > 0 and good.sparse_s[0] > 0
+    assert good.ratio == pytest.approx(good.every_step_s[0] / good.sparse_s[0])
+    assert broken.failure and not broken.every_step_s
+    text = "\n".join(rec.markdown([good, broken], 1))
+    assert text.startswith("## Recording: every step against every 100th")
+    assert f"| lagrange | `scenes/pendulum_2d.yaml` (`time.end=0.05`) | {good.steps} |" in text
+    assert "| lagrange | `scenes/no_such_scene.yaml` | - | - | - | - | - |" in text
+    assert "Target: recording every step at most 1.3x recording every 100th" in text
+    assert all((rec.SCENES / scene).is_file() for _, scene, _ in rec.CASES)
+
+
 @pytest.mark.slow  # ~2 s of benchmark scaffolding (CI runs it)
 def test_cold_start_section_short_run(benchmark_module):
     """The first-run section on one short case: the run and `mbsim validate` each go twice through a
