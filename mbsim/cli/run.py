@@ -22,7 +22,6 @@ from mbsim.cli.options import (
     strict_option,
 )
 from mbsim.errors import EXIT_CODES
-from mbsim.output.export import export_results
 from mbsim.output.safety import check_export_target, claim_result, is_result_file
 from mbsim.scene.spec import load_scene
 
@@ -139,6 +138,8 @@ def run(
     exported = None
     if export_to is not None and signum is None and summary.recorded > 0:
         # a failed run's motion up to where it stopped is exported too: that is where to look
+        from mbsim.output.export import export_results  # motion, geometry: only when --export asks
+
         exported = export_results([(summary.file, None)], export_to)
     if as_json:
         extra = {"assertions": [o.to_dict() for o in outcomes]} if checks else {}
