@@ -19,3 +19,8 @@ cdef int solve_raw(Py_ssize_t n, double* at, double* b, int* pivots) noexcept no
 cdef bint cholesky_in_place_raw(Py_ssize_t n, double* A) noexcept nogil
 cdef void cholesky_solve_raw(Py_ssize_t n, const double* L, double* x) noexcept nogil
 cdef void cholesky_envelope_solve_raw(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double* x) noexcept nogil
+# the envelope Cholesky factor and solve over raw C-order (n, n) buffers (first[i]: row i's first
+# column inside the envelope, last[r]: the last row whose envelope reaches column r)
+cdef bint cholesky_envelope_raw(Py_ssize_t n, double* A, const long long* first) noexcept nogil
+cdef void cholesky_envelope_solve_ptr(Py_ssize_t n, const double* L, const long long* first, const long long* last,
+                                      double* x) noexcept nogil

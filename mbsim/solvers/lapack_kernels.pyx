@@ -144,45 +144,52 @@ cpdef void cholesky_solve(const double[:, ::1] L, double[::1] x) noexcept nogil:
     cholesky_solve_raw(L.shape[0], &L[0, 0], &x[0])
 
 
-cpdef bint cholesky_envelope(double[:, ::1] A, const long long[::1] first) noexcept nogil:
-    """A = L L^T in place (lower triangle) for a symmetric A whose row i is zero left of column
-    first[i] (its envelope, which holds L's row too): the operations of cholesky_in_place less
-    the products with those zeros, so the same numbers. False if A is not positive definite."""
-    cdef Py_ssize_t n = A.shape[0]
+cdef bint cholesky_envelope_raw(Py_ssize_t n, double* A, const long long* first) noexcept nogil:
     cdef Py_ssize_t i, j, k, fi, start
     cdef double s, d
     for i in range(n):
         fi = first[i]
         for j in range(fi, i):
-            s = A[i, j]
+            s = A[i * n + j]
             start = fi if fi > first[j] else first[j]
             for k in range(start, j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / A[j, j]
-        d = A[i, i]
+                s -= A[i * n + k] * A[j * n + k]
+            A[i * n + j] = s / A[j * n + j]
+        d = A[i * n + i]
         for k in range(fi, i):
-            d -= A[i, k] * A[i, k]
+            d -= A[i * n + k] * A[i * n + k]
         if not d > 0.0:
             return False
-        A[i, i] = sqrt(d)
+        A[i * n + i] = sqrt(d)
     return True
 
 
-cdef void cholesky_envelope_solve_raw(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double* x) noexcept nogil:
-    cdef Py_ssize_t n = L.shape[0]
+cpdef bint cholesky_envelope(double[:, ::1] A, const long long[::1] first) noexcept nogil:
+    """A = L L^T in place (lower triangle) for a symmetric A whose row i is zero left of column
+    first[i] (its envelope, which holds L's row too): the operations of cholesky_in_place less
+    the products with those zeros, so the same numbers. False if A is not positive definite."""
+    return cholesky_envelope_raw(A.shape[0], &A[0, 0], &first[0])
+
+
+cdef void cholesky_envelope_solve_ptr(Py_ssize_t n, const double* L, const long long* first, const long long* last,
+                                      double* x) noexcept nogil:
     cdef Py_ssize_t r, k
     cdef double s
     for r in range(n):
         s = x[r]
         for k in range(first[r], r):
-            s -= L[r, k] * x[k]
-        x[r] = s / L[r, r]
+            s -= L[r * n + k] * x[k]
+        x[r] = s / L[r * n + r]
     for r in range(n - 1, -1, -1):
         s = x[r]
         for k in range(r + 1, last[r] + 1):
             if first[k] <= r:
-                s -= L[k, r] * x[k]
-        x[r] = s / L[r, r]
+                s -= L[k * n + r] * x[k]
+        x[r] = s / L[r * n + r]
+
+
+cdef void cholesky_envelope_solve_raw(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double* x) noexcept nogil:
+    cholesky_envelope_solve_ptr(L.shape[0], &L[0, 0], &first[0], &last[0], x)
 
 
 cpdef void cholesky_envelope_solve(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double[::1] x) noexcept nogil:
