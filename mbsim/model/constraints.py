@@ -10,7 +10,8 @@ primitive kind is evaluated in one batched call over all joints that use it:
   (3D: atan2 of reference vectors; 2D: angle_j - angle_i);
 - ``coupling``: two one-row primitives (joint coordinates, ``angle`` or ``dot2``) in one row,
   (value_a - offset_a) - ratio (value_b - offset_b) = offset, touching up to four bodies
-  (URDF mimic). It runs in the Python path only (mbsim.model.flat refuses it).
+  (URDF mimic); its Jacobian and bias are the parts' combined the same way
+  (mbsim.model.kernels.coupling_at).
 
 Symbols (for each row): Phi = value - offset - c(t); the Jacobian J is taken with respect to
 the generalized *velocities* (v = (v_com world, omega body) in 3D), so Phi_dot = J v + Phi_t;
@@ -179,6 +180,46 @@ KERNELS = {
     3: {"point": _point3, "dot1": _dot1_3, "dot2": _dot2_3, "angle": _angle3},
     2: {"point": _point2, "angle": _angle2, "dot2": _dot2_2},
 }
+# each kind's local vectors in the order its kernel takes them (2D angle: none)
+_VECTORS = {
+    "point": ("s_i", "s_j"),
+    "dot1": ("a_i", "b_j"),
+    "dot2": ("a_i", "s_i", "s_j"),
+    "angle": ("b_i", "e_i", "c_j"),
+}
+
+
+def vectors(kind: str, dimension: int) -> tuple[str, ...]:
+    """The params keys of a primitive kind in the order its kernel takes them (the rows of a flat
+    table's vec, mbsim.model.flat); a coupling's are its parts'."""
+    return () if (kind, dimension) in (("angle", 2), ("coupling", 3), ("coupling", 2)) else _VECTORS[kind]
+
+
+def coupling_table(g: PrimitiveGroup, dimension: int) -> dict[str, np.ndarray]:
+    """The two-item table of a coupling's parts (kind, bi, bj, vec, offset, wrap) that
+    mbsim.model.kernels.coupling_at reads."""
+    vec = np.zeros((2, 3, 3))
+    for k, part in enumerate(g.parts):
+        for m, key in enumerate(vectors(part.kind, dimension)):
+            vec[k, m, :dimension] = part.params[key][0]
+    return {
+        "kind": np.array([kernels.KINDS[(dimension, part.kind)] for part in g.parts], dtype=np.int64),
+        "bi": np.array([part.body_i[0] for part in g.parts], dtype=np.int64),
+        "bj": np.array([part.body_j[0] for part in g.parts], dtype=np.int64),
+        "vec": vec,
+        "offset": np.array([part.offset[0, 0] for part in g.parts], dtype=float),
+        "wrap": np.array([int(part.wrap) for part in g.parts], dtype=np.int64),
+    }
+
+
+def _coupling(f: Frames, g: PrimitiveGroup, dimension: int):
+    table = coupling_table(g, dimension)
+    if dimension == 3:
+        planar = (np.zeros(0), np.zeros(0))
+        return kernels.coupling(f.pos, f.rot, f.vel, f.omega, *planar, **table, ratio=g.ratio,
+                                coupling_offset=float(g.offset[0, 0]), width=6)  # fmt: skip
+    return kernels.coupling(f.pos, f.rot, f.vel, np.zeros((0, 3)), f.omega, f.angle, **table, ratio=g.ratio,
+                            coupling_offset=float(g.offset[0, 0]), width=3)  # fmt: skip
 
 
 @dataclass
@@ -204,17 +245,12 @@ def evaluate_groups(
     blocks = []
     kernels = KERNELS[dimension]
     for g in groups:
-        if g.kind == "coupling":
-            values = []
-            for part, scale in zip(g.parts, (1.0, -g.ratio), strict=True):
-                value, Ji, Jj, bias = kernels[part.kind](frames, part)
-                residual = value - part.offset
-                if part.wrap:
-                    residual = (residual + np.pi) % (2.0 * np.pi) - np.pi
-                values.append((scale * residual, scale * bias))
-                blocks.append((part, scale * Ji, scale * Jj))
-            phi[g.rows] = values[0][0] + values[1][0] - g.offset
-            gamma[g.rows] = -(values[0][1] + values[1][1])
+        if g.kind == "coupling":  # row 0: the value, bias and part a's blocks; row 1: part b's blocks
+            value, Ji, Jj, bias = _coupling(frames, g, dimension)
+            phi[g.rows] = value[0, 0]
+            gamma[g.rows] = -bias[0, 0]
+            blocks.append((g.parts[0], Ji[:1], Jj[:1]))
+            blocks.append((g.parts[1], Ji[1:], Jj[1:]))
             continue
         value, Ji, Jj, bias = kernels[g.kind](frames, g)
         if g.drives:

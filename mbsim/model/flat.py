@@ -10,15 +10,17 @@ and one FlatModel can serve two runs at once.
 2D and 3D share one layout (rotations are stored 3x3, positions with 3 columns, the 2D
 kernels read the upper-left part) so that one compiled specialisation serves both.
 
-What is not flat yet (compliant mesh contact, sparse linear algebra) makes ``flatten``
-return the reason instead, and the method steps through the Python path.
+What is not flat yet (compliant mesh contact, issue 31) makes ``flatten`` return the reason
+instead, and the method steps through the Python path; so does a caller whose linear algebra is
+dense only, for a sparse model too large for it (``dense_reason``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.constraints import PrimitiveGroup
+from mbsim.model import kernels
+from mbsim.model.constraints import PrimitiveGroup, coupling_table, vectors
 from mbsim.model.dynamics import inverse_sqrt_mass_blocks
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
@@ -26,17 +28,12 @@ from mbsim.model.layout import FlatData, FlatModel
 from mbsim.model.model import Model
 from mbsim.scene.expr import Expression, compile_programs
 
-# primitive kinds of the flat table (mbsim.model.constraints; the kernels of mbsim.model.kernels)
-POINT3, DOT1_3, DOT2_3, ANGLE3, POINT2, ANGLE2, DOT2_2 = range(7)
-_KIND = {
-    (3, "point"): (POINT3, ("s_i", "s_j")),
-    (3, "dot1"): (DOT1_3, ("a_i", "b_j")),
-    (3, "dot2"): (DOT2_3, ("a_i", "s_i", "s_j")),
-    (3, "angle"): (ANGLE3, ("b_i", "e_i", "c_j")),
-    (2, "point"): (POINT2, ("s_i", "s_j")),
-    (2, "angle"): (ANGLE2, ()),
-    (2, "dot2"): (DOT2_2, ("a_i", "s_i", "s_j")),
-}
+# primitive kinds of the flat table (mbsim.model.kernels: KINDS, kernels.pxd)
+POINT3, DOT1_3, DOT2_3, ANGLE3, POINT2, ANGLE2, DOT2_2, COUPLING = range(8)
+_CODES = {(3, "point"): POINT3, (3, "dot1"): DOT1_3, (3, "dot2"): DOT2_3, (3, "angle"): ANGLE3, (2, "point"): POINT2,
+          (2, "angle"): ANGLE2, (2, "dot2"): DOT2_2, (3, "coupling"): COUPLING, (2, "coupling"): COUPLING}  # fmt: skip
+if _CODES != kernels.KINDS:
+    raise ImportError("primitive kinds of mbsim.model.flat differ from mbsim.model.kernels")
 # the variables of load expressions, in register order (drives use t only)
 VARIABLES = {
     3: ("t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"),
@@ -45,10 +42,23 @@ VARIABLES = {
 
 
 def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
-    """The flat table of batched primitive groups; drives append (c, c', c'') to ``expressions``."""
+    """The flat table of batched primitive groups; drives append (c, c', c'') to ``expressions``.
+    A coupling is an entry of kind COUPLING (offset: the coupling's, then its ratio) followed by
+    its two parts (nrow 0: they make no row of their own), which mbsim.model.kernels.coupling_at
+    reads."""
     items = []
     for g in groups:
-        kind, keys = _KIND[(dim, g.kind)]
+        if g.kind == "coupling":
+            part = coupling_table(g, dim)
+            row = g.rows[0, 0]
+            items.append((COUPLING, part["bi"][0], part["bj"][0], np.zeros((3, 3)), row, 1,
+                          np.array([g.offset[0, 0], g.ratio, 0.0]), -1, False))  # fmt: skip
+            for k in range(2):
+                offset = np.array([part["offset"][k], 0.0, 0.0])
+                items.append((part["kind"][k], part["bi"][k], part["bj"][k], part["vec"][k], row, 0, offset, -1,
+                              part["wrap"][k]))  # fmt: skip
+            continue
+        kind, keys = kernels.KINDS[(dim, g.kind)], vectors(g.kind, dim)
         drives = {idx: (c, c1, c2) for idx, c, c1, c2 in g.drives}
         for k in range(len(g.body_i)):
             vec = np.zeros((3, 3))
@@ -75,6 +85,22 @@ def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[E
     }
 
 
+def _row_bodies(prims: dict[str, np.ndarray], nc: int, nb: int) -> np.ndarray:
+    """(4, nc): the bodies of each constraint row (nb: none). A primitive's rows: its bodies i and
+    j (the ground included, as the kernels see them); a coupling's row: the distinct bodies of its
+    two parts, ground left out (up to four; mbsim.model.step_kernels.row_nbody, row_body)."""
+    rb = np.full((4, nc), nb, dtype=np.int64)  # primitives are grouped by kind, not row
+    for p in range(len(prims["kind"])):
+        r0, n = prims["row"][p], prims["nrow"][p]
+        if prims["kind"][p] == COUPLING:
+            bodies = [prims[side][p + k] for k in (1, 2) for side in ("bi", "bj")]
+            distinct = list(dict.fromkeys(int(b) for b in bodies if b < nb))
+            rb[: len(distinct), r0] = distinct
+        elif n:
+            rb[0, r0 : r0 + n], rb[1, r0 : r0 + n] = prims["bi"][p], prims["bj"][p]
+    return rb
+
+
 def _padded(rows: list, n: int, width: int = 3) -> np.ndarray:
     out = np.zeros((n, width))
     for k, r in enumerate(rows):
@@ -89,16 +115,20 @@ DENSE_LIMIT = 4_000_000
 ROBUST_DENSE_LIMIT = 1_000_000
 
 
-def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> FlatModel | str:
-    """The FlatModel of ``model``, or the reason it has none (then the Python path steps).
-    ``dense_algebra``: the caller keeps the constraint Jacobian dense (the ODE methods), which a
-    sparse model (mbsim.model.compile.SPARSE_ABOVE_NV) has only if the caller takes one of at
-    most ``dense_limit`` entries; the recursive method reads only the force elements."""
-    if model.sparse and dense_algebra and model.nc * model.nv > dense_limit:
+def dense_reason(model: Model, dense_limit: int) -> str:
+    """Why a caller that keeps the constraint Jacobian dense (the ODE methods' compiled steps, the
+    variational one) steps ``model`` in Python: a sparse model (mbsim.model.compile.SPARSE_ABOVE_NV)
+    whose dense Jacobian exceeds the caller's ``dense_limit`` entries; "" when it does not."""
+    if model.sparse and model.nc * model.nv > dense_limit:
         return f"{model.nv} velocity coordinates use sparse linear algebra (compiled: dense only)"
+    return ""
+
+
+def flatten(model: Model) -> FlatModel | str:
+    """The FlatModel of ``model``, or the reason it has none (then the Python path steps): a force
+    group without a compiled form. Whether the caller's linear algebra takes it (a sparse model's
+    dense Jacobian) is the caller's question: dense_reason."""
     d, nb = model.dimension, model.nbody
-    if model.couplings:
-        return "joint couplings (rows over four bodies) step through the Python path"
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
     if model.springs:
@@ -123,8 +153,8 @@ def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> F
                 ld["torque"].append(group.torque)
                 ld["expr"].append(list(range(len(expressions), len(expressions) + len(exprs))))
                 expressions.extend(exprs)
-        else:
-            return f"force group {type(group).__name__} has no compiled form"
+        else:  # compliant mesh contact (issue 31)
+            return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
     nsd, nld = len(sd["k"]), len(ld["body"])
     programs = compile_programs(expressions, VARIABLES[d])
     inertia = np.zeros((nb, 3, 3))
@@ -134,10 +164,7 @@ def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> F
     expr_index = np.full((nld, 3), -1, dtype=np.int64)
     for k, idx in enumerate(ld["expr"]):
         expr_index[k, : len(idx)] = idx
-    row_bodies = np.full((2, model.nc), nb, dtype=np.int64)  # primitives are grouped by kind, not row
-    for p in range(len(prims["kind"])):
-        rows = slice(prims["row"][p], prims["row"][p] + prims["nrow"][p])
-        row_bodies[0, rows], row_bodies[1, rows] = prims["bi"][p], prims["bj"][p]
+    row_bodies = _row_bodies(prims, model.nc, nb)
     return FlatModel(
         dim=d,
         nbody=nb,
@@ -175,6 +202,8 @@ def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> F
         nreg=max(programs.nreg, len(VARIABLES[d])),
         row_bi=row_bodies[0],
         row_bj=row_bodies[1],
+        row_bk=row_bodies[2],
+        row_bl=row_bodies[3],
         body_mass_block=np.ascontiguousarray(model.mass_diag_blocks, dtype=float),
         rx_joint=np.asarray(model.row_joint, dtype=np.int64),
         rx_body=np.asarray(model.row_body, dtype=np.int64),
@@ -187,7 +216,8 @@ def flatten(model: Model, dense_algebra: bool = True, dense_limit: int = 0) -> F
 
 
 def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
-    """FlatModel's s_rows, s_ptr, s_col, row_first and row_last from the two bodies of each row.
+    """FlatModel's s_rows, s_ptr, s_col, row_first and row_last from the bodies of each row
+    (row_bodies: (4, nc), _row_bodies).
 
     S is factored in the order s_rows (position i holds row s_rows[i]): the rows as given, or
     their reverse Cuthill-McKee order when that shrinks S's envelope (the Cholesky factor's work)
@@ -196,13 +226,12 @@ def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
     envelope back to its crank's hinge (N = 40: an envelope of 14,660 entries below the diagonal, 2.5 ms
     per lagrange step; in reverse Cuthill-McKee order 757 and 0.13 ms)."""
     nc = row_bodies.shape[1]
+    bodies_of_row = [{int(b) for b in row_bodies[:, r]} - {nb} for r in range(nc)]
     rows_of_body: list[list[int]] = [[] for _ in range(nb)]
     for r in range(nc):
-        for b in {int(row_bodies[0, r]), int(row_bodies[1, r])}:
-            if b < nb:
-                rows_of_body[b].append(r)
-    neighbours = [sorted({c for b in {int(row_bodies[0, r]), int(row_bodies[1, r])} - {nb} for c in rows_of_body[b]})
-                  for r in range(nc)]  # fmt: skip
+        for b in bodies_of_row[r]:
+            rows_of_body[b].append(r)
+    neighbours = [sorted({c for b in bodies_of_row[r] for c in rows_of_body[b]}) for r in range(nc)]
 
     def envelope(order: np.ndarray) -> tuple[np.ndarray, int]:
         position = np.empty(nc, dtype=np.int64)
@@ -284,10 +313,10 @@ def make_data(flat: FlatModel, robust: bool = False, dense: bool = True) -> Flat
         spr_ref=-flat.spr_rest.copy(),
         spr_rate=np.zeros(ncoord),
         spr_bias=np.zeros(ncoord),
-        row_val=np.zeros((1, 3)),
-        row_jac_i=np.zeros((1, 3, 6)),
-        row_jac_j=np.zeros((1, 3, 6)),
-        row_bias=np.zeros((1, 3)),
+        row_val=np.zeros((2, 3)),  # two: a coupling's parts (mbsim.model.kernels.coupling_at)
+        row_jac_i=np.zeros((2, 3, 6)),
+        row_jac_j=np.zeros((2, 3, 6)),
+        row_bias=np.zeros((2, 3)),
         regs=np.zeros(max(flat.nreg, 1)),
         vec3=np.zeros(3),
         y=np.zeros(ny),

@@ -14,7 +14,23 @@ in kernels.pxd; the functions Python calls (frames3, point3, ...) allocate their
 
 import numpy as np
 
-from libc.math cimport atan2, cos, sin, sqrt
+from libc.math cimport M_PI, atan2, cos, sin, sqrt
+
+from mbsim.model.expr_kernel cimport _mod
+
+# the code of each primitive kind (kernels.pxd) by (dimension, kind), for the flat tables
+# (mbsim.model.flat) and the Python evaluation (mbsim.model.constraints)
+KINDS = {
+    (3, "point"): POINT3,
+    (3, "dot1"): DOT1_3,
+    (3, "dot2"): DOT2_3,
+    (3, "angle"): ANGLE3,
+    (2, "point"): POINT2,
+    (2, "angle"): ANGLE2,
+    (2, "dot2"): DOT2_2,
+    (3, "coupling"): COUPLING,
+    (2, "coupling"): COUPLING,
+}
 
 
 # ------------------------------------------------------------------- small 3-vector helpers
@@ -458,6 +474,78 @@ def dot2_2(pos, rot, vel, omega, bi, bj, ai, si, sj):
         for k in range(n):
             dot2_2_at(pos_, rot_, vel_, omega_, bi_[k], bj_[k], _item(ai_, k), _item(si_, k), _item(sj_, k),
                       value, Ji, Jj, bias, k)
+    return out
+
+
+# ------------------------------------------------------------------- couplings
+
+# local vector c of item p of a table (n, 3, 3)
+cdef inline vec3 _tv(const double[:, :, ::1] vec, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
+    return (vec[p, c, 0], vec[p, c, 1], vec[p, c, 2])
+
+
+# item p of a table of one-row kinds (a joint coordinate: ANGLE3, DOT2_3, ANGLE2, DOT2_2) into row k
+cdef inline void _coordinate_at(const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] vel,
+                                const double[:, ::1] omega, const double[::1] omega2, const double[::1] angle,
+                                long long kind, Py_ssize_t i, Py_ssize_t j, const double[:, :, ::1] vec,
+                                Py_ssize_t p, double[:, ::1] value, double[:, :, ::1] Ji, double[:, :, ::1] Jj,
+                                double[:, ::1] bias, Py_ssize_t k) noexcept nogil:
+    if kind == ANGLE3:
+        angle3_at(rot, omega, i, j, _tv(vec, p, 0), _tv(vec, p, 1), _tv(vec, p, 2), value, Ji, Jj, bias, k)
+    elif kind == DOT2_3:
+        dot2_3_at(pos, rot, vel, omega, i, j, _tv(vec, p, 0), _tv(vec, p, 1), _tv(vec, p, 2), value, Ji, Jj, bias, k)
+    elif kind == ANGLE2:
+        angle2_at(angle, i, j, value, Ji, Jj, bias, k)
+    else:  # DOT2_2
+        dot2_2_at(pos, rot, vel, omega2, i, j, _tv(vec, p, 0), _tv(vec, p, 1), _tv(vec, p, 2), value, Ji, Jj, bias, k)
+
+
+# (value_a - off_a) - ratio (value_b - off_b) - offset: joint a follows joint b (URDF mimic),
+# each residual wrapped to (-pi, pi] where its part wraps (a 3D angle); J and the bias are the
+# parts' combined the same way (both linear in the parts' own). Parts: items p, p + 1 of a table.
+cdef void coupling_at(const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] vel,
+                      const double[:, ::1] omega, const double[::1] omega2, const double[::1] angle,
+                      const long long[::1] kind, const long long[::1] bi, const long long[::1] bj,
+                      const double[:, :, ::1] vec, const double[:, ::1] offset, const long long[::1] wrap,
+                      Py_ssize_t p, double ratio, double coupling_offset, double[:, ::1] value,
+                      double[:, :, ::1] Ji, double[:, :, ::1] Jj, double[:, ::1] bias, Py_ssize_t k) noexcept nogil:
+    cdef Py_ssize_t m
+    cdef double res_a, res_b, scale = -ratio
+    _coordinate_at(pos, rot, vel, omega, omega2, angle, kind[p], bi[p], bj[p], vec, p, value, Ji, Jj, bias, k)
+    _coordinate_at(pos, rot, vel, omega, omega2, angle, kind[p + 1], bi[p + 1], bj[p + 1], vec, p + 1,
+                   value, Ji, Jj, bias, k + 1)
+    # each part's residual from its own offset (Python's float %: the sign of 2 pi)
+    res_a = value[k, 0] - offset[p, 0]
+    if wrap[p]:
+        res_a = _mod(res_a + M_PI, 2.0 * M_PI) - M_PI
+    res_b = value[k + 1, 0] - offset[p + 1, 0]
+    if wrap[p + 1]:
+        res_b = _mod(res_b + M_PI, 2.0 * M_PI) - M_PI
+    value[k, 0] = res_a + scale * res_b - coupling_offset
+    bias[k, 0] = bias[k, 0] + scale * bias[k + 1, 0]
+    value[k + 1, 0] = bias[k + 1, 0] = 0.0
+    for m in range(Ji.shape[2]):
+        Ji[k + 1, 0, m] = scale * Ji[k + 1, 0, m]
+        Jj[k + 1, 0, m] = scale * Jj[k + 1, 0, m]
+
+
+def coupling(pos, rot, vel, omega, omega2, angle, kind, bi, bj, vec, offset, wrap, double ratio,
+             double coupling_offset, Py_ssize_t width):
+    """One coupling (coupling_at) over the two-item table of its parts (kind, bi, bj (2,), vec
+    (2, 3, 3), offset (2,), wrap (2,)): value, Ji, Jj (2, 1, width), bias (2, 1), row 0 the
+    coupling's value and bias and part a's body blocks, row 1 part b's blocks (times -ratio)."""
+    cdef const double[:, ::1] pos_ = _f64(pos), vel_ = _f64(vel), omega_ = _f64(omega)
+    cdef const double[:, :, ::1] rot_ = _f64(rot)
+    cdef const double[::1] omega2_ = _f64(omega2), angle_ = _f64(angle)
+    cdef const long long[::1] kind_ = _i64(kind), bi_ = _i64(bi), bj_ = _i64(bj), wrap_ = _i64(wrap)
+    cdef const double[:, :, ::1] vec_ = _f64(vec)
+    cdef const double[:, ::1] offset_ = _f64(np.reshape(offset, (2, 1)))
+    out = _outputs(2, 1, width)
+    cdef double[:, ::1] value = out[0], bias = out[3]
+    cdef double[:, :, ::1] Ji = out[1], Jj = out[2]
+    with nogil:
+        coupling_at(pos_, rot_, vel_, omega_, omega2_, angle_, kind_, bi_, bj_, vec_, offset_, wrap_, 0, ratio,
+                    coupling_offset, value, Ji, Jj, bias, 0)
     return out
 
 

@@ -56,6 +56,8 @@ cdef class FlatModel:
     cdef readonly Py_ssize_t nreg
     cdef const long long[::1] row_bi
     cdef const long long[::1] row_bj
+    cdef const long long[::1] row_bk
+    cdef const long long[::1] row_bl
     cdef const double[:, :, ::1] body_mass_block
     cdef const long long[::1] rx_joint
     cdef const long long[::1] rx_body

@@ -53,7 +53,8 @@ cdef class FlatModel:
         prog_*: the expression programs (mbsim.scene.expr.Programs): op, dst, args, imm,
             start, stop, result; nreg registers, the variables first (VARIABLES).
         row_bi, row_bj: (nc,) the two bodies of each constraint row (nbody: the ground), so that
-            sums over J's rows skip the blocks that are zero.
+            sums over J's rows skip the blocks that are zero; row_bk, row_bl: (nc,) a coupling
+            row's third and fourth body (nbody: none; mbsim.model.step_kernels.row_body).
         body_mass_block: (nbody, w, w) mass-matrix blocks (the kinetic energy).
         rx_joint, rx_body: (nc,) per constraint row its joint and the body its reaction is
             reported on (nbody: none); joint_body, joint_point: (njoint,), (njoint, 3) that
@@ -69,7 +70,7 @@ cdef class FlatModel:
             envelope reaches column i (the back substitution's range).
     """
 
-    _fields = ('dim', 'nbody', 'nq', 'nv', 'nc', 'body_inv_mass', 'body_inertia', 'body_weight', 'prim_kind', 'prim_bi', 'prim_bj', 'prim_vec', 'prim_row', 'prim_nrow', 'prim_offset', 'prim_drive', 'prim_wrap', 'nspr', 'spr_kind', 'spr_bi', 'spr_bj', 'spr_vec', 'spr_row', 'spr_nrow', 'spr_offset', 'spr_drive', 'spr_wrap', 'spr_stiffness', 'spr_damping', 'spr_rest', 'sd_b1', 'sd_b2', 'sd_s1', 'sd_s2', 'sd_k', 'sd_c', 'sd_rest', 'ld_body', 'ld_point', 'ld_body_frame', 'ld_torque', 'ld_expr', 'prog_op', 'prog_dst', 'prog_args', 'prog_imm', 'prog_start', 'prog_stop', 'prog_result', 'nreg', 'row_bi', 'row_bj', 'body_mass_block', 'rx_joint', 'rx_body', 'joint_body', 'joint_point', 'driven_rows', 'body_inv_sqrt_mass', 's_rows', 's_ptr', 's_col', 'row_first', 'row_last')
+    _fields = ('dim', 'nbody', 'nq', 'nv', 'nc', 'body_inv_mass', 'body_inertia', 'body_weight', 'prim_kind', 'prim_bi', 'prim_bj', 'prim_vec', 'prim_row', 'prim_nrow', 'prim_offset', 'prim_drive', 'prim_wrap', 'nspr', 'spr_kind', 'spr_bi', 'spr_bj', 'spr_vec', 'spr_row', 'spr_nrow', 'spr_offset', 'spr_drive', 'spr_wrap', 'spr_stiffness', 'spr_damping', 'spr_rest', 'sd_b1', 'sd_b2', 'sd_s1', 'sd_s2', 'sd_k', 'sd_c', 'sd_rest', 'ld_body', 'ld_point', 'ld_body_frame', 'ld_torque', 'ld_expr', 'prog_op', 'prog_dst', 'prog_args', 'prog_imm', 'prog_start', 'prog_stop', 'prog_result', 'nreg', 'row_bi', 'row_bj', 'row_bk', 'row_bl', 'body_mass_block', 'rx_joint', 'rx_body', 'joint_body', 'joint_point', 'driven_rows', 'body_inv_sqrt_mass', 's_rows', 's_ptr', 's_col', 'row_first', 'row_last')
 
     def __init__(self, **fields):
         cdef dict arrays = {}
@@ -125,6 +126,8 @@ cdef class FlatModel:
         self.nreg = fields['nreg']
         self.row_bi = arrays['row_bi'] = as_field(fields['row_bi'], 'int64', True)
         self.row_bj = arrays['row_bj'] = as_field(fields['row_bj'], 'int64', True)
+        self.row_bk = arrays['row_bk'] = as_field(fields['row_bk'], 'int64', True)
+        self.row_bl = arrays['row_bl'] = as_field(fields['row_bl'], 'int64', True)
         self.body_mass_block = arrays['body_mass_block'] = as_field(fields['body_mass_block'], 'float64', True)
         self.rx_joint = arrays['rx_joint'] = as_field(fields['rx_joint'], 'int64', True)
         self.rx_body = arrays['rx_body'] = as_field(fields['rx_body'], 'int64', True)

@@ -9,7 +9,7 @@ cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double
 cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil
 # Phi, Phi_t, gamma and J of every joint equation into D.phi, D.phi_t, D.gamma, D.J
 cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil
-# Phi, Phi_t, gamma into D and each row's two body blocks of J into Jb (nc, 2 w): row_blocks_dot
+# Phi, Phi_t, gamma into D and each row's body blocks of J into Jb (nc, 2 w; 4 w with couplings)
 cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::1] Jb) noexcept nogil
 # joint-spring deflections and their Jacobian into D.spr_value, D.spr_jac (frames in D already)
 cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil
@@ -26,32 +26,37 @@ cdef void block_diagonal_times(FlatModel F, const double[:, :, ::1] blocks, cons
 cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) noexcept nogil
 
 
-# The two bodies of constraint row r, each once (F.nbody: none). Loop over a row's two bodies as
-#     for side in range(2):
+# The bodies of constraint row r, each once (F.nbody: none): two (row_bi, row_bj), four for a
+# coupling's row (row_bk, row_bl too). Loop over a row's bodies as
+#     for side in range(row_nbody(F, r)):
 #         b = row_body(F, r, side)
 #         if b < F.nbody:
 #             ...
-# or take both at once: `bi, bj = row_bodies(F, r)` (a ctuple).
+cdef inline Py_ssize_t row_nbody(FlatModel F, Py_ssize_t r) noexcept nogil:
+    return 4 if F.row_bk[r] < F.nbody else 2
+
+
 cdef inline Py_ssize_t row_body(FlatModel F, Py_ssize_t r, int side) noexcept nogil:
     cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
     if side == 0:
         return bi
     cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
-    return bj if bj != bi else F.nbody
+    if side == 1:
+        return bj if bj != bi else F.nbody
+    return <Py_ssize_t>(F.row_bk[r] if side == 2 else F.row_bl[r])
 
 
-cdef inline (Py_ssize_t, Py_ssize_t) row_bodies(FlatModel F, Py_ssize_t r) noexcept nogil:
-    cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
-    cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
-    return bi, (bj if bj != bi else F.nbody)
+# whether body b (< F.nbody) is one of row r's
+cdef inline bint row_has_body(FlatModel F, Py_ssize_t r, Py_ssize_t b) noexcept nogil:
+    return b == F.row_bi[r] or b == F.row_bj[r] or b == F.row_bk[r] or b == F.row_bl[r]
 
 
-# J[r] . x over the column blocks of row r's two bodies (the rest of the row is zero)
+# J[r] . x over the column blocks of row r's bodies (the rest of the row is zero)
 cdef inline double row_dot(FlatModel F, const double[:, ::1] J, Py_ssize_t r, const double[::1] x) noexcept nogil:
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
     cdef double s = 0.0
     cdef Py_ssize_t side, b, m
-    for side in range(2):
+    for side in range(row_nbody(F, r)):
         b = row_body(F, r, side)
         if b < F.nbody:
             for m in range(w):
@@ -59,18 +64,24 @@ cdef inline double row_dot(FlatModel F, const double[:, ::1] J, Py_ssize_t r, co
     return s
 
 
-# J[r] . x from the two body blocks of row r (constraint_blocks_into's Jb): as row_dot on the dense J
-# (a row whose two bodies coincide holds body j's block there, as the dense row does)
+# J[r] . x from the body blocks of row r (constraint_blocks_into's Jb, block `side` in columns
+# [side w, (side + 1) w)): as row_dot on the dense J (a row whose two bodies coincide holds body
+# j's block there, as the dense row does)
 cdef inline double row_blocks_dot(FlatModel F, const double[:, ::1] Jb, Py_ssize_t r, const double[::1] x) noexcept nogil:
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
     cdef Py_ssize_t bi = <Py_ssize_t>F.row_bi[r]
     cdef Py_ssize_t bj = <Py_ssize_t>F.row_bj[r]
     cdef double s = 0.0
-    cdef Py_ssize_t m
+    cdef Py_ssize_t m, side, b
     if bi < F.nbody and bi != bj:
         for m in range(w):
             s = s + Jb[r, m] * x[w * bi + m]
     if bj < F.nbody:
         for m in range(w):
             s = s + Jb[r, w + m] * x[w * bj + m]
+    for side in range(2, row_nbody(F, r)):  # a coupling's third and fourth body
+        b = row_body(F, r, side)
+        if b < F.nbody:
+            for m in range(w):
+                s = s + Jb[r, side * w + m] * x[w * b + m]
     return s

@@ -5,7 +5,7 @@ constraint values, Jacobian and acceleration right side. They compute what
 mbsim.model.dynamics and mbsim.model.constraints compute, with the same primitive kernels
 (mbsim.model.kernels ``*_at``), the same order of operations where it is cheap to keep
 (results agree with the Python path to round-off), and allocate nothing. Declared in
-step_kernels.pxd (with the inline row helpers row_body, row_bodies, row_dot).
+step_kernels.pxd (with the inline row helpers row_nbody, row_body, row_has_body, row_dot).
 
 Symbols as in mbsim.model.constraints: phi = value - offset - c(t), J with respect to the
 velocities (rotational columns in body axes), gamma = -bias + c''(t), phi_t = -c'(t).
@@ -14,9 +14,18 @@ velocities (rotational columns in body axes), gamma = -bias + c''(t), phi_t = -c
 from libc.math cimport M_PI, sqrt
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
+# the primitive kinds of the flat table (kernels.pxd; mbsim.model.flat checks its own against them)
 from mbsim.model.kernels cimport (
+    ANGLE2,
+    ANGLE3,
+    COUPLING,
+    DOT1_3,
+    DOT2_3,
+    POINT2,
+    POINT3,
     angle2_at,
     angle3_at,
+    coupling_at,
     dot1_3_at,
     dot2_2_at,
     dot2_3_at,
@@ -26,23 +35,6 @@ from mbsim.model.kernels cimport (
     point3_at,
     vec3,
 )
-
-from mbsim.model import flat
-
-# primitive kinds of the flat table (mbsim.model.flat), checked against it at import
-cdef enum:
-    POINT3 = 0
-    DOT1_3 = 1
-    DOT2_3 = 2
-    ANGLE3 = 3
-    POINT2 = 4
-    ANGLE2 = 5
-    DOT2_2 = 6
-
-if (flat.POINT3, flat.DOT1_3, flat.DOT2_3, flat.ANGLE3, flat.POINT2, flat.ANGLE2, flat.DOT2_2) != (
-    POINT3, DOT1_3, DOT2_3, ANGLE3, POINT2, ANGLE2, DOT2_2
-):
-    raise ImportError(f"primitive kinds of {__name__} differ from mbsim.model.flat")
 
 
 # Body frames of (q, v) into D (see FlatData).
@@ -90,6 +82,35 @@ cdef inline void _primitive_row(FlatData D, long long kind, Py_ssize_t i, Py_ssi
                   D.row_val, D.row_jac_i, D.row_jac_j, D.row_bias, 0)
 
 
+# Row r of J from a coupling's four body blocks (parts p and p + 1, the scratch rows 0 and 1 of
+# coupling_at): blocks of a body that appears twice add; ``blocks``: J is constraint_blocks_into's
+# Jb, block `side` of the row's bodies (row_body) in columns [side w, (side + 1) w).
+cdef inline void _coupling_blocks(FlatModel F, double[:, ::1] J, Py_ssize_t r, const long long[::1] bi,
+                                  const long long[::1] bj, Py_ssize_t p, const double[:, :, ::1] rJi,
+                                  const double[:, :, ::1] rJj, bint blocks) noexcept nogil:
+    cdef Py_ssize_t nb = F.nbody
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t side, k, b, col, m
+    for side in range(row_nbody(F, r)):
+        b = row_body(F, r, side)
+        if b < nb:
+            col = side * w if blocks else b * w
+            for m in range(w):
+                J[r, col + m] = 0.0
+    # the order of mbsim.model.constraints.assemble_jacobian: a_i, a_j, b_i, b_j
+    for k in range(4):
+        b = bi[p + k // 2] if k % 2 == 0 else bj[p + k // 2]
+        if b >= nb:
+            continue
+        col = b * w
+        if blocks:
+            for side in range(row_nbody(F, r)):
+                if row_body(F, r, side) == b:
+                    col = side * w
+        for m in range(w):
+            J[r, col + m] += rJi[k // 2, 0, m] if k % 2 == 0 else rJj[k // 2, 0, m]
+
+
 # phi, phi_t, gamma and the dense Jacobian rows of one primitive table (constraints or spring
 # coordinates) at time t; J's columns of bodies a row does not touch are left as they are (zero
 # since allocation: the structure never changes). ``blocks``: J is (rows, 2 w) instead, each row's
@@ -106,8 +127,14 @@ cdef void primitives_into(FlatModel F, FlatData D, double t, const long long[::1
     cdef Py_ssize_t p, i, j, r0, a, m, ci, cj
     cdef double c, c1, c2, target, residual, bias
     for p in range(kind.shape[0]):
+        if nrow[p] == 0:  # a coupling's part: evaluated with its coupling, the entry before
+            continue
         i, j = bi[p], bj[p]
-        _primitive_row(D, kind[p], i, j, vec, p)
+        if kind[p] == COUPLING:  # parts p + 1, p + 2; offset: (the coupling's, its ratio)
+            coupling_at(D.pos, D.rot, D.vel, D.omega, D.omega2, D.angle, kind, bi, bj, vec, offset, wrap, p + 1,
+                        offset[p, 1], 0.0, rv, rJi, rJj, rb, 0)
+        else:
+            _primitive_row(D, kind[p], i, j, vec, p)
         r0 = row[p]
         c, c1, c2 = 0.0, 0.0, 0.0
         if drive[p] >= 0:  # prescribed c(t): Phi = value - offset - c, Phi_t = -c', gamma += c''
@@ -124,6 +151,9 @@ cdef void primitives_into(FlatModel F, FlatData D, double t, const long long[::1
             bias = rb[0, a] - c2 if (a == 0 and drive[p] >= 0) else rb[0, a]
             phi_t[r0 + a] = -c1 if a == 0 else 0.0
             gamma[r0 + a] = -bias
+            if kind[p] == COUPLING:
+                _coupling_blocks(F, J, r0, bi, bj, p + 1, rJi, rJj, blocks)
+                continue
             ci = 0 if blocks else i * w
             cj = w if blocks else j * w
             if i < nb:
@@ -156,9 +186,10 @@ cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil:
     )
 
 
-# Phi, Phi_t, gamma of every joint equation into D.phi, D.phi_t, D.gamma and each row's two body
-# blocks of J into Jb (nc, 2 w): columns [0, w) of body F.row_bi[r], [w, 2 w) of F.row_bj[r]
-# (no dense J: the recursive method's diagnostics at thousands of bodies; row_blocks_dot reads it).
+# Phi, Phi_t, gamma of every joint equation into D.phi, D.phi_t, D.gamma and each row's body
+# blocks of J into Jb (nc, 2 w; 4 w for a model with couplings): columns [0, w) of body F.row_bi[r],
+# [w, 2 w) of F.row_bj[r], then a coupling's row_bk, row_bl (no dense J: the recursive method's
+# diagnostics at thousands of bodies, which has no couplings; row_blocks_dot reads it).
 cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::1] Jb) noexcept nogil:
     primitives_into(
         F,

@@ -20,7 +20,7 @@ from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
-from mbsim.model.flat import DENSE_LIMIT, ROBUST_DENSE_LIMIT, FlatModel, flatten, make_data
+from mbsim.model.flat import DENSE_LIMIT, ROBUST_DENSE_LIMIT, FlatModel, dense_reason, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import integrate, ode_kernels
@@ -120,7 +120,7 @@ class OdeSolver(SolverBase):
             # rank-robust ones take that path away from singular positions (ode_kernels.certified_full_rank)
             # but keep dense SVD / KKT buffers, O((nv + nc)^2): a smaller limit
             limit = DENSE_LIMIT if self.COMPILED == "lagrange" else ROBUST_DENSE_LIMIT
-            flat = flatten(model, dense_limit=limit)
+            flat = dense_reason(model, limit) or flatten(model)
             if isinstance(flat, FlatModel):
                 # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side

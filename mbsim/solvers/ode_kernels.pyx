@@ -44,6 +44,8 @@ from mbsim.model.step_kernels cimport (
     frames_into,
     inverse_mass_times,
     row_body,
+    row_has_body,
+    row_nbody,
     row_dot,
     spring_deflections_into,
 )
@@ -126,7 +128,7 @@ cdef void minv_jt_times(FlatModel F, FlatData D, const double[::1] x, double[::1
     for k in range(F.nv):
         out[k] = 0.0
     for c in range(F.nc):
-        for side in range(2):
+        for side in range(row_nbody(F, c)):
             b = row_body(F, c, side)
             if b < F.nbody:
                 for a in range(w):
@@ -150,7 +152,7 @@ cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
     cdef double s
     for i in range(nc):
         r = F.s_rows[i]
-        for side in range(2):
+        for side in range(row_nbody(F, r)):
             b = row_body(F, r, side)
             if b < nb:
                 for a in range(w):
@@ -166,9 +168,9 @@ cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
             j = F.s_col[e]
             c = F.s_rows[j]
             s = 0.0
-            for side in range(2):
+            for side in range(row_nbody(F, r)):
                 b = row_body(F, r, side)
-                if b < nb and (b == F.row_bi[c] or b == F.row_bj[c]):
+                if b < nb and row_has_body(F, c, b):
                     for m in range(w):
                         s += J[r, w * b + m] * MJ[w * b + m, c]
             S[i, j] = s

@@ -366,7 +366,7 @@ class Solver(SolverBase):
         elif space.driven:
             self.compiled_reason = "drives step through the Python path"
         else:
-            flat = flatten(m, dense_algebra=False)
+            flat = flatten(m)
             if isinstance(flat, str):
                 self.compiled_reason = flat
         if self.compiled_reason:

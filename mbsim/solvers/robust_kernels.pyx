@@ -20,7 +20,7 @@ the matrices below are C-order arrays indexed by hand: M[i, k] of an (r, c) matr
 from libc.math cimport INFINITY, fabs
 
 from mbsim.model.layout cimport FlatData, FlatModel
-from mbsim.model.step_kernels cimport inverse_mass_times, row_body
+from mbsim.model.step_kernels cimport inverse_mass_times, row_body, row_nbody
 from mbsim.solvers.lapack_kernels cimport (
     cholesky_in_place_raw,
     cholesky_solve_raw,
@@ -63,7 +63,7 @@ cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexce
         for r in range(nc):
             At[k * nc + r] = 0.0
     for r in range(nc):
-        for side in range(2):
+        for side in range(row_nbody(F, r)):
             b = row_body(F, r, side)
             if b < nb:
                 for a in range(w):
@@ -263,7 +263,7 @@ cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, cons
     scale2 = 0.0
     for r in range(nc):
         s = 0.0
-        for side in range(2):
+        for side in range(row_nbody(F, r)):
             b = row_body(F, r, side)
             if b < F.nbody:
                 for a in range(w):

@@ -39,7 +39,7 @@ from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
-from mbsim.model.flat import FlatModel, flatten, make_data
+from mbsim.model.flat import FlatModel, dense_reason, flatten, make_data
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number, Raw
@@ -133,7 +133,7 @@ class Solver(SolverBase):
     def _compile(self):
         """The compiled step's model, buffers and rows (variational_kernels), or None (sparse)."""
         m = self.model
-        flat = flatten(m)
+        flat = dense_reason(m, 0) or flatten(m)  # its Newton solves are dense: no sparse model
         if not isinstance(flat, FlatModel):
             self.compiled_reason = flat
             return None

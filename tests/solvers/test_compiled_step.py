@@ -16,7 +16,7 @@ from quick_loop import quick
 
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import update_spring_references
-from mbsim.model.flat import FlatModel, flatten
+from mbsim.model.flat import FlatModel, dense_reason, flatten
 from mbsim.model.model import State
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
@@ -210,6 +210,9 @@ def test_compiled_rows_match_the_python_records(tmp_path, monkeypatch, every, me
 
 
 def test_models_without_a_compiled_form_step_in_python(tmp_path):
+    """What still steps in Python: the implicit integrators (scipy's loop), gauss's optimizers and
+    compliant contact (its force group has no compiled form: issue 31). A sparse model flattens (a
+    dense-only caller refuses it: dense_reason); couplings are a compiled kind (tests/model/test_couplings)."""
     scene = scene_2d()
     scene["solver"]["integrator"] = "scipy:Radau"  # the implicit ones stay scipy's (Python) loop
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "a.yaml"))))
@@ -218,8 +221,24 @@ def test_models_without_a_compiled_form_step_in_python(tmp_path):
     scene["solver"].update({"method": "gauss", "optimizer": "pso"})  # the optimizers step in Python
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "b.yaml"))))
     assert not solver.block_stepping
-    assert isinstance(flatten(dataclasses.replace(model, sparse=True)), str)
-    assert isinstance(flatten(model), FlatModel)
+    sparse = dataclasses.replace(model, sparse=True)
+    assert isinstance(flatten(sparse), FlatModel) and isinstance(flatten(model), FlatModel)
+    assert "sparse linear algebra" in dense_reason(sparse, 0) and dense_reason(model, 0) == ""
+    scene = {
+        "mbsim": 1,
+        "name": "ball on block",
+        "time": {"end": 0.01, "step": 1e-4},
+        "bodies": [
+            {"name": "block", "density": 1000, "position": [0, 0, -0.1],
+             "shapes": [{"type": "box", "size": [1, 1, 0.2]}]},
+            {"name": "ball", "density": 1000, "position": [0, 0, 0.097],
+             "shapes": [{"type": "sphere", "radius": 0.1}]},
+        ],
+        "contacts": [{"type": "compliant", "body1": "block", "body2": "ball", "stiffness": 1e6, "damping": 10}],
+    }  # fmt: skip
+    model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "c.yaml"))))
+    assert not solver.compiled and "has no compiled form" in solver.compiled_reason
+    assert isinstance(flatten(model), str)
 
 
 def test_adaptive_integrators_step_in_compiled_blocks(tmp_path, monkeypatch):
