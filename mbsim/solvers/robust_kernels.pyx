@@ -18,12 +18,13 @@ the matrices below are C-order arrays indexed by hand: M[i, k] of an (r, c) matr
 """
 
 from libc.math cimport INFINITY, fabs
+from libc.stdlib cimport free, malloc
 
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.step_kernels cimport inverse_mass_times, row_body, row_nbody
 from mbsim.solvers.lapack_kernels cimport (
-    cholesky_in_place_raw,
-    cholesky_solve_raw,
+    cholesky_envelope_raw,
+    cholesky_envelope_solve_ptr,
     lstsq_symmetric_raw,
     svd_raw,
 )
@@ -221,41 +222,133 @@ cdef Py_ssize_t gauss_kkt_accelerations(FlatModel F, FlatData D, double rank_tol
     return 0
 
 
+cdef inline Py_ssize_t _row_bodies(FlatModel F, Py_ssize_t r, Py_ssize_t* out) noexcept nogil:
+    """Row r's bodies, each once, ascending, into out (4); how many. Visiting their column blocks in
+    this order visits the row's nonzero columns in ascending order: a sum over them adds the terms
+    of the dense sum over every column, less the products with J's zeros, in the same order."""
+    cdef Py_ssize_t n = 0
+    cdef Py_ssize_t side, b, k, x
+    for side in range(row_nbody(F, r)):
+        b = row_body(F, r, side)
+        if b >= F.nbody:
+            continue
+        for k in range(n):
+            if out[k] == b:
+                b = -1
+                break
+        if b < 0:
+            continue
+        # insertion into the sorted list
+        k = n
+        while k > 0 and out[k - 1] > b:
+            out[k] = out[k - 1]
+            k -= 1
+        out[k] = b
+        n += 1
+    return n
+
+
+cdef inline double _row_times(FlatModel F, const double[:, ::1] J, Py_ssize_t r, const double* x) noexcept nogil:
+    """J[r] . x summed over the row's nonzero columns in ascending order (the dense loop's sum)."""
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t bodies[4]
+    cdef Py_ssize_t n = _row_bodies(F, r, bodies)
+    cdef Py_ssize_t e, m, k
+    cdef double s = 0.0
+    for e in range(n):
+        k = w * bodies[e]
+        for m in range(w):
+            s += J[r, k + m] * x[k + m]
+    return s
+
+
+cdef inline void _transpose_times(FlatModel F, const double[:, ::1] J, const double* x, double* out) noexcept nogil:
+    """out = J^T x (nv,): each out[k] summed over the rows in ascending order, from 0 (the dense
+    loop's sum less the products with J's zeros)."""
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t bodies[4]
+    cdef Py_ssize_t r, n, e, m, k
+    for k in range(F.nv):
+        out[k] = 0.0
+    for r in range(F.nc):
+        n = _row_bodies(F, r, bodies)
+        for e in range(n):
+            k = w * bodies[e]
+            for m in range(w):
+                out[k + m] += J[r, k + m] * x[r]
+
+
 cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, const double[::1] v, double alpha,
                                                    double omega, double mu, double tol, Py_ssize_t max_iter,
                                                    double[::1] vdot) noexcept nogil:
     """Bayo's multiplier iteration on (M + alpha J^T J) v_dot = Q - J^T lambda* - alpha J^T c
-    (mbsim.solvers.augmented_lagrangian); returns its iterations, -1 if it did not converge."""
-    cdef Py_ssize_t nv = F.nv, nc = F.nc
+    (mbsim.solvers.augmented_lagrangian); returns its iterations, -1 if it did not converge (or
+    the index buffers could not be allocated).
+
+    Every product with J and the factor of M + alpha J^T J visit only what can be nonzero (the
+    row's body blocks; the matrix's envelope in the model's own order, M's blocks and the blocks
+    of two bodies that share a row), each sum in the order of the dense loops: the same numbers as
+    dense products and a dense Cholesky factor (near a singular position the iteration runs
+    thousands of times per right-hand side, each one a solve with the factor)."""
+    cdef Py_ssize_t nv = F.nv, nc = F.nc, nb = F.nbody
     cdef RobustBuffers B = buffers(F, D)
     cdef double* A = B.al_a
+    cdef double* T = B.svd_v  # (nv, nv): J^T J, free here (no SVD in this method's solve)
     cdef double* c = B.vec_m
     cdef double* b0 = B.vec_a
     cdef double* rhs = B.vec_b
+    cdef double* jt = B.vec_c
     cdef double[:, ::1] J = D.J
     cdef double[::1] lam = D.lam
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
-    cdef Py_ssize_t r, k, i, side, b, a, m, iteration, slow
+    cdef Py_ssize_t bodies[4]
+    cdef Py_ssize_t r, k, i, side, b, a, m, iteration, slow, n, e, f, ci, ck, hi
     cdef double s, t, scale2, last_change, change, size, ratio, s2
+    cdef long long* first = <long long*>malloc(sizeof(long long) * (2 * nv + nb + 1))
+    if first == NULL:
+        return -1
+    cdef long long* last = first + nv
+    cdef long long* body_first = last + nv
     for r in range(nc):
-        s = 0.0
-        for k in range(nv):
-            s += J[r, k] * v[k]
-        c[r] = 2.0 * mu * omega * (s + D.phi_t[r]) + omega * omega * D.phi[r] - D.gamma[r]
+        c[r] = 2.0 * mu * omega * (_row_times(F, J, r, &v[0]) + D.phi_t[r]) + omega * omega * D.phi[r] - D.gamma[r]
+    # the envelope of M + alpha J^T J: body b's rows start at the first body it shares a row with
+    for b in range(nb):
+        body_first[b] = b
+    for r in range(nc):
+        n = _row_bodies(F, r, bodies)
+        for e in range(1, n):
+            if body_first[bodies[e]] > bodies[0]:
+                body_first[bodies[e]] = bodies[0]
+    for i in range(nv):
+        first[i] = w * body_first[i // w]
+        last[i] = i
+    for i in range(nv):
+        for k in range(first[i], i):
+            last[k] = i
+    # T = J^T J (lower triangle within the envelope), each entry summed over the rows in order
+    for i in range(nv):
+        for k in range(first[i], i + 1):
+            T[i * nv + k] = 0.0
+    for r in range(nc):
+        n = _row_bodies(F, r, bodies)
+        for e in range(n):
+            for f in range(e + 1):
+                for a in range(w):
+                    ci = w * bodies[e] + a
+                    hi = w if e != f else a + 1
+                    for m in range(hi):
+                        ck = w * bodies[f] + m
+                        T[ci * nv + ck] += J[r, ci] * J[r, ck]
     _mass_into(F, A, nv)
     for i in range(nv):
-        for k in range(i + 1):
-            s = 0.0
-            for r in range(nc):
-                s += J[r, i] * J[r, k]
-            A[i * nv + k] += alpha * s
-    if not cholesky_in_place_raw(nv, A):
+        for k in range(first[i], i + 1):
+            A[i * nv + k] += alpha * T[i * nv + k]
+    if not cholesky_envelope_raw(nv, A, first):
+        free(first)
         return -1
+    _transpose_times(F, J, c, jt)
     for k in range(nv):
-        s = 0.0
-        for r in range(nc):
-            s += J[r, k] * c[r]
-        b0[k] = D.Q[k] - alpha * s
+        b0[k] = D.Q[k] - alpha * jt[k]
     for r in range(nc):
         lam[r] = 0.0
     inverse_mass_times(F, D.Q, vdot)  # the paper's first iterate, M v_dot_0 = Q
@@ -274,23 +367,19 @@ cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, cons
         scale2 = py_max(scale2, s)
     last_change, slow = INFINITY, 0
     for iteration in range(1, max_iter + 1):
+        _transpose_times(F, J, &lam[0], jt)
         for k in range(nv):
-            s = 0.0
-            for r in range(nc):
-                s += J[r, k] * lam[r]
-            rhs[k] = b0[k] - s
-        cholesky_solve_raw(nv, A, rhs)
+            rhs[k] = b0[k] - jt[k]
+        cholesky_envelope_solve_ptr(nv, A, first, last, rhs)
         for r in range(nc):
-            s = 0.0
-            for k in range(nv):
-                s += J[r, k] * rhs[k]
-            lam[r] = lam[r] + alpha * (s + c[r])
+            lam[r] = lam[r] + alpha * (_row_times(F, J, r, rhs) + c[r])
         change, size = 0.0, 0.0
         for k in range(nv):
             change = py_max(change, fabs(rhs[k] - vdot[k]))
             size = py_max(size, fabs(rhs[k]))
             vdot[k] = rhs[k]
         if change <= tol * py_max(1.0, size):
+            free(first)
             return iteration
         slow = slow + 1 if change >= _STALL * last_change else 0
         # a direction lost to the penalty (augmented_lagrangian.lost_direction)?
@@ -298,6 +387,8 @@ cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, cons
             ratio = change / last_change
             s2 = (1.0 / ratio - 1.0) / alpha if ratio > 0.0 else INFINITY
             if s2 <= _STALL_RANK * _STALL_RANK * scale2:
+                free(first)
                 return iteration
         last_change = change
+    free(first)
     return -1
