@@ -26,8 +26,11 @@ as for every method (reactions from the continuous equations at the node, minimu
 The work of non-conservative forces is F(u_m, u_d) . (u_{k+1} - u_k) per step; drives add
 Lambda_k^T C_t (the constraint impulse times the node velocity).
 
-Compiled: steps and recorded rows run in mbsim.solvers.variational_kernels (the same formulas,
-the same LAPACK routines); a step it cannot finish is taken again here, which raises the error.
+The step exists once, compiled (mbsim.solvers.variational_kernels): Newton, the kinetic terms, the
+Legendre transforms and, over a FlatModel, the model's joints and forces and the recorded rows, in
+blocks of steps. A model flatten does not take (joint couplings, compliant contacts) steps through
+the same compiled step one step at a time, its joints and forces evaluated by the model's Python
+functions; this module keeps the set-up, the start node and the recorded rows of that case.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
-from mbsim.model.flat import FlatModel, dense_reason, flatten, make_data
+from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number, Raw
@@ -83,15 +86,12 @@ def _g_tensor() -> np.ndarray:
 
 GT = _g_tensor()
 
-
-def g_matrix(p: np.ndarray) -> np.ndarray:
-    """G(p) for (..., 4) quaternions -> (..., 3, 4)."""
-    return np.einsum("...i,ijk->...jk", p, GT)
-
-
-def b_matrix(c: np.ndarray) -> np.ndarray:
-    """B(c) (..., 4, 4) with columns G(e_i)^T c, so that G(a)^T c = B(c) a."""
-    return np.einsum("ijk,...j->...ki", GT, c)
+# why a step was not taken, as the error that ends the run
+_FAILURES = {
+    vk.SINGULAR: "the Newton matrix of the discrete Euler-Lagrange equations is singular (redundant constraints "
+    "or a singular position)",
+    vk.LEGENDRE_FAILED: "the velocity at the node (the constrained inverse Legendre transform) has no solution",
+}
 
 
 class Solver(SolverBase):
@@ -108,48 +108,43 @@ class Solver(SolverBase):
         self.n = model.nq
         self.nquat = self.nb if self.dim == 3 else 0
         self.m = self.nquat + model.nc
-        self.mass = model.body_mass
-        self.inertia = model.body_inertia  # (nb, 3, 3) 3D, (nb, 1, 1) 2D
         self.forces_vary = bool(model.forces or model.springs)
+        inertia = np.zeros((self.nb, 3, 3))
+        k = model.body_inertia.shape[1]  # (nb, 3, 3) 3D, (nb, 1, 1) 2D
+        inertia[:, :k, :k] = model.body_inertia
         # momentum residual -> position-equivalent error h R / (mass scale), per coordinate
+        mass = np.asarray(model.body_mass, dtype=float)
         if self.dim == 3:
-            rot = 4.0 * np.max(np.linalg.eigvalsh(self.inertia), axis=1)
-            self.mass_scale = np.concatenate((np.repeat(self.mass[:, None], 3, 1), np.repeat(rot[:, None], 4, 1)), 1)
+            rot = 4.0 * np.max(np.linalg.eigvalsh(inertia), axis=1)
+            mass_scale = np.concatenate((np.repeat(mass[:, None], 3, 1), np.repeat(rot[:, None], 4, 1)), 1)
         else:
-            self.mass_scale = np.stack([self.mass, self.mass, self.inertia[:, 0, 0]], axis=1)
-        self.mass_scale = self.mass_scale.reshape(-1)
-        self._node: dict | None = None
-
-        # scatter indices of the per-body (w x w) blocks into an (n, n) matrix
-        w = 7 if self.dim == 3 else 3
-        base = np.arange(self.nb)[:, None, None] * w
-        self._block_rows = np.broadcast_to(base + np.arange(w)[None, :, None], (self.nb, w, w))
-        self._block_cols = np.broadcast_to(base + np.arange(w)[None, None, :], (self.nb, w, w))
-        self._quat_rows = np.repeat(np.arange(self.nquat), 4)
-        self._quat_cols = (np.arange(self.nquat)[:, None] * 7 + 3 + np.arange(4)[None, :]).reshape(-1)
-        self._gravity_u: np.ndarray | None = None
+            mass_scale = np.stack([mass, mass, inertia[:, 0, 0]], axis=1)
+        gravity = np.zeros((self.nb, 7 if self.dim == 3 else 3))
+        gravity[:, : self.dim] = model.weight
+        self.var_model = vk.VarModel(
+            n=self.n, nquat=self.nquat, m=self.m, nv=model.nv, GT=GT, mass=mass, inertia=inertia,
+            mass_scale=mass_scale.reshape(-1), gravity_u=gravity.reshape(-1), forces_vary=int(self.forces_vary),
+            tol=tol, max_iter=max_iter, rank_tol=rank_tol,
+        )  # fmt: skip
+        self.var_data = vk.make_var_data(self.n, self.m, model.nv, np.intc)  # LAPACK's C int (cython_lapack)
+        self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node var_data holds
         self._compiled = self._compile()
+        if self._compiled is None:  # flatten's reason: the joints and forces by the model's Python functions
+            self.evaluator = vk.PyEvaluator(model.nc, model.nv, self._joints, self._forces)
 
     def _compile(self):
-        """The compiled step's model, buffers and rows (variational_kernels), or None (sparse)."""
+        """The compiled blocks' evaluator and buffers over the FlatModel, or None (no FlatModel)."""
         m = self.model
-        flat = dense_reason(m, 0) or flatten(m)  # its Newton solves are dense: no sparse model
+        # dense linear algebra for every model: the Newton matrix is dense (n + m)^2 whatever the size
+        flat = flatten(m)
         if not isinstance(flat, FlatModel):
             self.compiled_reason = flat
             return None
         self.compiled_reason = ""
-        inertia = np.zeros((self.nb, 3, 3))
-        k = self.inertia.shape[1]
-        inertia[:, :k, :k] = self.inertia
-        model = vk.VarModel(
-            n=self.n, nquat=self.nquat, m=self.m, GT=GT, mass=np.asarray(self.mass, dtype=float), inertia=inertia,
-            mass_scale=self.mass_scale, forces_vary=int(self.forces_vary), tol=self.tol, max_iter=self.max_iter,
-            rank_tol=self.rank_tol,
-        )  # fmt: skip
         data = make_data(flat, robust=True)  # robust: the reactions of a row are minimum-norm (evaluate)
-        work = vk.make_var_data(self.n, self.m, m.nv, np.intc)  # LAPACK's C int (cython_lapack)
+        self.evaluator = vk.FlatEvaluator(flat, data)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
-        return flat, data, model, work, rows, np.zeros(9)
+        return flat, data, rows, np.zeros(9)
 
     @property
     def block_stepping(self) -> bool:
@@ -164,24 +159,23 @@ class Solver(SolverBase):
         """A call of the compiled step that takes no step (the structures' types checked once)."""
         if self._compiled is None:
             return
-        flat, data, model, work, rows, out = self._compiled
+        _, _, rows, out = self._compiled
         q, v = self.model.q0.copy(), self.model.v0.copy()
-        vk.advance(flat, data, model, work, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, 0.0, rows, out)
+        vk.advance(self.evaluator, self.var_model, self.var_data, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, 0.0,
+                   rows, out)  # fmt: skip
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
         """Compiled steps and rows (variational_kernels.advance) from the node of ``state``."""
-        flat, data, model, work, rows, out = self._compiled
-        node = self._start(state)
-        work.p[:], work.rate[:], work.lam[:] = node["p"], node["rate"], node["lam"]
-        work.h[0] = node["h"] or 0.0
+        _, data, rows, out = self._compiled
+        self._start(state)
         if self.model.springs:  # the references may have moved in Python steps
             data.spr_ref[:] = self.data.spring_reference[0]
         q, v = state.q.copy(), state.v.copy()
         code = vk.advance(
-            flat, data, model, work, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
-            BLOCK_STEPS, max_violation, rows, out,
+            self.evaluator, self.var_model, self.var_data, state.t, q, v, state.work, h, t_end, every, done,
+            max_steps, len(rows), BLOCK_STEPS, max_violation, rows, out,
         )  # fmt: skip
         if self.model.springs:
             self.data.spring_reference[0] = data.spr_ref.copy()
@@ -189,228 +183,62 @@ class Solver(SolverBase):
         new = state
         if steps:
             new = State(float(out[0]), q, v, float(out[1]))
-            self._node = {"t": new.t, "u": q.copy(), "p": work.p.copy(), "rate": work.rate.copy(),
-                          "lam": work.lam.copy(), "h": float(work.h[0]), "constraints": None}  # fmt: skip
+            self._node = (new.t, q.copy())
         info = StepInfo(iterations=int(out[5]), h=float(out[7]), position_violation=float(out[6]))
         info.extra = {"newton_residual": float(out[8])}
+        # a step not taken is taken again by step(), which raises its error
         status = {vk.OK: "ok", vk.VIOLATION: "violation", vk.RECORD_FAILED: "record"}.get(code, "python")
         return Block(new, steps, rows[: int(out[3])], info, float(out[4]), status)
-
-    def _block_diag(self, blocks: np.ndarray) -> np.ndarray:
-        out = np.zeros((self.n, self.n))
-        out[self._block_rows, self._block_cols] = blocks
-        return out
 
     @property
     def extra_diagnostics(self) -> tuple[str, ...]:
         return tuple(self.EXTRA_DIAGNOSTICS)
 
-    # ------------------------------------------------------------------ coordinates
+    # ------------------------------------------------------------------ the model's Python functions
 
-    def _v_to_u_rows(self, X: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """Rows over velocity coordinates (k, nv) -> over u (k, nq): J_u = [J_r, 2 J_omega G(p) / |p|^2]."""
-        if self.dim == 2:
-            return X
-        k = X.shape[0]
-        Xb = X.reshape(k, self.nb, 6)
-        scale = 2.0 / np.einsum("bi,bi->b", p, p)
-        rot = np.einsum("rbj,bjk->rbk", Xb[:, :, 3:], g_matrix(p)) * scale[None, :, None]
-        return np.concatenate((Xb[:, :, :3], rot), axis=2).reshape(k, self.n)
-
-    def _quats(self, u: np.ndarray) -> np.ndarray:
-        return u.reshape(self.nb, 7)[:, 3:]
-
-    def _u_rate_to_v(self, u: np.ndarray, ud: np.ndarray) -> np.ndarray:
-        """(r', p') -> (v, omega_body = 2 G(p) p' / |p|^2)."""
-        if self.dim == 2:
-            return ud
-        ub = ud.reshape(self.nb, 7)
-        p = self._quats(u)
-        omega = 2.0 * np.einsum("bjk,bk->bj", g_matrix(p), ub[:, 3:]) / np.einsum("bi,bi->b", p, p)[:, None]
-        return np.concatenate((ub[:, :3], omega), axis=1).reshape(-1)
-
-    def _v_to_u_rate(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """(v, omega_body) -> (r', p' = 1/2 p (0, omega))."""
-        return self.model.q_rate(u, v)
-
-    # ------------------------------------------------------------------ the discrete Lagrangian
-
-    def _kinetic(self, a: np.ndarray, b: np.ndarray, h: float, jacobian: bool):
-        """Kinetic parts of D1 L_d, D2 L_d (n,) and dD1/db (n, n) (block diagonal)."""
-        if self.dim == 2:
-            M = np.stack([self.mass, self.mass, self.inertia[:, 0, 0]], axis=1).reshape(-1)
-            t_ud = M * (b - a) / h
-            dD1 = np.diag(-M / h) if jacobian else None
-            return -t_ud, t_ud, dD1
-        nb = self.nb
-        A, B = a.reshape(nb, 7), b.reshape(nb, 7)
-        rd = (B[:, :3] - A[:, :3]) / h
-        pm = 0.5 * (A[:, 3:] + B[:, 3:])
-        pd = (B[:, 3:] - A[:, 3:]) / h
-        Gm, Gd = g_matrix(pm), g_matrix(pd)
-        w = np.einsum("bjk,bk->bj", Gm, pd)
-        Jw = np.einsum("bij,bj->bi", self.inertia, w)
-        t_ud = np.concatenate((self.mass[:, None] * rd, 4.0 * np.einsum("bjk,bj->bk", Gm, Jw)), axis=1)
-        t_u = np.concatenate((np.zeros((nb, 3)), -4.0 * np.einsum("bjk,bj->bk", Gd, Jw)), axis=1)
-        D1 = (0.5 * h * t_u - t_ud).reshape(-1)
-        D2 = (0.5 * h * t_u + t_ud).reshape(-1)
-        dD1 = None
-        if jacobian:
-            JGm = self.inertia @ Gm
-            JGd = self.inertia @ Gd
-            GdT, GmT = Gd.transpose(0, 2, 1), Gm.transpose(0, 2, 1)
-            rot = h * GdT @ JGd - 4.0 * b_matrix(Jw) - 2.0 * GdT @ JGm + 2.0 * GmT @ JGd - (4.0 / h) * GmT @ JGm
-            blocks = np.zeros((nb, 7, 7))
-            idx = np.arange(3)
-            blocks[:, idx, idx] = -(self.mass / h)[:, None]
-            blocks[:, 3:, 3:] = rot
-            dD1 = self._block_diag(blocks)
-        return D1, D2, dD1
-
-    def _forces(self, a: np.ndarray, b: np.ndarray, h: float, t_mid: float) -> tuple[np.ndarray, np.ndarray]:
-        """Applied forces at the midpoint in u coordinates: (total = conservative + non-conservative,
-        non-conservative) (n,) each."""
+    def _joints(self, u: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """phi, the dense Jacobian J (nc, nv) and phi_t at (u, t) at rest (PyEvaluator)."""
         m = self.model
-        if not self.forces_vary:  # gravity alone: constant, no rotational part
-            if self._gravity_u is None:
-                g = np.zeros((self.nb, 7 if self.dim == 3 else 3))
-                g[:, : self.dim] = m.weight
-                self._gravity_u = g.reshape(-1)
-            return self._gravity_u, np.zeros(self.n)
-        um, ud = 0.5 * (a + b), (b - a) / h
-        v = self._u_rate_to_v(um, ud)
-        f = applied_forces(m, self.data, m.frames(um, v), v, t_mid, with_potential=False)
-        total = np.stack((f.conservative + f.nonconservative, f.nonconservative))
-        if self.dim == 3:
-            total = self._v_to_u_rows(total, self._quats(um))
-        return total[0], total[1]
+        cv = constraint_values(m, m.frames(u, np.zeros(m.nv)), t)
+        J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else cv.jacobian
+        return cv.phi, J, cv.phi_t
 
-    def _constraints(self, u: np.ndarray, t: float, jacobian: bool = True):
-        """C (m,), C_u (m, n) and C_t (m,): unit quaternions first, then the joints."""
+    def _forces(self, u: np.ndarray, v: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The generalized applied forces at (u, v, t): all of them, the non-conservative part (PyEvaluator)."""
         m = self.model
-        C = np.zeros(self.m)
-        Ct = np.zeros(self.m)
-        Cu = np.zeros((self.m, self.n)) if jacobian else None
-        if self.dim == 3:
-            p = self._quats(u)
-            C[: self.nb] = np.einsum("bi,bi->b", p, p) - 1.0
-            if jacobian:
-                Cu[self._quat_rows, self._quat_cols] = 2.0 * p.reshape(-1)
-        if m.nc:
-            cv = constraint_values(m, m.frames(u, np.zeros(m.nv)), t)
-            C[self.nquat :] = cv.phi
-            Ct[self.nquat :] = cv.phi_t
-            if jacobian:
-                J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-                p = self._quats(u) if self.dim == 3 else None
-                Cu[self.nquat :] = self._v_to_u_rows(J, p)
-        return C, Cu, Ct
-
-    def _momentum_to_rate(self, u: np.ndarray, p: np.ndarray, Cu: np.ndarray, Ct: np.ndarray) -> np.ndarray:
-        """Constrained inverse Legendre transform: u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t."""
-        if self.dim == 2:
-            M = np.diag(np.stack([self.mass, self.mass, self.inertia[:, 0, 0]], axis=1).reshape(-1))
-        else:
-            G = g_matrix(self._quats(u))
-            blocks = np.zeros((self.nb, 7, 7))
-            idx = np.arange(3)
-            blocks[:, idx, idx] = self.mass[:, None]
-            blocks[:, 3:, 3:] = 4.0 * G.transpose(0, 2, 1) @ self.inertia @ G
-            M = self._block_diag(blocks)
-        K = np.zeros((self.n + self.m, self.n + self.m))
-        K[: self.n, : self.n] = M
-        K[: self.n, self.n :] = Cu.T
-        K[self.n :, : self.n] = Cu
-        rhs = np.concatenate((p, -Ct))
-        try:
-            sol = np.linalg.solve(K, rhs)
-        except np.linalg.LinAlgError:  # redundant constraints: the least-squares velocity
-            sol = np.linalg.lstsq(K, rhs, rcond=1e-13)[0]
-        return sol[: self.n]
-
-    def _legendre(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """p = dT/du' at (u, u'(v)), eq. (37)."""
-        ud = self._v_to_u_rate(u, v)
-        D1, D2, _ = self._kinetic(u - 0.5 * ud, u + 0.5 * ud, 1.0, False)
-        return 0.5 * (D2 - D1)  # = T_ud at the node (T_u terms cancel)
+        f = applied_forces(m, self.data, m.frames(u, v), v, t, with_potential=False)
+        return f.conservative + f.nonconservative, f.nonconservative
 
     # ------------------------------------------------------------------ stepping
 
-    def _start(self, state: State) -> dict:
+    def _start(self, state: State) -> None:
+        """The node of ``state`` in var_data: kept from the last step when it ended there, else a new
+        one (momentum by the Legendre transform, eq. (37))."""
         node = self._node
-        if node is not None and node["t"] == state.t and np.array_equal(node["u"], state.q):
-            return node
-        ud = self._v_to_u_rate(state.q, state.v)
-        return {"t": state.t, "u": state.q.copy(), "p": self._legendre(state.q, state.v), "rate": ud,
-                "lam": np.zeros(self.m), "h": None, "constraints": None}  # fmt: skip
+        if node is not None and node[0] == state.t and np.array_equal(node[1], state.q):
+            return
+        rate = self.model.q_rate(state.q, state.v)
+        vk.start_node(self.evaluator, self.var_model, self.var_data, state.t, state.q, rate)
+        self._node = (state.t, state.q.copy())
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
-        node = self._start(state)
-        a, p_minus, t0, t1 = node["u"], node["p"], state.t, state.t + h
-        if node.get("constraints") is None:
-            node["constraints"] = self._constraints(a, t0)
-        _, Ca, Ct_a = node["constraints"]
-        b = a + h * node["rate"]  # predictor
-        lam = node["lam"] * (h / node["h"] if node["h"] else 1.0)
-        residual = np.inf
-        K = np.zeros((self.n + self.m, self.n + self.m))
-        K[: self.n, self.n :] = -Ca.T
-        for iteration in range(1, self.max_iter + 1):  # noqa: B007 - the count is reported
-            D1, D2, dD1 = self._kinetic(a, b, h, True)
-            F_total, F_nc = self._forces(a, b, h, 0.5 * (t0 + t1))
-            constraints_b = self._constraints(b, t1)
-            Cb, Cu_b, _ = constraints_b
-            R1 = D1 + 0.5 * h * F_total + p_minus - Ca.T @ lam
-            # the momentum residual as the position error it would make, relative to max(1, |u|); the
-            # constraints to a hundredth of that, so that the nodes meet them to round-off
-            size = max(1.0, float(np.max(np.abs(b))))
-            momentum = float(np.max(np.abs(h * R1 / self.mass_scale))) / size
-            violation = float(np.max(np.abs(Cb), initial=0.0)) / size
-            residual = max(momentum, 100.0 * violation)
-            if residual <= self.tol:
-                break
-            K11 = dD1
-            if self.forces_vary:
-                K11 = K11 + 0.5 * h * self._force_jacobian(a, b, h, 0.5 * (t0 + t1), F_total)
-            K[: self.n, : self.n] = K11
-            K[self.n :, : self.n] = Cu_b
-            try:
-                delta = np.linalg.solve(K, -np.concatenate((R1, Cb)))
-            except np.linalg.LinAlgError:
-                raise SimulationError(
-                    "the Newton matrix of the discrete Euler-Lagrange equations is singular "
-                    "(redundant constraints or a singular position)",
-                    t=t0,
-                ) from None
-            b = b + delta[: self.n]
-            lam = lam + delta[self.n :]
-        else:
-            raise SimulationError(
+        """One step of the compiled step (variational_kernels.step_once); a step not taken raises."""
+        self._start(state)
+        W = self.var_data
+        outcome, work, iterations, residual, joints = vk.step_once(
+            self.evaluator, self.var_model, W, state.t, h, state.work
+        )
+        if outcome != vk.TAKEN:
+            reason = _FAILURES.get(outcome) or (
                 f"Newton's method on the discrete Euler-Lagrange equations did not converge in {self.max_iter} "
-                f"iterations (residual {residual:.3g}, tol {self.tol:g})",
-                t=t0,
+                f"iterations (residual {residual:.3g}, tol {self.tol:g})"
             )
-        p_plus = D2 + 0.5 * h * F_total
-        # work: non-conservative forces (midpoint rule) and drives (impulse times node velocity)
-        work = state.work + float(F_nc @ (b - a)) + float(lam[self.nquat :] @ Ct_a[self.nquat :])
-        rate = self._momentum_to_rate(b, p_plus, constraints_b[1], constraints_b[2])
-        new = State(t1, b, self._u_rate_to_v(b, rate), work)
-        self._node = {"t": t1, "u": b, "p": p_plus, "rate": (b - a) / h, "lam": lam, "h": h,
-                      "constraints": constraints_b}  # fmt: skip
-        joints = Cb[self.nquat :]
-        info = StepInfo(iterations=iteration, h=h, position_violation=float(np.max(np.abs(joints), initial=0.0)))
+            raise SimulationError(reason, t=state.t)
+        new = State(state.t + h, W.a.copy(), W.v_new.copy(), work)
+        self._node = (new.t, new.q.copy())
+        info = StepInfo(iterations=iterations, h=h, position_violation=joints)
         info.extra = {"newton_residual": residual}
         return new, info, h
-
-    def _force_jacobian(self, a, b, h, t_mid, F0) -> np.ndarray:
-        """d F_total(u_m(b), u_d(b)) / db by forward differences (forces beside gravity only)."""
-        out = np.empty((self.n, self.n))
-        eps = 1e-7 * max(1.0, float(np.max(np.abs(b))))
-        for k in range(self.n):
-            bk = b.copy()
-            bk[k] += eps
-            out[:, k] = (self._forces(a, bk, h, t_mid)[0] - F0) / eps
-        return out
 
     def evaluate(self, state: State) -> Evaluation:
         m = self.model

@@ -1,7 +1,8 @@
 # The variational method's typed structures (mbsim.solvers.variational_kernels): its constants
-# (VarModel) and the buffers of one run (VarData), read by its compiled step next to a FlatModel
-# and a FlatData (mbsim.model.layout). Arrays are typed memoryviews for the kernels; Python reads
-# the numpy arrays they view (variational_kernels.pyx: __getattr__).
+# (VarModel), the buffers of one run (VarData), and the evaluators of the model's joints and forces
+# its one compiled step calls (FlatEvaluator over a FlatModel and a FlatData, mbsim.model.layout;
+# PyEvaluator over the model's Python functions, for models flatten does not take). Arrays are
+# typed memoryviews for the kernels; Python reads the numpy arrays they view (__getattr__).
 
 from mbsim.model.layout cimport FlatData, FlatModel
 
@@ -12,14 +13,24 @@ cdef enum:
     VAR_VIOLATION = 3
     VAR_RECORD_FAILED = 4
 
+# how one step ended (step_once's first value)
+cdef enum:
+    STEP_TAKEN = 0
+    STEP_NOT_CONVERGED = 1
+    STEP_SINGULAR = 2
+    STEP_LEGENDRE_FAILED = 3
+    STEP_ERROR = 4
+
 cdef class VarModel:
     cdef readonly Py_ssize_t n
     cdef readonly Py_ssize_t nquat
     cdef readonly Py_ssize_t m
+    cdef readonly Py_ssize_t nv
     cdef const double[:, :, ::1] GT
     cdef const double[::1] mass
     cdef const double[:, :, ::1] inertia
     cdef const double[::1] mass_scale
+    cdef const double[::1] gravity_u
     cdef readonly Py_ssize_t forces_vary
     cdef readonly double tol
     cdef readonly Py_ssize_t max_iter
@@ -65,4 +76,28 @@ cdef class VarData:
     cdef double[:, ::1] JG2
     cdef double[:, ::1] blk
     cdef double[::1] vdot
+    cdef double[::1] v_new
     cdef dict _arrays
+
+# The model's joints and applied forces for the step: ``joints`` puts phi, phi_t (nc,) and the
+# Jacobian J (nc, nv) at (u, t) at rest into its views, ``forces`` the generalized forces at
+# (u, v, t) -- all of them into Q, the non-conservative part into Qn (nv,). 0, or -1 when a Python
+# evaluation raised (the exception kept in ``error``).
+cdef class Evaluator:
+    cdef double[::1] phi
+    cdef double[::1] phi_t
+    cdef double[:, ::1] J
+    cdef double[::1] Q
+    cdef double[::1] Qn
+    cdef public object error
+    cdef int joints(self, const double[::1] u, double t) noexcept nogil
+    cdef int forces(self, const double[::1] u, const double[::1] v, double t) noexcept nogil
+
+cdef class FlatEvaluator(Evaluator):
+    cdef readonly FlatModel F
+    cdef readonly FlatData D
+
+cdef class PyEvaluator(Evaluator):
+    cdef object joints_fn
+    cdef object forces_fn
+    cdef object arrays

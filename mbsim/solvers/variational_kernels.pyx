@@ -1,18 +1,20 @@
-"""Compiled steps of the method ``variational``: the Newton solve of the discrete Euler-Lagrange
-equations, the constrained inverse Legendre transform and the recorded rows.
+"""The method ``variational``'s step, once: the Newton solve of the discrete Euler-Lagrange
+equations, the constrained inverse Legendre transform and the recorded rows
+(papers/quaternion-symplectic-multibody.txt eqs. (33)-(39); mathematics in the module docstring of
+mbsim.solvers.variational, which orchestrates).
 
-What mbsim.solvers.variational.Solver.step does in Python (see its module docstring for the
-mathematics: papers/quaternion-symplectic-multibody.txt eqs. (33)-(39)), over a FlatModel and a
-FlatData (mbsim.model.layout, with the rank-robust buffers for the reactions of a row) plus the
-method's own constants (VarModel) and buffers (VarData): the same formulas in the same order,
-the linear systems by the LAPACK routines numpy's ``solve`` and ``lstsq`` call
-(mbsim.solvers.lapack_kernels), so that both paths agree to round-off.
+The step reads the model's joints and forces through an Evaluator: FlatEvaluator runs the compiled
+kernels over a FlatModel and a FlatData (mbsim.model.layout, with the rank-robust buffers for the
+reactions of a row) without the GIL, and ``advance`` steps and records whole blocks with it;
+PyEvaluator calls Python functions (for models flatten does not take: joint couplings, compliant
+contacts) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
+transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.lapack_kernels: gesv,
+and gelsd for the singular Legendre system).
 
 Coordinates u = mbsim's q (3D per body: centre of mass r, quaternion p; 2D: x, y, angle); the
-constraint vector is the unit quaternions first (3D), then the joints. A step the compiled code
-cannot finish (Newton did not converge, a singular Newton matrix, a non-finite state) is not
-taken: ``advance`` returns with the state before it and the Python path takes that step,
-raising the error with its message.
+constraint vector is the unit quaternions first (3D), then the joints. A step that fails (Newton
+did not converge, a singular Newton matrix, a non-finite state) is not taken: the node stays as it
+was and the caller raises the error (``step_once`` says why).
 """
 
 import numpy as np
@@ -29,25 +31,31 @@ from mbsim.solvers.robust_kernels cimport null_space_accelerations
 from mbsim.model.layout import as_field, field_of, rebuild
 
 OK, FAILED, VIOLATION, RECORD_FAILED = VAR_OK, VAR_FAILED, VAR_VIOLATION, VAR_RECORD_FAILED  # as ode_kernels'
+TAKEN, NOT_CONVERGED, SINGULAR, LEGENDRE_FAILED, ERROR = (
+    STEP_TAKEN, STEP_NOT_CONVERGED, STEP_SINGULAR, STEP_LEGENDRE_FAILED, STEP_ERROR
+)
 
 
 cdef class VarModel:
-    """The method's constants: sizes n = nq, nquat (3D: nbody), m = nquat + nc; GT (4, 3, 4) with
-    G(p) = sum_i p_i GT[i]; mass (nbody,), inertia (nbody, 3, 3) (2D: [0, 0]); mass_scale (n,);
-    forces_vary (1: forces besides gravity, their Jacobian by differences); tol, max_iter,
-    rank_tol (the reactions of a row)."""
+    """The method's constants: sizes n = nq, nquat (3D: nbody), m = nquat + nc, nv; GT (4, 3, 4)
+    with G(p) = sum_i p_i GT[i]; mass (nbody,), inertia (nbody, 3, 3) (2D: [0, 0]); mass_scale (n,);
+    gravity_u (n,) the weights over u; forces_vary (1: forces besides gravity, evaluated at every
+    iterate and their Jacobian by differences); tol, max_iter, rank_tol (the reactions of a row)."""
 
-    _fields = ('n', 'nquat', 'm', 'GT', 'mass', 'inertia', 'mass_scale', 'forces_vary', 'tol', 'max_iter', 'rank_tol')
+    _fields = ('n', 'nquat', 'm', 'nv', 'GT', 'mass', 'inertia', 'mass_scale', 'gravity_u', 'forces_vary', 'tol',
+               'max_iter', 'rank_tol')
 
     def __init__(self, **fields):
         cdef dict arrays = {}
         self.n = fields['n']
         self.nquat = fields['nquat']
         self.m = fields['m']
+        self.nv = fields['nv']
         self.GT = arrays['GT'] = as_field(fields['GT'], 'float64', True)
         self.mass = arrays['mass'] = as_field(fields['mass'], 'float64', True)
         self.inertia = arrays['inertia'] = as_field(fields['inertia'], 'float64', True)
         self.mass_scale = arrays['mass_scale'] = as_field(fields['mass_scale'], 'float64', True)
+        self.gravity_u = arrays['gravity_u'] = as_field(fields['gravity_u'], 'float64', True)
         self.forces_vary = fields['forces_vary']
         self.tol = fields['tol']
         self.max_iter = fields['max_iter']
@@ -72,9 +80,10 @@ cdef class VarData:
     force0, bk (n,); Ca, Cu (m, n) and C, Ct, Ca_t (m,) the
     constraints at the step's two ends; Kt (n + m, n + m) the transposed Newton matrix, rhs
     (n + m,), pivots (n + m,) LAPACK's integers (np.intc); K2, rhs2, s2 (n + m) the Legendre
-    system, rank (1,) its rank; G1, G2, JG1, JG2 (3, 4), blk (4, 4) scratch of one body; vdot (nv,)."""
+    system, rank (1,) its rank; G1, G2, JG1, JG2 (3, 4), blk (4, 4) scratch of one body; vdot (nv,);
+    v_new (nv,) the velocity at the node a step reached."""
 
-    _fields = ('p', 'rate', 'lam', 'h', 'lam_start', 'um', 'ud', 'v_mid', 'f_total', 'f_nc', 'a', 'b', 'D1', 'D2', 'F_total', 'F_nc', 'R1', 'work_u', 'force0', 'bk', 'Ca', 'Cu', 'C', 'Ct', 'Ca_t', 'Kt', 'rhs', 'pivots', 'K2', 'rhs2', 's2', 'rank', 'G1', 'G2', 'JG1', 'JG2', 'blk', 'vdot')
+    _fields = ('p', 'rate', 'lam', 'h', 'lam_start', 'um', 'ud', 'v_mid', 'f_total', 'f_nc', 'a', 'b', 'D1', 'D2', 'F_total', 'F_nc', 'R1', 'work_u', 'force0', 'bk', 'Ca', 'Cu', 'C', 'Ct', 'Ca_t', 'Kt', 'rhs', 'pivots', 'K2', 'rhs2', 's2', 'rank', 'G1', 'G2', 'JG1', 'JG2', 'blk', 'vdot', 'v_new')
 
     def __init__(self, **fields):
         cdef dict arrays = {}
@@ -116,6 +125,7 @@ cdef class VarData:
         self.JG2 = arrays['JG2'] = as_field(fields['JG2'], 'float64', False)
         self.blk = arrays['blk'] = as_field(fields['blk'], 'float64', False)
         self.vdot = arrays['vdot'] = as_field(fields['vdot'], 'float64', False)
+        self.v_new = arrays['v_new'] = as_field(fields['v_new'], 'float64', False)
         self._arrays = arrays
 
     def __getattr__(self, name):
@@ -139,8 +149,74 @@ def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, int_dtype=np.intc):
         C=np.zeros(m), Ct=np.zeros(m), Ca_t=np.zeros(m), Kt=np.zeros((k, k)), rhs=np.zeros(k),
         pivots=np.zeros(k, dtype=int_dtype), K2=np.zeros((k, k)), rhs2=np.zeros(k), s2=np.zeros(k),
         rank=np.zeros(1, dtype=int_dtype), G1=np.zeros((3, 4)), G2=np.zeros((3, 4)), JG1=np.zeros((3, 4)),
-        JG2=np.zeros((3, 4)), blk=np.zeros((4, 4)), vdot=np.zeros(nv),
+        JG2=np.zeros((3, 4)), blk=np.zeros((4, 4)), vdot=np.zeros(nv), v_new=np.zeros(nv),
     )
+
+
+
+
+cdef class Evaluator:
+    """The model's joints and applied forces as the step reads them (variational_kernels.pxd)."""
+
+    cdef int joints(self, const double[::1] u, double t) noexcept nogil:
+        return -1
+
+    cdef int forces(self, const double[::1] u, const double[::1] v, double t) noexcept nogil:
+        return -1
+
+
+cdef class FlatEvaluator(Evaluator):
+    """The compiled kernels over a FlatModel and its FlatData; the views are D's own arrays."""
+
+    def __init__(self, FlatModel F, FlatData D):
+        self.F, self.D = F, D
+        self.phi, self.phi_t, self.J, self.Q, self.Qn = D.phi, D.phi_t, D.J, D.Q, D.Qn
+
+    cdef int joints(self, const double[::1] u, double t) noexcept nogil:
+        cdef Py_ssize_t k
+        if self.F.nc == 0:
+            return 0
+        # the joints at rest: D.dx as a zero velocity
+        for k in range(self.F.nv):
+            self.D.dx[k] = 0.0
+        frames_into(self.F, self.D, u, self.D.dx)
+        constraints_into(self.F, self.D, t)
+        return 0
+
+    cdef int forces(self, const double[::1] u, const double[::1] v, double t) noexcept nogil:
+        frames_into(self.F, self.D, u, v)
+        applied_forces_into(self.F, self.D, t, v)
+        return 0
+
+
+cdef class PyEvaluator(Evaluator):
+    """Python functions ``joints(u, t) -> (phi, J, phi_t)`` (J dense (nc, nv)) and ``forces(u, v, t)
+    -> (all, non-conservative)`` (nv,) each, for the models flatten does not take; the step calls
+    them with the GIL, on copies of its vectors."""
+
+    def __init__(self, Py_ssize_t nc, Py_ssize_t nv, joints, forces):
+        self.joints_fn, self.forces_fn = joints, forces
+        self.arrays = (np.zeros(nc), np.zeros(nc), np.zeros((nc, nv)), np.zeros(nv), np.zeros(nv))
+        self.phi, self.phi_t, self.J, self.Q, self.Qn = self.arrays
+
+    cdef int joints(self, const double[::1] u, double t) noexcept nogil:
+        with gil:
+            try:
+                phi, J, phi_t = self.joints_fn(np.array(u), t)
+                self.arrays[0][:], self.arrays[2][:], self.arrays[1][:] = phi, J, phi_t
+            except BaseException as exc:
+                self.error = exc
+                return -1
+        return 0
+
+    cdef int forces(self, const double[::1] u, const double[::1] v, double t) noexcept nogil:
+        with gil:
+            try:
+                self.arrays[3][:], self.arrays[4][:] = self.forces_fn(np.array(u), np.array(v), t)
+            except BaseException as exc:
+                self.error = exc
+                return -1
+        return 0
 
 
 # Python's max(a, b): a unless b is larger (a NaN second argument is skipped, as before the port)
@@ -163,7 +239,7 @@ cdef void _g_into(VarModel V, double p0, double p1, double p2, double p3, double
 
 
 # The kinetic parts of D1 L_d and D2 L_d into W.D1, W.D2 and, when ``Kt`` has rows, dD1/db (block
-# diagonal) into its upper-left (n, n) part, transposed (Solver._kinetic).
+# diagonal) into its upper-left (n, n) part, transposed (eqs. (19)-(20), (33)-(35)).
 cdef void kinetic_into(VarModel V, VarData W, const double[::1] a, const double[::1] b, double h,
                        double[:, ::1] Kt) noexcept nogil:
     cdef Py_ssize_t nb = V.mass.shape[0]
@@ -235,17 +311,15 @@ cdef void kinetic_into(VarModel V, VarData W, const double[::1] a, const double[
             for c in range(4):
                 Kt[o + 3 + c, o + 3 + r] = blk[r, c]
 
-
-# (r', p') -> (v, omega_body = 2 G(p) p' / |p|^2) (Solver._u_rate_to_v)
-cdef void u_rate_to_v(FlatModel F, VarModel V, const double[::1] u, const double[::1] ud,
-                      double[::1] v) noexcept nogil:
+# (r', p') -> (v, omega_body = 2 G(p) p' / |p|^2)
+cdef void u_rate_to_v(VarModel V, const double[::1] u, const double[::1] ud, double[::1] v) noexcept nogil:
     cdef Py_ssize_t body, o, ov, c, j, k
     cdef double p0, p1, p2, p3, norm, s
     if V.nquat == 0:
-        for k in range(F.nv):
+        for k in range(V.nv):
             v[k] = ud[k]
         return
-    for body in range(F.nbody):
+    for body in range(V.nquat):
         o = 7 * body
         ov = 6 * body
         p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
@@ -259,43 +333,16 @@ cdef void u_rate_to_v(FlatModel F, VarModel V, const double[::1] u, const double
             v[ov + 3 + j] = 2.0 * s / norm
 
 
-# Applied forces at the midpoint in u coordinates into total (all) and nonc (the non-conservative
-# part) (Solver._forces); the midpoint state goes through W.um, W.ud, W.v_mid.
-cdef void forces_u(FlatModel F, FlatData D, VarModel V, VarData W, const double[::1] a, const double[::1] b,
-                   double h, double t_mid, double[::1] total, double[::1] nonc) noexcept nogil:
-    cdef Py_ssize_t n = V.n
-    cdef Py_ssize_t w, k, body, c
-    if V.forces_vary == 0:  # gravity alone: constant, no rotational part
-        w = 7 if V.nquat else 3
-        for k in range(n):
-            total[k] = 0.0
-            nonc[k] = 0.0
-        for body in range(F.nbody):
-            for c in range(F.dim):
-                total[w * body + c] = F.body_weight[body, c]
-        return
-    for k in range(n):
-        W.um[k] = 0.5 * (a[k] + b[k])
-        W.ud[k] = (b[k] - a[k]) / h
-    u_rate_to_v(F, V, W.um, W.ud, W.v_mid)
-    frames_into(F, D, W.um, W.v_mid)
-    applied_forces_into(F, D, t_mid, W.v_mid)
-    # rows over v -> over u (D.Q = Qc + Qn as in Python)
-    _v_vector_to_u(F, V, D.Q, W.um, total)
-    _v_vector_to_u(F, V, D.Qn, W.um, nonc)
-
-
 # out (n,) = x (nv,), a row over velocity coordinates, as a row over u: [x_r, 2 x_omega G(p) / |p|^2]
-# per body (Solver._v_to_u_rows of one row)
-cdef void _v_vector_to_u(FlatModel F, VarModel V, const double[::1] x, const double[::1] u,
-                         double[::1] out) noexcept nogil:
+# per body
+cdef void _v_vector_to_u(VarModel V, const double[::1] x, const double[::1] u, double[::1] out) noexcept nogil:
     cdef Py_ssize_t body, o, ov, c, k
     cdef double p0, p1, p2, p3, scale, x0, x1, x2, g0, g1, g2
     if V.nquat == 0:
-        for k in range(F.nv):
+        for k in range(V.nv):
             out[k] = x[k]
         return
-    for body in range(F.nbody):
+    for body in range(V.nquat):
         o = 7 * body
         ov = 6 * body
         p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
@@ -310,10 +357,32 @@ cdef void _v_vector_to_u(FlatModel F, VarModel V, const double[::1] x, const dou
             out[o + 3 + k] = (x0 * g0 + x1 * g1 + x2 * g2) * scale
 
 
-# C (m,), C_u (m, n) and C_t (m,) at (u, t): unit quaternions first, then the joints
-# (Solver._constraints)
-cdef void constraints_u(FlatModel F, FlatData D, VarModel V, const double[::1] u, double t, double[::1] C,
-                        double[:, ::1] Cu, double[::1] Ct) noexcept nogil:
+# Applied forces at the midpoint in u coordinates into total (all) and nonc (the non-conservative
+# part); the midpoint state goes through W.um, W.ud, W.v_mid. 0, or -1 (E.error).
+cdef int forces_u(Evaluator E, VarModel V, VarData W, const double[::1] a, const double[::1] b, double h,
+                  double t_mid, double[::1] total, double[::1] nonc) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t k
+    if V.forces_vary == 0:  # gravity alone: constant, no rotational part
+        for k in range(n):
+            total[k] = V.gravity_u[k]
+            nonc[k] = 0.0
+        return 0
+    for k in range(n):
+        W.um[k] = 0.5 * (a[k] + b[k])
+        W.ud[k] = (b[k] - a[k]) / h
+    u_rate_to_v(V, W.um, W.ud, W.v_mid)
+    if E.forces(W.um, W.v_mid, t_mid) != 0:
+        return -1
+    # rows over v -> over u (Q = Qc + Qn)
+    _v_vector_to_u(V, E.Q, W.um, total)
+    _v_vector_to_u(V, E.Qn, W.um, nonc)
+    return 0
+
+
+# C (m,), C_u (m, n) and C_t (m,) at (u, t): unit quaternions first, then the joints. 0, or -1.
+cdef int constraints_u(Evaluator E, VarModel V, const double[::1] u, double t, double[::1] C, double[:, ::1] Cu,
+                       double[::1] Ct) noexcept nogil:
     cdef Py_ssize_t n = V.n
     cdef Py_ssize_t nq4 = V.nquat
     cdef Py_ssize_t r, k, body, o
@@ -327,24 +396,24 @@ cdef void constraints_u(FlatModel F, FlatData D, VarModel V, const double[::1] u
         C[body] = u[o] * u[o] + u[o + 1] * u[o + 1] + u[o + 2] * u[o + 2] + u[o + 3] * u[o + 3] - 1.0
         for k in range(4):
             Cu[body, o + k] = 2.0 * u[o + k]
-    if F.nc:
-        # the joints at rest: D.dx as a zero velocity
-        for k in range(F.nv):
-            D.dx[k] = 0.0
-        frames_into(F, D, u, D.dx)
-        constraints_into(F, D, t)
-        for r in range(F.nc):
-            C[nq4 + r] = D.phi[r]
-            Ct[nq4 + r] = D.phi_t[r]
-            _v_vector_to_u(F, V, D.J[r], u, Cu[nq4 + r])  # row r over v -> over u
+    if V.m > nq4:
+        if E.joints(u, t) != 0:
+            return -1
+        for r in range(V.m - nq4):
+            C[nq4 + r] = E.phi[r]
+            Ct[nq4 + r] = E.phi_t[r]
+            _v_vector_to_u(V, E.J[r], u, Cu[nq4 + r])  # row r over v -> over u
+    return 0
 
 
-# u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t (Solver._momentum_to_rate): LU (gesv), and the
-# least-squares solution (gelsd, rcond 1e-13) if the system is singular. False if both fail.
-cdef bint momentum_to_rate(FlatModel F, VarModel V, VarData W, const double[::1] u, const double[::1] p,
+# u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t (the constrained inverse Legendre transform): LU
+# (gesv), and the least-squares solution (gelsd, rcond 1e-13) if the system is singular (redundant
+# constraints). False if both fail.
+cdef bint momentum_to_rate(VarModel V, VarData W, const double[::1] u, const double[::1] p,
                            const double[:, ::1] Cu, const double[::1] Ct, double[::1] rate) noexcept nogil:
     cdef Py_ssize_t n = V.n
     cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t nb = V.mass.shape[0]
     cdef Py_ssize_t attempt, i, k, body, c, o, j, r
     cdef double s
     cdef double[:, ::1] K = W.K2
@@ -356,11 +425,12 @@ cdef bint momentum_to_rate(FlatModel F, VarModel V, VarData W, const double[::1]
             for k in range(n + m):
                 K[i, k] = 0.0
         if V.nquat == 0:
-            for body in range(F.nbody):
+            for body in range(nb):
                 for c in range(3):
                     K[3 * body + c, 3 * body + c] = V.inertia[body, 0, 0] if c == 2 else V.mass[body]
         else:
-            for body in range(F.nbody):
+            # per body diag(m, m, m) and 4 G(p)^T J G(p) (eqs. (19)-(20))
+            for body in range(nb):
                 o = 7 * body
                 for c in range(3):
                     K[o + c, o + c] = V.mass[body]
@@ -392,15 +462,15 @@ cdef bint momentum_to_rate(FlatModel F, VarModel V, VarData W, const double[::1]
     return True
 
 
-# What one step reports: taken, the work after it, Newton iterations, residual, joint violation
-ctypedef (bint, double, Py_ssize_t, double, double) StepResult
+# What one step reports: how it ended (STEP_*), the work after it, Newton iterations, residual,
+# joint violation
+ctypedef (int, double, Py_ssize_t, double, double) StepResult
 
 
 # One step from the node in W (W.a = u_k, W.p, W.lam, W.rate, W.h, W.Ca, W.Ca_t at u_k): Newton on
-# eqs. (38)-(39), then the new node in W (u_{k+1} in W.a, its constraints in W.Ca, W.Ca_t) and its
-# velocity into D.ynew[:nv]. Returns (ok, work, iterations, residual, joint violation).
-cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, double h,
-                     double work) noexcept nogil:
+# eqs. (38)-(39) for u_{k+1} and Lambda_k, then the new node in W (u_{k+1} in W.a, p_{k+1}^- in W.p,
+# its constraints in W.Ca, W.Ca_t) and its velocity in W.v_new. A step not taken leaves the node.
+cdef StepResult step(Evaluator E, VarModel V, VarData W, double t0, double h, double work) noexcept nogil:
     cdef Py_ssize_t n = V.n
     cdef Py_ssize_t m = V.m
     cdef Py_ssize_t nq4 = V.nquat
@@ -412,7 +482,7 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
     cdef double t1 = t0 + h
     cdef double t_mid = 0.5 * (t0 + t1)
     cdef double scale, residual, size, momentum, violation, s, R, eps, new_work, drive, joints
-    cdef bint converged = False
+    cdef int outcome = STEP_NOT_CONVERGED
     cdef Py_ssize_t iteration = 0
     cdef Py_ssize_t i, k, r, c
     for k in range(n):
@@ -427,8 +497,14 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
             for k in range(n + m):
                 Kt[i, k] = 0.0
         kinetic_into(V, W, a, b, h, Kt)
-        forces_u(F, D, V, W, a, b, h, t_mid, W.F_total, W.F_nc)
-        constraints_u(F, D, V, b, t1, W.C, W.Cu, W.Ct)
+        if forces_u(E, V, W, a, b, h, t_mid, W.F_total, W.F_nc) != 0:
+            outcome = STEP_ERROR
+            break
+        if constraints_u(E, V, b, t1, W.C, W.Cu, W.Ct) != 0:
+            outcome = STEP_ERROR
+            break
+        # the momentum residual as the position error it would make, relative to max(1, |u|); the
+        # constraints to a hundredth of that, so that the nodes meet them to round-off
         size = 1.0
         for k in range(n):
             size = _max(size, fabs(b[k]))
@@ -447,9 +523,9 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
         violation = violation / size
         residual = _max(momentum, 100.0 * violation)
         if residual <= V.tol:
-            converged = True
+            outcome = STEP_TAKEN
             break
-        if V.forces_vary:  # + h/2 dF/db by forward differences (Solver._force_jacobian), transposed
+        if V.forces_vary:  # + h/2 dF/db by forward differences, transposed
             eps = 1e-7 * size
             for k in range(n):
                 W.force0[k] = W.F_total[k]
@@ -457,9 +533,13 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
                 for k in range(n):
                     W.bk[k] = b[k]
                 W.bk[c] += eps
-                forces_u(F, D, V, W, a, W.bk, h, t_mid, W.f_total, W.f_nc)
+                if forces_u(E, V, W, a, W.bk, h, t_mid, W.f_total, W.f_nc) != 0:
+                    outcome = STEP_ERROR
+                    break
                 for k in range(n):
                     Kt[c, k] += 0.5 * h * ((W.f_total[k] - W.force0[k]) / eps)
+            if outcome == STEP_ERROR:
+                break
             for k in range(n):
                 W.F_total[k] = W.force0[k]
         for r in range(m):  # K[:n, n:] = -Ca^T, K[n:, :n] = Cu_b (transposed)
@@ -471,6 +551,7 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
         for r in range(m):
             rhs[n + r] = -W.C[r]
         if solve_into(Kt, rhs, W.pivots) != 0:
+            outcome = STEP_SINGULAR
             break
         for k in range(n):
             b[k] = b[k] + rhs[k]
@@ -479,19 +560,24 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
     # p_{k+1}^- (into force0 until the step is sure), the work, the node velocity u' (into R1)
     cdef double[::1] p_plus = W.force0
     cdef double[::1] rate = W.R1
-    new_work = 0.0
-    for k in range(n):
-        p_plus[k] = W.D2[k] + 0.5 * h * W.F_total[k]
-        new_work += W.F_nc[k] * (b[k] - a[k])
-    if not (converged and momentum_to_rate(F, V, W, b, p_plus, W.Cu, W.Ct, rate)):
+    if outcome == STEP_TAKEN:
+        new_work = 0.0
+        # the work of the non-conservative forces (midpoint rule)
+        for k in range(n):
+            p_plus[k] = W.D2[k] + 0.5 * h * W.F_total[k]
+            new_work += W.F_nc[k] * (b[k] - a[k])
+        if not momentum_to_rate(V, W, b, p_plus, W.Cu, W.Ct, rate):
+            outcome = STEP_LEGENDRE_FAILED
+    if outcome != STEP_TAKEN:
         for r in range(m):  # not taken: the node stays as it was
             lam[r] = W.lam_start[r]
-        return False, work, iteration, residual, 0.0
+        return outcome, work, iteration, residual, 0.0
+    # the drives' work: the constraint impulse times the node velocity
     drive = 0.0
     for r in range(nq4, m):
         drive += lam[r] * W.Ca_t[r]
     work = work + new_work + drive
-    u_rate_to_v(F, V, b, rate, D.ynew)
+    u_rate_to_v(V, b, rate, W.v_new)
     joints = 0.0
     for r in range(nq4, m):
         joints = _max(joints, fabs(W.C[r]))
@@ -504,11 +590,11 @@ cdef StepResult step(FlatModel F, FlatData D, VarModel V, VarData W, double t0, 
         for k in range(n):
             W.Ca[r, k] = W.Cu[r, k]
     W.h[0] = h
-    return True, work, iteration, residual, joints
+    return STEP_TAKEN, work, iteration, residual, joints
 
 
-# A recorded row at (t, q, v): reactions as Solver.evaluate (minimum-norm multipliers of the
-# continuous equations), then row_into, the Newton residual and the step number's column.
+# A recorded row at (t, q, v): reactions minimum-norm from the continuous equations at the node,
+# then row_into, the Newton residual and the step number's column.
 cdef bint _record(FlatModel F, FlatData D, VarModel V, VarData W, double t, const double[::1] q,
                   const double[::1] v, double work, double iterations, double h, double residual,
                   double[::1] row) noexcept nogil:
@@ -523,9 +609,9 @@ cdef bint _record(FlatModel F, FlatData D, VarModel V, VarData W, double t, cons
     return True
 
 
-# Steps and recorded rows (ode_kernels.advance's rules), q and v updated in place, the node carried
-# in W; ``out`` (9,) as advance's. Returns the status.
-cdef int _advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, double[::1] q, double[::1] v,
+# Steps and recorded rows (ode_kernels.advance's rules) from the node in W, q and v updated in place;
+# ``out`` (9,) as advance's; F and D are E's. Returns the status.
+cdef int _advance(FlatEvaluator E, FlatModel F, FlatData D, VarModel V, VarData W, double t, double[::1] q, double[::1] v,
                   double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, double max_steps,
                   Py_ssize_t max_rows, Py_ssize_t max_block, double max_violation, double[:, ::1] rows,
                   double[::1] out) noexcept nogil:
@@ -540,30 +626,28 @@ cdef int _advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, doub
     cdef double residual = NAN
     cdef double scale = _max(1.0, t_end)
     cdef double h_try, t_new, new_work, res, joints
-    cdef bint ok, finite, last, due
+    cdef int outcome
+    cdef bint finite, last, due
     cdef Py_ssize_t k, it, number
-    for k in range(n):
-        W.a[k] = q[k]
-    constraints_u(F, D, V, q, t, W.C, W.Ca, W.Ca_t)  # the node: C_u and C_t at u_k
     while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
         if done + taken > max_steps:
             break
         h_try = t_end - t if t_end - t < h else h  # Python's min(h, t_end - t)
         if t_end - (t + h_try) < 1e-9 * h_try:  # land exactly on t_end
             h_try = t_end - t
-        ok, new_work, it, res, joints = step(F, D, V, W, t, h_try, work)
-        finite = ok
+        outcome, new_work, it, res, joints = step(E, V, W, t, h_try, work)
+        finite = outcome == STEP_TAKEN
         for k in range(n):
-            finite = finite and isfinite(W.b[k])
-        for k in range(F.nv):
-            finite = finite and isfinite(D.ynew[k])
-        if not finite:  # not taken: the node in W is the state before the step (b was not accepted)
+            finite = finite and isfinite(W.a[k])
+        for k in range(V.nv):
+            finite = finite and isfinite(W.v_new[k])
+        if not finite:  # the caller takes this step again (step_once) and raises its error
             status = VAR_FAILED
             break
         for k in range(n):
             q[k] = W.a[k]
-        for k in range(F.nv):
-            v[k] = D.ynew[k]
+        for k in range(V.nv):
+            v[k] = W.v_new[k]
         t_new = t + h_try
         h_last = t_new - t
         t = t_new
@@ -591,14 +675,79 @@ cdef int _advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, doub
     return status
 
 
-def advance(FlatModel F, FlatData D, VarModel V, VarData W, double t, double[::1] q, double[::1] v, double work,
+def advance(FlatEvaluator E, VarModel V, VarData W, double t, double[::1] q, double[::1] v, double work,
             double h, double t_end, Py_ssize_t every, Py_ssize_t done, double max_steps, Py_ssize_t max_rows,
             Py_ssize_t max_block, double max_violation, double[:, ::1] rows, double[::1] out):
-    """Steps and recorded rows (ode_kernels.advance's rules), q and v updated in place, the node
-    carried in W. ``out`` (9,): t, work, steps, rows, the largest joint violation, and of the
-    last step: Newton iterations, joint violation, step size, Newton residual. Returns the status."""
+    """Steps and recorded rows (ode_kernels.advance's rules) from the node in W (start_node), q and
+    v updated in place. ``out`` (9,): t, work, steps, rows, the largest joint violation, and of the
+    last step: Newton iterations, joint violation, step size, Newton residual. Returns the status
+    (FAILED: the next step was not taken; step_once takes it again and says why)."""
     cdef int status
     with nogil:
-        status = _advance(F, D, V, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
+        status = _advance(E, E.F, E.D, V, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
                           max_violation, rows, out)
     return status
+
+
+def step_once(Evaluator E, VarModel V, VarData W, double t, double h, double work):
+    """One step of length h from the node in W at time t (step): (outcome, work, Newton iterations,
+    residual, joint violation); when taken (outcome TAKEN) the new node is in W and its velocity in
+    W.v_new. A Python evaluation that raised is raised again here."""
+    cdef StepResult result
+    with nogil:
+        result = step(E, V, W, t, h, work)
+    if result[0] == STEP_ERROR:
+        error, E.error = E.error, None
+        raise error
+    return result
+
+
+def start_node(Evaluator E, VarModel V, VarData W, double t, const double[::1] u, const double[::1] rate):
+    """The node at (t, u) with u' = ``rate`` into W: u_k, the momentum p = dT/du' (the Legendre
+    transform, eq. (37)), the rate, no multipliers and no last step, and the constraints at u_k."""
+    cdef Py_ssize_t k
+    cdef int code
+    with nogil:
+        legendre_into(V, W, u, rate, W.p)
+        for k in range(V.n):
+            W.a[k] = u[k]
+            W.rate[k] = rate[k]
+        for k in range(V.m):
+            W.lam[k] = 0.0
+        W.h[0] = 0.0
+        code = constraints_u(E, V, u, t, W.C, W.Ca, W.Ca_t)
+    if code != 0:
+        error, E.error = E.error, None
+        raise error
+
+
+# p = dT/du' at (u, u') (eq. (37)): the kinetic parts of D2 L_d and D1 L_d over a unit step centred
+# on u, whose T_u terms cancel in their half difference (W.b, W.bk, W.D1, W.D2 as scratch)
+cdef void legendre_into(VarModel V, VarData W, const double[::1] u, const double[::1] rate,
+                        double[::1] p) noexcept nogil:
+    cdef double[:, ::1] none = W.Kt[:0]
+    cdef Py_ssize_t k
+    for k in range(V.n):
+        W.bk[k] = u[k] - 0.5 * rate[k]
+        W.b[k] = u[k] + 0.5 * rate[k]
+    kinetic_into(V, W, W.bk, W.b, 1.0, none)
+    for k in range(V.n):
+        p[k] = 0.5 * (W.D2[k] - W.D1[k])
+
+
+def legendre(VarModel V, VarData W, const double[::1] u, const double[::1] rate):
+    """p = dT/du' at (u, u') (eq. (37)), a new array."""
+    p = np.zeros(V.n)
+    cdef double[::1] out = p
+    legendre_into(V, W, u, rate, out)
+    return p
+
+
+def kinetic(VarModel V, VarData W, const double[::1] a, const double[::1] b, double h, bint jacobian):
+    """The kinetic parts of D1 L_d(a, b) and D2 L_d(a, b) (n,) and, with ``jacobian``, dD1/db (n, n)
+    (else None): new arrays."""
+    cdef Py_ssize_t k = V.n if jacobian else 0
+    Kt = np.zeros((k, k))
+    cdef double[:, ::1] view = Kt
+    kinetic_into(V, W, a, b, h, view)
+    return np.array(W.D1[: V.n]), np.array(W.D2[: V.n]), (Kt.T.copy() if jacobian else None)
