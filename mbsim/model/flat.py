@@ -22,6 +22,7 @@ import numpy as np
 from mbsim.model import kernels
 from mbsim.model.constraints import PrimitiveGroup, coupling_table, vectors
 from mbsim.model.dynamics import inverse_sqrt_mass_blocks
+from mbsim.model.force_kernels import VARIABLES  # the load expressions' registers (drives: t only)
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.model.layout import FlatData, FlatModel
@@ -34,11 +35,6 @@ _CODES = {(3, "point"): POINT3, (3, "dot1"): DOT1_3, (3, "dot2"): DOT2_3, (3, "a
           (2, "angle"): ANGLE2, (2, "dot2"): DOT2_2, (3, "coupling"): COUPLING, (2, "coupling"): COUPLING}  # fmt: skip
 if _CODES != kernels.KINDS:
     raise ImportError("primitive kinds of mbsim.model.flat differ from mbsim.model.kernels")
-# the variables of load expressions, in register order (drives use t only)
-VARIABLES = {
-    3: ("t", "x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"),
-    2: ("t", "x", "y", "angle", "vx", "vy", "w"),
-}
 
 
 def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:

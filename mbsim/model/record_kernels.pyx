@@ -11,6 +11,7 @@ right after that evaluation), and allocates nothing. Declared in record_kernels.
 
 from libc.math cimport fabs, sqrt
 
+from mbsim.model.force_kernels cimport spring_damper_potential_at
 from mbsim.model.step_kernels cimport row_dot
 
 
@@ -42,27 +43,9 @@ cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil:
     return pot
 
 
-# The spring-dampers' elastic energy at the frames in D.
+# The spring-dampers' elastic energy at the frames in D (mbsim.model.force_kernels).
 cdef double element_potential(FlatModel F, FlatData D) noexcept nogil:
-    cdef Py_ssize_t d = F.dim
-    cdef Py_ssize_t e, b1, b2, a, m
-    cdef double pot = 0.0
-    cdef double length2, r1, r2, x, stretch
-    cdef const double[:, :, ::1] R = D.rot
-    for e in range(F.sd_k.shape[0]):
-        b1, b2 = F.sd_b1[e], F.sd_b2[e]
-        length2 = 0.0
-        for a in range(d):
-            r1 = 0.0
-            r2 = 0.0
-            for m in range(d):
-                r1 += R[b1, a, m] * F.sd_s1[e, m]
-                r2 += R[b2, a, m] * F.sd_s2[e, m]
-            x = D.pos[b2, a] + r2 - D.pos[b1, a] - r1
-            length2 += x * x
-        stretch = sqrt(length2) - F.sd_rest[e]
-        pot += 0.5 * F.sd_k[e] * stretch * stretch
-    return pot
+    return spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k, F.sd_rest)
 
 
 # Joint reactions (force and torque about the joint point in world axes on the reported body;

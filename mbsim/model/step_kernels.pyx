@@ -11,9 +11,10 @@ Symbols as in mbsim.model.constraints: phi = value - offset - c(t), J with respe
 velocities (rotational columns in body axes), gamma = -bias + c''(t), phi_t = -c'(t).
 """
 
-from libc.math cimport M_PI, sqrt
+from libc.math cimport M_PI
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
+from mbsim.model.force_kernels cimport loads_at, spring_dampers_at
 # the primitive kinds of the flat table (kernels.pxd; mbsim.model.flat checks its own against them)
 from mbsim.model.kernels cimport (
     ANGLE2,
@@ -245,68 +246,6 @@ cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept no
                 D.spr_value[r] = ref + _mod(D.spr_value[r] - ref + M_PI, 2.0 * M_PI) - M_PI
 
 
-# Add sign * (force f at offset r (world) from body b's centre) to out (generalized, body axes).
-cdef inline void _point_force(FlatModel F, FlatData D, double[::1] out, Py_ssize_t b, double rx, double ry,
-                              double rz, double fx, double fy, double fz, double sign) noexcept nogil:
-    cdef double tx, ty, tz
-    cdef const double[:, :, ::1] R
-    if b >= F.nbody:
-        return
-    if F.dim == 3:
-        tx, ty, tz = ry * fz - rz * fy, rz * fx - rx * fz, rx * fy - ry * fx
-        R = D.rot
-        out[6 * b] += sign * fx
-        out[6 * b + 1] += sign * fy
-        out[6 * b + 2] += sign * fz
-        out[6 * b + 3] += sign * (R[b, 0, 0] * tx + R[b, 1, 0] * ty + R[b, 2, 0] * tz)
-        out[6 * b + 4] += sign * (R[b, 0, 1] * tx + R[b, 1, 1] * ty + R[b, 2, 1] * tz)
-        out[6 * b + 5] += sign * (R[b, 0, 2] * tx + R[b, 1, 2] * ty + R[b, 2, 2] * tz)
-    else:
-        out[3 * b] += sign * fx
-        out[3 * b + 1] += sign * fy
-        out[3 * b + 2] += sign * (rx * fy - ry * fx)
-
-
-# R_b s (world offset of a body-fixed point).
-cdef inline vec3 _body_point(FlatModel F, FlatData D, Py_ssize_t b, const double[:, ::1] s,
-                             Py_ssize_t e) noexcept nogil:
-    cdef const double[:, :, ::1] R = D.rot
-    if F.dim == 3:
-        return (
-            R[b, 0, 0] * s[e, 0] + R[b, 0, 1] * s[e, 1] + R[b, 0, 2] * s[e, 2],
-            R[b, 1, 0] * s[e, 0] + R[b, 1, 1] * s[e, 1] + R[b, 1, 2] * s[e, 2],
-            R[b, 2, 0] * s[e, 0] + R[b, 2, 1] * s[e, 1] + R[b, 2, 2] * s[e, 2],
-        )
-    return (R[b, 0, 0] * s[e, 0] + R[b, 0, 1] * s[e, 1], R[b, 1, 0] * s[e, 0] + R[b, 1, 1] * s[e, 1], 0.0)
-
-
-# Velocity of the body point at world offset r from body b's centre.
-cdef inline vec3 _point_velocity(FlatModel F, FlatData D, Py_ssize_t b, vec3 r) noexcept nogil:
-    cdef double w2
-    cdef const double[:, ::1] w
-    if F.dim == 3:
-        w = D.omega
-        return (
-            D.vel[b, 0] + w[b, 1] * r[2] - w[b, 2] * r[1],
-            D.vel[b, 1] + w[b, 2] * r[0] - w[b, 0] * r[2],
-            D.vel[b, 2] + w[b, 0] * r[1] - w[b, 1] * r[0],
-        )
-    w2 = D.omega2[b]
-    return (D.vel[b, 0] - w2 * r[1], D.vel[b, 1] + w2 * r[0], 0.0)
-
-
-# A spring-damper's force of the given magnitude along the unit vector u from body1's point to
-# body2's, on body2 (body1 the opposite), added to out; nothing for a zero magnitude.
-cdef inline void _line_force(FlatModel F, FlatData D, double[::1] out, Py_ssize_t b1, Py_ssize_t b2, vec3 r1,
-                             vec3 r2, double ux, double uy, double uz, double magnitude) noexcept nogil:
-    cdef double fx, fy, fz
-    if magnitude == 0.0:
-        return
-    fx, fy, fz = -magnitude * ux, -magnitude * uy, -magnitude * uz
-    _point_force(F, D, out, b1, r1[0], r1[1], r1[2], fx, fy, fz, -1.0)
-    _point_force(F, D, out, b2, r2[0], r2[1], r2[2], fx, fy, fz, 1.0)
-
-
 # Generalized forces Q (all) and Qn (non-conservative) into D.Q, D.Qn; returns the power of the
 # non-conservative part, Qn . v (mbsim.model.dynamics.generalized_forces).
 # The frames of the state are in D already. Order: gravity, spring-dampers, applied loads,
@@ -370,64 +309,15 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
 
 # Add the force elements' generalized forces (body axes) to Qc (conservative: spring-dampers'
 # elastic part) and Qn (their damping, the applied loads); the frames of the state are in D already.
+# The elements' one implementation is mbsim.model.force_kernels (the force groups' evaluate runs it too).
 cdef void element_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
-    cdef Py_ssize_t d = F.dim
-    cdef Py_ssize_t e, b1, b2, b, a
-    cdef vec3 r1, r2, v1, v2, r
-    cdef double dx, dy, dz, length, scale, ux, uy, uz, rate, wx, wy, wz
-    cdef double[::1] regs = D.regs, vals = D.vec3
-    cdef const double[:, :, ::1] R = D.rot
-    # spring-dampers: f = k (L - L0) + c dL/dt along the line, on body2; body1 the opposite
-    for e in range(F.sd_k.shape[0]):
-        b1, b2 = F.sd_b1[e], F.sd_b2[e]
-        r1 = _body_point(F, D, b1, F.sd_s1, e)
-        r2 = _body_point(F, D, b2, F.sd_s2, e)
-        dx = D.pos[b2, 0] + r2[0] - D.pos[b1, 0] - r1[0]
-        dy = D.pos[b2, 1] + r2[1] - D.pos[b1, 1] - r1[1]
-        dz = D.pos[b2, 2] + r2[2] - D.pos[b1, 2] - r1[2] if d == 3 else 0.0
-        length = sqrt(dx * dx + dy * dy + dz * dz)
-        scale = length if length > 1e-12 else 1.0
-        ux, uy, uz = dx / scale, dy / scale, dz / scale
-        v1 = _point_velocity(F, D, b1, r1)
-        v2 = _point_velocity(F, D, b2, r2)
-        rate = ux * (v2[0] - v1[0]) + uy * (v2[1] - v1[1]) + uz * (v2[2] - v1[2])
-        # the elastic part into Qc, the damping into Qn
-        _line_force(F, D, Qc, b1, b2, r1, r2, ux, uy, uz, F.sd_k[e] * (length - F.sd_rest[e]))
-        _line_force(F, D, Qn, b1, b2, r1, r2, ux, uy, uz, F.sd_c[e] * rate)
-    # applied forces and torques: expressions of t and the body's state (mbsim.model.forces.applied)
-    for e in range(F.ld_body.shape[0]):
-        b = F.ld_body[e]
-        regs[0] = t
-        if d == 3:
-            for a in range(3):
-                regs[1 + a] = D.pos[b, a]
-                regs[4 + a] = D.vel[b, a]
-                regs[7 + a] = D.omega[b, a]
-        else:
-            regs[1], regs[2], regs[3] = D.pos[b, 0], D.pos[b, 1], D.angle[b]
-            regs[4], regs[5], regs[6] = D.vel[b, 0], D.vel[b, 1], D.omega2[b]
-        for a in range(3):  # components past the load's own (-1) are zero
-            vals[a] = expression(F, D, F.ld_expr[e, a]) if F.ld_expr[e, a] >= 0 else 0.0
-        if F.ld_body_frame[e] and d == 3:
-            wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1] + R[b, 0, 2] * vals[2]
-            wy = R[b, 1, 0] * vals[0] + R[b, 1, 1] * vals[1] + R[b, 1, 2] * vals[2]
-            wz = R[b, 2, 0] * vals[0] + R[b, 2, 1] * vals[1] + R[b, 2, 2] * vals[2]
-        elif F.ld_body_frame[e] and not F.ld_torque[e]:
-            wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1]
-            wy = R[b, 1, 0] * vals[0] + R[b, 1, 1] * vals[1]
-            wz = 0.0
-        else:
-            wx, wy, wz = vals[0], vals[1], vals[2]
-        if F.ld_torque[e]:
-            if d == 3:
-                Qn[6 * b + 3] += R[b, 0, 0] * wx + R[b, 1, 0] * wy + R[b, 2, 0] * wz
-                Qn[6 * b + 4] += R[b, 0, 1] * wx + R[b, 1, 1] * wy + R[b, 2, 1] * wz
-                Qn[6 * b + 5] += R[b, 0, 2] * wx + R[b, 1, 2] * wy + R[b, 2, 2] * wz
-            else:
-                Qn[3 * b + 2] += vals[0]
-        else:
-            r = _body_point(F, D, b, F.ld_point, e)
-            _point_force(F, D, Qn, b, r[0], r[1], r[2], wx, wy, wz, 1.0)
+    if F.sd_k.shape[0]:
+        spring_dampers_at(F.dim, F.nbody, D.pos, D.rot, D.vel, D.omega, D.omega2, F.sd_b1, F.sd_b2, F.sd_s1,
+                          F.sd_s2, F.sd_k, F.sd_c, F.sd_rest, Qc, Qn)
+    if F.ld_body.shape[0]:
+        loads_at(F.dim, F.nbody, D.pos, D.rot, D.vel, D.omega, D.omega2, D.angle, t, F.ld_body, F.ld_point,
+                 F.ld_body_frame, F.ld_torque, F.ld_expr, F.prog_op, F.prog_dst, F.prog_args, F.prog_imm,
+                 F.prog_start, F.prog_stop, F.prog_result, D.regs, Qn)
 
 
 # out = B x (nv,) for a block-diagonal B given by its (nbody, w, w) blocks.

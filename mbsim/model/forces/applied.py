@@ -9,60 +9,45 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_point_forces, register_force
+from mbsim.model.force_kernels import VARIABLES, load_forces
+from mbsim.model.forces.base import BuildSetup, ForceType, register_force
 from mbsim.model.model import Frames
+from mbsim.scene.expr import compile_programs
 from mbsim.scene.fields import Choice, ExprVector, Field, Name, Text, Vector
 
 
-def _env(f: Frames, body: int, t: float, dimension: int) -> dict[str, float]:
-    p, v = f.pos[body], f.vel[body]
-    if dimension == 3:
-        w = f.omega[body]
-        return {
-            "t": t,
-            "x": p[0],
-            "y": p[1],
-            "z": p[2],
-            "vx": v[0],
-            "vy": v[1],
-            "vz": v[2],
-            "wx": w[0],
-            "wy": w[1],
-            "wz": w[2],
-        }
-    return {"t": t, "x": p[0], "y": p[1], "angle": f.angle[body], "vx": v[0], "vy": v[1], "w": f.omega[body]}
-
-
 class Loads:
-    """Applied point forces or torques: one Python evaluation per element (expressions)."""
+    """Applied point forces or torques, batched: bodies, local points (n, d), component
+    expressions, frame ("world" / "body") per element; evaluated by the compiled kernel the
+    compiled step runs (mbsim.model.force_kernels.loads_at) on the expressions' programs,
+    compiled here once."""
 
-    def __init__(self, bodies, points, values, frames_, torque, nbody, dimension):
-        self.bodies = np.array(bodies)
-        self.points = np.array(points)
+    def __init__(self, bodies, points, values, frames_, torque: bool, nbody: int, dimension: int) -> None:
+        self.bodies = np.ascontiguousarray(bodies, dtype=np.int64)
+        self.points = np.ascontiguousarray(points, dtype=float)
         self.values = values
         self.body_frame = np.array([fr == "body" for fr in frames_])
         self.torque = torque
         self.nbody, self.dimension = nbody, dimension
+        # the kernel's tables: program index of each component (-1: none), flags as int64
+        n = len(values)
+        flat = [x for exprs in values for x in exprs]
+        self._expr = np.full((n, 3), -1, dtype=np.int64)
+        first = 0
+        for e, exprs in enumerate(values):
+            self._expr[e, : len(exprs)] = np.arange(first, first + len(exprs))
+            first += len(exprs)
+        self._programs = compile_programs(flat, VARIABLES[dimension])
+        self._body_frame = self.body_frame.astype(np.int64)
+        self._torque = np.full(n, int(torque), dtype=np.int64)
 
-    def evaluate(self, f: Frames, t: float, data=None):
-        d = self.dimension
-        vals = np.array(
-            [[float(e(_env(f, b, t, d))) for e in exprs] for b, exprs in zip(self.bodies, self.values, strict=True)]
-        )
-        w = 6 if d == 3 else 3
-        out = np.zeros((self.nbody + 1, w))
-        if self.torque:
-            if d == 3:
-                world = np.where(self.body_frame[:, None], np.einsum("nij,nj->ni", f.rot[self.bodies], vals), vals)
-                body = np.einsum("nji,nj->ni", f.rot[self.bodies], world)
-                np.add.at(out[:, 3:], self.bodies, body)
-            else:
-                np.add.at(out[:, 2], self.bodies, vals[:, 0])
-            return None, out, 0.0
-        rot = f.rot[self.bodies]
-        world = np.where(self.body_frame[:, None], np.einsum("nij,nj->ni", rot, vals), vals)
-        offsets = np.einsum("nij,nj->ni", rot, self.points)
-        return None, generalized_from_point_forces(f, self.bodies, offsets, world, self.nbody, d), 0.0
+    def evaluate(self, f: Frames, t: float, data=None) -> tuple[None, np.ndarray, float]:
+        """(None, Q of the loads (non-conservative), 0.0) at the state of ``f`` and time t."""
+        q_nc = load_forces(
+            f, t, self.dimension, self.nbody, self.bodies, self.points, self._body_frame, self._torque,
+            self._expr, self._programs,
+        )  # fmt: skip
+        return None, q_nc, 0.0
 
 
 def _read_common(items, setup: BuildSetup, with_point: bool):

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from mbsim.model.model import Frames
-from mbsim.model.spatial import cross
 from mbsim.scene.fields import Context, Field
 
 if TYPE_CHECKING:
@@ -81,20 +80,3 @@ FORCE_TYPES: dict[str, type[ForceType]] = {}
 def register_force(cls: type[ForceType]) -> type[ForceType]:
     FORCE_TYPES[cls.name] = cls
     return cls
-
-
-def generalized_from_point_forces(
-    frames: Frames, bodies: np.ndarray, r_world: np.ndarray, force: np.ndarray, nbody: int, dimension: int
-) -> np.ndarray:
-    """Sum point forces into generalized forces (nbody+1, w): force in the world at offset
-    r_world from the centre of mass; rotational part in body axes (3D) or scalar (2D)."""
-    w = 6 if dimension == 3 else 3
-    out = np.zeros((nbody + 1, w))
-    if dimension == 3:
-        torque_world = cross(r_world, force)
-        torque_body = np.einsum("nji,nj->ni", frames.rot[bodies], torque_world)
-        np.add.at(out, bodies, np.concatenate((force, torque_body), axis=1))
-    else:
-        torque = r_world[:, 0] * force[:, 1] - r_world[:, 1] * force[:, 0]
-        np.add.at(out, bodies, np.concatenate((force, torque[:, None]), axis=1))
-    return out

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.forces.base import BuildSetup, ForceType, generalized_from_point_forces, register_force
+from mbsim.model.force_kernels import spring_damper_forces
+from mbsim.model.forces.base import BuildSetup, ForceType, register_force
 from mbsim.model.model import Frames
-from mbsim.model.spatial import cross
 from mbsim.scene.fields import Field, Name, Number, Text, Vector
 
 
@@ -56,34 +56,23 @@ class SpringDamper(ForceType):
 
 
 class SpringDamperGroup:
-    def __init__(self, b1, b2, s1, s2, k, c, rest, nbody, dimension):
-        self.b1, self.b2, self.s1, self.s2 = b1, b2, s1, s2
-        self.k, self.c, self.rest = k, c, rest
+    """Spring-dampers, batched: bodies b1, b2 (extended: nbody = ground), local points s1, s2
+    (n, d), k, c, rest (n,); evaluated by the compiled kernel the compiled step runs
+    (mbsim.model.force_kernels.spring_dampers_at)."""
+
+    def __init__(self, b1, b2, s1, s2, k, c, rest, nbody: int, dimension: int) -> None:
+        self.b1 = np.ascontiguousarray(b1, dtype=np.int64)
+        self.b2 = np.ascontiguousarray(b2, dtype=np.int64)
+        self.s1 = np.ascontiguousarray(s1, dtype=float)
+        self.s2 = np.ascontiguousarray(s2, dtype=float)
+        self.k = np.ascontiguousarray(k, dtype=float)
+        self.c = np.ascontiguousarray(c, dtype=float)
+        self.rest = np.ascontiguousarray(rest, dtype=float)
         self.nbody, self.dimension = nbody, dimension
 
-    def evaluate(self, f: Frames, t: float, data=None):
-        r1 = np.einsum("nij,nj->ni", f.rot[self.b1], self.s1)
-        r2 = np.einsum("nij,nj->ni", f.rot[self.b2], self.s2)
-        d = f.pos[self.b2] + r2 - f.pos[self.b1] - r1
-        length = np.linalg.norm(d, axis=1)
-        unit = d / np.where(length > 1e-12, length, 1.0)[:, None]
-        if self.dimension == 3:
-            v1 = f.vel[self.b1] + cross(f.omega[self.b1], r1)
-            v2 = f.vel[self.b2] + cross(f.omega[self.b2], r2)
-        else:
-            v1 = f.vel[self.b1] + f.omega[self.b1][:, None] * np.stack((-r1[:, 1], r1[:, 0]), axis=1)
-            v2 = f.vel[self.b2] + f.omega[self.b2][:, None] * np.stack((-r2[:, 1], r2[:, 0]), axis=1)
-        rate = np.einsum("ni,ni->n", unit, v2 - v1)
-        stretch = length - self.rest
-        bodies = np.concatenate((self.b1, self.b2))
-        offsets = np.concatenate((r1, r2))
-
-        def on_bodies(magnitude):
-            force2 = -magnitude[:, None] * unit  # on body2; body1 gets the opposite
-            forces = np.concatenate((-force2, force2))
-            return generalized_from_point_forces(f, bodies, offsets, forces, self.nbody, self.dimension)
-
-        q_cons = on_bodies(self.k * stretch)
-        q_nc = on_bodies(self.c * rate) if np.any(self.c) else None
-        potential = float(0.5 * np.sum(self.k * stretch**2))
-        return q_cons, q_nc, potential
+    def evaluate(self, f: Frames, t: float, data=None) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """(elastic Q, damping Q or None without damping, potential) at the state of ``f``."""
+        q_cons, q_nc, potential = spring_damper_forces(
+            f, self.dimension, self.nbody, self.b1, self.b2, self.s1, self.s2, self.k, self.c, self.rest
+        )
+        return q_cons, (q_nc if np.any(self.c) else None), potential
