@@ -241,7 +241,16 @@ class Solver(SolverBase):
         return new, info, h
 
     def evaluate(self, state: State) -> Evaluation:
+        """A recorded row's values at ``state``: reactions minimum-norm from the continuous equations at
+        the node. Over a FlatModel by the compiled rows' own functions (variational_kernels.evaluation);
+        a model without one (compliant contacts, issue 31) by the model's Python functions."""
         m = self.model
+        if self._compiled is not None:
+            if m.springs:  # the references as the run's (Python steps may have moved them)
+                self._compiled[1].spr_ref[:] = self.data.spring_reference[0]
+            lam, phi, phi_dot, J, kinetic, potential = vk.evaluation(self.evaluator, self.var_model, state.t,
+                                                                     state.q, state.v)  # fmt: skip
+            return Evaluation(lam, phi, phi_dot, J if m.nc else None, kinetic, potential, None)
         frames = m.frames(state.q, state.v)
         forces = generalized_forces(m, self.data, frames, state.v, state.t)
         kinetic = kinetic_energy(m, state.v)

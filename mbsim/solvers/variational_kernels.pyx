@@ -22,7 +22,7 @@ import numpy as np
 from libc.math cimport INFINITY, NAN, fabs, isfinite
 
 from mbsim.model.layout cimport FlatData, FlatModel
-from mbsim.model.record_kernels cimport row_into
+from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
 from mbsim.model.step_kernels cimport applied_forces_into, constraints_into, forces_into, frames_into
 from mbsim.solvers.lapack_kernels cimport lstsq_symmetric_into, solve_into
 from mbsim.solvers.ode_kernels cimport update_spring_references
@@ -687,6 +687,30 @@ def advance(FlatEvaluator E, VarModel V, VarData W, double t, double[::1] q, dou
         status = _advance(E, E.F, E.D, V, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
                           max_violation, rows, out)
     return status
+
+
+def evaluation(FlatEvaluator E, VarModel V, double t, const double[::1] q, const double[::1] v):
+    """What a recorded row reads at (t, q, v), as the compiled rows compute it: (lam, phi, phi_dot =
+    J v + phi_t, J, kinetic energy, potential energy), the multipliers minimum-norm from the
+    continuous equations (null_space_accelerations); new arrays. LinAlgError if the SVD failed."""
+    cdef FlatModel F = E.F
+    cdef FlatData D = E.D
+    cdef double[::1] vdot = np.zeros(F.nv)
+    cdef Py_ssize_t rank = 0
+    cdef double kinetic, potential
+    with nogil:
+        frames_into(F, D, q, v)
+        forces_into(F, D, t, v)
+        if F.nc:
+            constraints_into(F, D, t)
+            rank = null_space_accelerations(F, D, V.rank_tol, vdot, D.solve_stats)
+        kinetic = kinetic_energy(F, v)
+        potential = potential_energy(F, D)
+    if rank < 0:
+        raise np.linalg.LinAlgError("SVD did not converge (the reactions of a recorded row)")
+    J = np.array(D.J)
+    phi_dot = J @ np.asarray(v) + np.asarray(D.phi_t)
+    return np.array(D.lam), np.array(D.phi), phi_dot, J, kinetic, potential
 
 
 def step_once(Evaluator E, VarModel V, VarData W, double t, double h, double work):
