@@ -28,7 +28,7 @@ Lambda_k^T C_t (the constraint impulse times the node velocity).
 
 The step exists once, compiled (mbsim.solvers.variational_kernels): Newton, the kinetic terms, the
 Legendre transforms and, over a FlatModel, the model's joints and forces and the recorded rows, in
-blocks of steps. A model flatten does not take (joint couplings, compliant contacts) steps through
+blocks of steps. A model flatten does not take (compliant contacts, issue 31) steps through
 the same compiled step one step at a time, its joints and forces evaluated by the model's Python
 functions; this module keeps the set-up, the start node and the recorded rows of that case.
 """
@@ -129,7 +129,9 @@ class Solver(SolverBase):
         self.var_data = vk.make_var_data(self.n, self.m, model.nv, np.intc)  # LAPACK's C int (cython_lapack)
         self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node var_data holds
         self._compiled = self._compile()
-        if self._compiled is None:  # flatten's reason: the joints and forces by the model's Python functions
+        # what remains in Python: compliant contacts (issue 31) have no compiled form, so such a model's
+        # joints and forces come from the model's Python functions into the same compiled step
+        if self._compiled is None:
             self.evaluator = vk.PyEvaluator(model.nc, model.nv, self._joints, self._forces)
 
     def _compile(self):

@@ -6,8 +6,8 @@ mbsim.solvers.variational, which orchestrates).
 The step reads the model's joints and forces through an Evaluator: FlatEvaluator runs the compiled
 kernels over a FlatModel and a FlatData (mbsim.model.layout, with the rank-robust buffers for the
 reactions of a row) without the GIL, and ``advance`` steps and records whole blocks with it;
-PyEvaluator calls Python functions (for models flatten does not take: joint couplings, compliant
-contacts) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
+PyEvaluator calls Python functions (for models flatten does not take: compliant contacts, issue
+31) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
 transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.lapack_kernels: gesv,
 and gelsd for the singular Legendre system).
 
