@@ -11,8 +11,8 @@ for the same right-hand side it takes the same steps as scipy.integrate's solver
 The right-hand side is a :class:`System` (its ``derivative`` a C method called without the GIL);
 the ODE methods (ode_kernels.OdeSystem) and ``recursive`` (recursive_kernels) subclass it. A
 :class:`Work` holds a run's stage buffers and the adaptive integrator's state (t, y, f, h).
-Python reaches them through ``PySystem`` (a Python callable as the right-hand side, for tests)
-and the def functions at the end.
+Python reaches them through ``PySystem`` (a Python callable as the right-hand side: the Python
+path of every method, mbsim.solvers.integrators, and the tests) and the def functions at the end.
 """
 
 import numpy as np
@@ -86,24 +86,64 @@ cdef class System:
 
 
 cdef class PySystem(System):
-    """A Python callable fun(t, y) -> dy/dt as a System (tests; q_rate: dq/dt = v, nq = nv)."""
+    """A Python right-hand side as a System: fun(t, y) -> dy/dt, and for semi-implicit Euler
+    q_rate(q, v) -> dq/dt (None: dq/dt = v, nq = nv). The Python path's steps
+    (mbsim.solvers.integrators) and the tests. An exception raised by fun or q_rate (a
+    SimulationError, an interrupt) fails the stage and is kept in ``error``: the def functions
+    below raise it once the step has stopped."""
 
     cdef object fun
+    cdef object rate
+    # f(t, y) of the next fixed step's first stage when the caller holds it (None: evaluated)
+    cdef public object first
+    cdef public object error
 
-    def __init__(self, fun, Py_ssize_t n, Py_ssize_t nq=0, Py_ssize_t nv=0):
-        self.fun = fun
+    def __init__(self, fun, Py_ssize_t n, Py_ssize_t nq=0, Py_ssize_t nv=0, q_rate=None):
+        self.fun, self.rate = fun, q_rate
         self.nq, self.nv, self.n = nq, nv, n
+        self.first = self.error = None
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
-        cdef Py_ssize_t k
         with gil:
+            if self.error is not None:  # a stage after a failed one (a q_rate error) is not evaluated
+                return False
             try:
-                value = np.asarray(self.fun(t, np.asarray(y).copy()), dtype=float)
-                for k in range(self.n):
-                    out[k] = value[k]
-            except Exception:
+                np.asarray(out)[:] = np.asarray(self.fun(t, np.asarray(y).copy()), dtype=float)
+            except BaseException as exc:  # noqa: B036 -- kept and raised by the caller, interrupts too
+                self.error = exc
                 return False
         return True
+
+    cdef bint first_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        with gil:
+            if self.first is None:
+                return self.derivative(t, y, out)
+            np.asarray(out)[:] = self.first
+            self.first = None
+        return True
+
+    cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t k
+        if self.rate is None:
+            for k in range(self.nq):
+                out[k] = v[k]
+            return
+        with gil:
+            try:
+                np.asarray(out)[:] = np.asarray(self.rate(np.asarray(q).copy(), np.asarray(v).copy()), dtype=float)
+            except BaseException as exc:  # noqa: B036
+                self.error = exc
+
+
+cdef void _raise_kept(System S) except *:
+    """Raise the exception a PySystem kept (and forget it)."""
+    cdef PySystem P
+    if isinstance(S, PySystem):
+        P = <PySystem>S
+        P.first = None
+        if P.error is not None:
+            exc, P.error = P.error, None
+            raise exc
 
 
 cdef class Work:
@@ -445,29 +485,36 @@ cdef bint dense_prepare(System S, Work W) noexcept nogil:
     return True
 
 
-cdef void dense_eval(Work W, double t, double[::1] out) noexcept nogil:
-    """y(t) of the interpolant dense_prepare left (scipy's RkDenseOutput / Dop853DenseOutput)."""
-    cdef Py_ssize_t n = W.n, i, r
-    cdef double h = W.t - W.t_old
-    cdef double x = (t - W.t_old) / h
+cdef void _interpolate(int method, double t_old, double t_new, const double[::1] y_old,
+                       const double[:, ::1] dense, double t, double[::1] out) noexcept nogil:
+    """y(t) of a step's interpolant (scipy's RkDenseOutput / Dop853DenseOutput): the step from
+    (t_old, y_old) to t_new with the coefficients ``dense`` (dense_prepare)."""
+    cdef Py_ssize_t n = y_old.shape[0], i, r
+    cdef double h = t_new - t_old
+    cdef double x = (t - t_old) / h
     cdef double p, acc
-    if W.method == I_RK45:
+    if method == I_RK45:
         for i in range(n):
             acc, p = 0.0, 1.0
             for r in range(4):
                 p *= x
-                acc += W.dense[r, i] * p
-            out[i] = h * acc + W.y_old[i]
+                acc += dense[r, i] * p
+            out[i] = h * acc + y_old[i]
         return
     for i in range(n):
         acc = 0.0
         for r in range(7):
-            acc += W.dense[6 - r, i]
+            acc += dense[6 - r, i]
             if r % 2 == 0:
                 acc *= x
             else:
                 acc *= 1 - x
-        out[i] = acc + W.y_old[i]
+        out[i] = acc + y_old[i]
+
+
+cdef void dense_eval(Work W, double t, double[::1] out) noexcept nogil:
+    """y(t) of the interpolant dense_prepare left (scipy's RkDenseOutput / Dop853DenseOutput)."""
+    _interpolate(W.method, W.t_old, W.t, W.y_old, W.dense, t, out)
 
 
 # the main stages' A of DOP853 (12 x 12, row-major): rows and columns 0-11 of DOP_A
@@ -489,6 +536,7 @@ def fixed(System S, int method, double t0, const double[::1] y0, double h, Py_ss
     Y[0, :] = y0
     for k in range(steps):
         if not fixed_step(S, W, method, t0 + k * h, h, Y[k], Y[k + 1]):
+            _raise_kept(S)
             raise FloatingPointError(f"the right-hand side failed at step {k + 1}")
     return ys
 
@@ -504,9 +552,11 @@ def solve(System S, int method, double t0, const double[::1] y0, double t_bound,
     query = [] if dense_at is None else sorted(float(x) for x in dense_at)
     cdef double[::1] out = np.zeros(y0.shape[0])
     if adaptive_start(S, W, t0, y0, first_step) != A_OK:
+        _raise_kept(S)
         raise FloatingPointError("the right-hand side failed at the start")
     while W.t < t_bound:
         status = adaptive_step(S, W)
+        _raise_kept(S)
         if status == A_TOO_SMALL:
             raise FloatingPointError(TOO_SMALL_MESSAGE)
         if status != A_OK:
@@ -526,10 +576,65 @@ def solve(System S, int method, double t0, const double[::1] y0, double t_bound,
 
 
 def start(System S, Work W, double t, const double[::1] y, double first_step=0.0):
-    """adaptive_start from Python: the pair W at (t, y); returns its status."""
-    return adaptive_start(S, W, t, y, first_step)
+    """adaptive_start from Python: the pair W at (t, y); returns its status (a PySystem's error raised)."""
+    cdef int status = adaptive_start(S, W, t, y, first_step)
+    _raise_kept(S)
+    return status
+
+
+def resume(System S, Work W, const double[::1] y):
+    """adaptive_continue from Python: the pair continues from y at its time; returns its status."""
+    cdef int status = adaptive_continue(S, W, y)
+    _raise_kept(S)
+    return status
 
 
 def step(System S, Work W):
     """adaptive_step from Python: one accepted step; returns its status (W.state the new point)."""
-    return adaptive_step(S, W)
+    cdef int status = adaptive_step(S, W)
+    _raise_kept(S)
+    return status
+
+
+def fixed_step_of(System S, Work W, double t, double h, const double[::1] y):
+    """One fixed step of W.method from (t, y): the new state (a new array). A PySystem's error is
+    raised; another failed stage raises FloatingPointError."""
+    out = np.empty(y.shape[0])
+    cdef bint ok = fixed_step(S, W, W.method, t, h, y, out)
+    _raise_kept(S)
+    if not ok:
+        raise FloatingPointError("the right-hand side failed")
+    return out
+
+
+cdef class Dense:
+    """The interpolant of one accepted step of an embedded pair (scipy's dense_output): y(t) for t
+    in [t_old, t]; a copy, valid after the pair moves on."""
+
+    cdef int method
+    cdef readonly double t_old, t
+    cdef double[::1] y_old
+    cdef double[:, ::1] coefficients
+
+    def __call__(self, t):
+        """y(t) (n,); for an array of times, (n, len(t)) as scipy's."""
+        cdef double[::1] out
+        if np.ndim(t) == 0:
+            out = np.empty(self.y_old.shape[0])
+            _interpolate(self.method, self.t_old, self.t, self.y_old, self.coefficients, float(t), out)
+            return np.asarray(out)
+        return np.stack([self(x) for x in np.asarray(t, dtype=float)], axis=1)
+
+
+def dense(System S, Work W):
+    """The last accepted step's interpolant (dense_prepare: DOP853 evaluates three more stages) as
+    a :class:`Dense`."""
+    cdef bint ok = dense_prepare(S, W)
+    _raise_kept(S)
+    if not ok:
+        raise FloatingPointError("the right-hand side failed in the dense output")
+    cdef Dense D = Dense.__new__(Dense)
+    D.method, D.t_old, D.t = W.method, W.t_old, W.t
+    D.y_old = np.asarray(W.y_old).copy()
+    D.coefficients = np.asarray(W.dense).copy()
+    return D

@@ -1,12 +1,17 @@
-"""Time integrators for first-order systems y' = f(t, y) with y = (q, v, work).
+"""The integrators by name, for first-order systems y' = f(t, y) with y = (q, v, work).
 
 Fixed step: ``euler`` (explicit), ``semi_implicit_euler`` (symplectic Euler: v first, then q
-with the new v), ``rk4`` (classical Runge-Kutta). Adaptive: ``scipy:RK45``, ``scipy:DOP853``,
-``scipy:Radau``, ``scipy:BDF`` through scipy's ``OdeSolver.step()`` with ``rtol``/``atol``;
-one accepted step of theirs is one mbsim step.
+with the new v), ``rk4`` (classical Runge-Kutta). Adaptive: ``scipy:RK45``, ``scipy:DOP853``
+(scipy's algorithm and coefficients, compiled), ``scipy:Radau``, ``scipy:BDF`` (scipy's own
+``OdeSolver.step()``) with ``rtol``/``atol``; one accepted step of theirs is one mbsim step.
 
-The system object passed in provides ``derivative(t, y)``, and for the split integrator
-``acceleration(t, q, v) -> (v_dot, power)`` and ``q_rate(q, v)``, plus the sizes ``nq``, ``nv``.
+Every integrator but Radau and BDF is written once, in mbsim.solvers.integrate; the compiled
+blocks of the methods call it directly, and the Python path (models that do not flatten, steps
+handed over by a block, event_driven between events) through :class:`FixedStep` and
+:class:`EmbeddedPair` here, whose right-hand side calls back into Python.
+
+The system object passed in provides ``derivative(t, y)`` and ``q_rate(q, v)`` (semi-implicit
+Euler: dq/dt at the new velocities), plus the sizes ``nq``, ``nv``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import SimulationError
+from mbsim.solvers import integrate
 
 # scipy.integrate (and scipy.optimize below it) is imported when a run uses one: validate stays quick
 SCIPY_METHODS = ("scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF")
@@ -56,40 +62,93 @@ def jacobian_by_differences(derivative: Any) -> Any:
 
 FIXED = ("euler", "semi_implicit_euler", "rk4")
 INTEGRATORS = (*FIXED, *SCIPY_METHODS)
+# the integrators compiled once (mbsim.solvers.integrate): every fixed step and the embedded pairs
+COMPILED = (*FIXED, "scipy:RK45", "scipy:DOP853")
 
 
-def euler(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
-    k1 = system.derivative(t, y) if f0 is None else f0
-    return y + h * k1
+def compiled_code(integrator: str) -> int:
+    """The code of a compiled integrator (mbsim.solvers.integrate.INTEGRATORS): ``rk4``,
+    ``scipy:DOP853`` ... (KeyError for Radau and BDF, which stay scipy's)."""
+    if integrator not in COMPILED:
+        raise KeyError(integrator)
+    return integrate.INTEGRATORS[integrator.split(":", 1)[-1]]
 
 
-def semi_implicit_euler(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
-    nq, nv = system.nq, system.nv
-    q, v = y[:nq], y[nq : nq + nv]
-    if f0 is None:
-        a, power = system.acceleration(t, q, v)
-    else:
-        a, power = f0[nq : nq + nv], f0[-1]
-    v_new = v + h * a
-    q_new = q + h * system.q_rate(q, v_new)
-    return np.concatenate((q_new, v_new, [y[-1] + h * power]))
+class _Bound:
+    """The compiled integrator's view of a Python system (integrate.PySystem: its ``derivative``
+    and ``q_rate``, sizes ``nq``, ``nv``) with the integrator's buffers (integrate.Work), made
+    for the first system stepped and kept while the same one is."""
+
+    def __init__(self, code: int, rtol: float = 1e-3, atol: float = 1e-6, t_end: float = np.inf, max_step=np.inf):
+        self.code, self.rtol, self.atol, self.t_end, self.max_step = code, rtol, atol, t_end, max_step
+        self._system: Any = None
+        self.S: Any = None
+        self.W: Any = None
+
+    def bind(self, system: Any, n: int) -> None:
+        if self._system is system and self.W.n == n:
+            return
+        self.S = integrate.PySystem(system.derivative, n, system.nq, system.nv, system.q_rate)
+        self.W = integrate.Work(n, self.code, self.rtol, self.atol, self.max_step, self.t_end)
+        self._system = system
 
 
-def rk4(system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
-    k1 = system.derivative(t, y) if f0 is None else f0
-    k2 = system.derivative(t + 0.5 * h, y + 0.5 * h * k1)
-    k3 = system.derivative(t + 0.5 * h, y + 0.5 * h * k2)
-    k4 = system.derivative(t + h, y + h * k3)
-    return y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+class FixedStep(_Bound):
+    """One fixed step (euler, semi_implicit_euler, rk4) of the compiled integrator
+    (integrate.fixed_step) over a Python system: ``step(system, t, y, h, f0)`` -> y_new, f0 the
+    derivative at (t, y) when the caller holds it (the first stage)."""
+
+    def __call__(self, system: Any, t: float, y: np.ndarray, h: float, f0: np.ndarray | None = None) -> np.ndarray:
+        y = np.ascontiguousarray(y, dtype=float)
+        self.bind(system, len(y))
+        if f0 is not None:
+            self.S.first = np.asarray(f0, dtype=float)
+        return integrate.fixed_step_of(self.S, self.W, t, h, y)
 
 
-FIXED_STEP = {"euler": euler, "semi_implicit_euler": semi_implicit_euler, "rk4": rk4}
+class EmbeddedPair(_Bound):
+    """scipy:RK45 / scipy:DOP853 compiled (integrate.adaptive_step: scipy's step control and dense
+    output) over a Python system, kept across steps as scipy's solver object was: it continues
+    from a state the caller corrected (projection) with the derivative recomputed there."""
+
+    def __init__(self, method: str, rtol: float, atol: float, t_end: float, max_step: float = np.inf) -> None:
+        super().__init__(compiled_code(method), rtol, atol, t_end, max_step)
+        self.method = method
+
+    def step(
+        self, system: Any, t: float, y: np.ndarray, h: float, prepare: Any = None
+    ) -> tuple[float, np.ndarray, float]:
+        """One accepted step from (t, y); h is the first step when the pair starts afresh (it is
+        not at t). Returns (t, y, h_next). ``prepare(t, y) -> bool`` (OdeSolver.before_adaptive_step)
+        sets what the right-hand side keeps fixed over the step's stages and says whether that
+        changed: then the derivative at the step's start is recomputed."""
+        changed = bool(prepare(t, y)) if prepare is not None else False
+        y = np.ascontiguousarray(y, dtype=float)
+        self.bind(system, len(y))
+        S, W = self.S, self.W
+        status = integrate.STEP_OK
+        if not W.started or W.t != t:
+            status = integrate.start(S, W, t, y, min(h, self.t_end - t))
+        elif changed or not np.array_equal(W.state[1], y):
+            status = integrate.resume(S, W, y)
+        if status == integrate.STEP_OK:
+            status = integrate.step(S, W)
+        if status == integrate.TOO_SMALL:
+            raise SimulationError(f"{self.method} failed: {integrate.TOO_SMALL_MESSAGE}", t=t)
+        if status != integrate.STEP_OK:
+            raise SimulationError(f"{self.method} failed: the right-hand side could not be evaluated", t=t)
+        t_new, y_new, _, h_next = W.state
+        return float(t_new), y_new, float(h_next)
+
+    def dense_output(self) -> Any:
+        """The interpolant of the last step (scipy's dense output): y(t) for t in that step."""
+        return integrate.dense(self.S, self.W)
 
 
 def _continue_from(solver: Any, y: np.ndarray, fun: Any) -> bool:
     """Let a running scipy solver continue from a corrected state y at its current time.
 
-    Runge-Kutta and Radau keep the derivative at the current point (recomputed here); BDF keeps
+    Radau (and scipy's Runge-Kutta pairs) keep the derivative at the current point (recomputed here); BDF keeps
     backward differences whose zeroth row is the current point (shifted here, so its history
     and order survive). Returns False if the solver is of a kind this does not know, in which
     case the caller restarts it. (These are scipy's internal attributes, exercised by the tests
@@ -109,8 +168,9 @@ def _continue_from(solver: Any, y: np.ndarray, fun: Any) -> bool:
 
 @dataclass
 class AdaptiveStepper:
-    """One scipy OdeSolver kept across steps. When the caller changed the state between steps
-    (projection), the solver continues from the corrected state (see _continue_from)."""
+    """One scipy OdeSolver (Radau, BDF: the implicit methods stay scipy's) kept across steps. When
+    the caller changed the state between steps (projection), the solver continues from the
+    corrected state (see _continue_from)."""
 
     method: str
     rtol: float
@@ -162,8 +222,11 @@ class AdaptiveStepper:
 
 
 def stepper(integrator: str, rtol: float, atol: float, t_end: float, max_step: float | None):
-    """(fixed-step function or None, AdaptiveStepper or None) of an integrator name: what the
-    ODE-based methods step with."""
+    """(FixedStep or None, EmbeddedPair / AdaptiveStepper or None) of an integrator name: what the
+    methods' Python path steps with (the compiled integrators; scipy's Radau and BDF)."""
+    max_step = max_step if max_step else np.inf
+    if integrator in COMPILED and integrator not in FIXED:
+        return None, EmbeddedPair(integrator, rtol, atol, t_end, max_step)
     if integrator in SCIPY_METHODS:
-        return None, AdaptiveStepper(integrator, rtol, atol, t_end, max_step if max_step else np.inf)
-    return FIXED_STEP.get(integrator), None
+        return None, AdaptiveStepper(integrator, rtol, atol, t_end, max_step)
+    return FixedStep(compiled_code(integrator)), None

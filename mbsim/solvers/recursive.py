@@ -18,7 +18,9 @@ the symbolic derivatives of the drive) and the others are free, solved together 
 hybrid problem); the drive forces are the joint forces T_k = H_k f_k of the driven joints minus
 their springs. Joint springs and dampers act on the joint coordinates directly.
 
-Time integration reuses mbsim.solvers.integrators (fixed-step and scipy adaptive); after each
+Time integration uses the integrators written once (mbsim.solvers.integrate: the fixed steps
+and the embedded pairs RK45 / DOP853, in compiled blocks over the compiled right-hand side, or
+through mbsim.solvers.integrators over the Python one; Radau and BDF are scipy's); after each
 step the quaternions of spherical and free joints are rescaled to unit norm and the driven
 coordinates are set to their prescribed values. Recording: body positions, orientations and
 velocities come from the recursion; the constraint diagnostics are the scene's joint equations
@@ -41,6 +43,7 @@ from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
+from mbsim.solvers import integrate
 from mbsim.solvers import recursive_kernels as rk
 from mbsim.solvers import soa_kernels as soa
 from mbsim.solvers.base import Block, SolverBase, read_options
@@ -328,6 +331,8 @@ class Solver(SolverBase):
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
+        self._tolerances = (rtol, atol, max_step or np.inf)
+        self._h_carried: float | None = None  # an embedded pair's next step when a block hands over to Python
         self._gravity = embed(model.gravity)
         self._mass = np.ascontiguousarray(model.body_mass, dtype=float)
         if model.dimension == 3:
@@ -361,7 +366,7 @@ class Solver(SolverBase):
         """The compiled step's arrays (mbsim.solvers.recursive_kernels), or None with the reason
         in ``compiled_reason`` (then the Python path steps)."""
         space, m = self.space, self.model
-        if self._adaptive is not None or self.integrator not in rk.INTEGRATORS:
+        if self.integrator not in rk.INTEGRATORS:
             self.compiled_reason = f"integrator {self.integrator} has no compiled step"
         elif space.driven:
             self.compiled_reason = "drives step through the Python path"
@@ -417,11 +422,14 @@ class Solver(SolverBase):
             integrator=rk.INTEGRATORS[self.integrator],
         )
         work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
+        # the integrator's buffers, and an embedded pair's state across blocks
+        rtol, atol, max_step = self._tolerances
+        steps = integrate.Work(space.nq + space.nv + 1, tree.integrator, rtol, atol, max_step, m.t_end)
         width = row_width(self.row_columns()) + 1  # + the step number
         # at most ROWS_BYTES of rows a block (a 3,000-link chain's row is 650 kB: 25 rows, not 200)
         rows = np.zeros((max(1, min(ROWS_PER_BLOCK, ROWS_BYTES // (8 * width))), width))
         # no dense constraint Jacobian: the kernels evaluate the joint equations row by row
-        return flat, make_data(flat, dense=False), tree, work, rows, np.zeros(5)
+        return flat, make_data(flat, dense=False), tree, work, rows, np.zeros(5), steps
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
         """The result file's row in joint coordinates, then the joints' reactions in body axes."""
@@ -444,22 +452,25 @@ class Solver(SolverBase):
         """A call of the compiled step that takes no step (compiled ahead of time: it checks the buffers' types)."""
         if self._compiled is None:
             return
-        flat, data, tree, work, rows, out = self._compiled
+        flat, data, tree, work, rows, out, steps = self._compiled
         # no step and no row: any q, v of the right sizes (the start's joint coordinates cost 0.3 s at N = 3,000)
         q, v = np.zeros(self.nq), np.zeros(self.nv)
-        rk.advance(flat, data, tree, work, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, rows, out)
+        rk.advance(flat, data, tree, work, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, rows, out, steps)
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
         """Compiled steps and recorded rows (mbsim.solvers.recursive_kernels.advance); joint
-        coordinates meet the joints by construction: no violation to watch."""
-        flat, data, tree, work, rows, out = self._compiled
+        coordinates meet the joints by construction: no violation to watch. Under scipy:RK45 /
+        scipy:DOP853 each step is one accepted step of the compiled pair (h its first step)."""
+        flat, data, tree, work, rows, out, pair = self._compiled
         q, v = state.q.copy(), state.v.copy()
         code = rk.advance(
             flat, data, tree, work, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
-            BLOCK_STEPS, rows, out,
+            BLOCK_STEPS, rows, out, pair,
         )  # fmt: skip
+        if self._adaptive is not None:  # a step handed to Python starts its pair where the compiled one stood
+            self._h_carried = pair.h_abs if code != rk.OK and pair.started else None
         steps = int(out[2])
         if np.any(self.space.q_initial):  # /q counts each joint coordinate from its `initial`
             rows[: int(out[3]), 1 : 1 + self.space.nq] += self.space.q_initial
@@ -744,6 +755,8 @@ class Solver(SolverBase):
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._adaptive is not None:
+            if self._h_carried is not None:  # after a compiled block: its step size
+                h, self._h_carried = min(self._h_carried, self.model.t_end - state.t), None
             t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h)
         else:
             f0 = None

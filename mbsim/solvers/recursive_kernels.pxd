@@ -4,15 +4,12 @@
 
 from mbsim.solvers.soa_kernels cimport AbaWork
 
-# integrator codes (INTEGRATORS) and statuses of tree_steps/advance (OK, NOT_FINITE)
-cdef enum:
-    I_EULER = 0
-    I_SEMI_IMPLICIT_EULER = 1
-    I_RK4 = 2
-
+# statuses of tree_steps/advance (OK, NOT_FINITE, STEP_FAILED); the integrators are
+# mbsim.solvers.integrate's (Tree.integrator: its codes)
 cdef enum:
     S_OK = 0
     S_NOT_FINITE = 1
+    S_STEP_FAILED = 2  # an adaptive step fell below its smallest (the Python path reports it)
 
 
 cdef class Tree:
@@ -76,12 +73,8 @@ cdef class TreeData:
     cdef double[:, ::1] alpha
     cdef readonly AbaWork aba
     cdef double[::1] y
-    cdef double[::1] ytmp
     cdef double[::1] ynew
     cdef double[::1] k1
-    cdef double[::1] k2
-    cdef double[::1] k3
-    cdef double[::1] k4
     cdef double[::1] vbody
     cdef double[:, ::1] jrows
     cdef double[:, ::1] joint_force

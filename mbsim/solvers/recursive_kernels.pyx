@@ -1,14 +1,16 @@
-"""Compiled (Cython) fixed steps of method ``recursive`` (mbsim.solvers.recursive) over flat arrays.
+"""Compiled (Cython) steps of method ``recursive`` (mbsim.solvers.recursive) over flat arrays.
 
-A step runs the method's right-hand side -- the kinematics sweep, the force elements
-(spring-dampers and applied loads, with their expressions compiled: mbsim.model.step_kernels),
-the joint springs and dampers, and the articulated-body sweep (mbsim.solvers.soa_kernels) -- in
-the integrator's stages, then rescales the quaternions, exactly as the Python path does,
-writing into the buffers of a ``TreeData`` and allocating nothing. Python is entered once per
-block of steps (up to the next recorded row), not per step.
+The method's right-hand side -- the kinematics sweep, the force elements (spring-dampers and
+applied loads, with their expressions compiled: mbsim.model.step_kernels), the joint springs and
+dampers, and the articulated-body sweep (mbsim.solvers.soa_kernels) -- is a ``TreeSystem``, the
+System of the integrators written once (mbsim.solvers.integrate: the fixed steps and the
+embedded pairs RK45 / DOP853 with scipy's step control). A step runs them, then rescales the
+quaternions, exactly as the Python path does, writing into the buffers of a ``TreeData`` and the
+integrator's ``Work`` and allocating nothing. Python is entered once per block of steps (up to
+the next recorded row), not per step.
 
 Scenes with drives (the prescribed joints and their impulsive kinks, recursive.py
-``_drive_velocity_step``) and the adaptive integrators step through the Python path.
+``_drive_velocity_step``) and scipy's implicit integrators (Radau, BDF) step through the Python path.
 """
 
 import numpy as np
@@ -18,13 +20,34 @@ from libc.math cimport fabs, isfinite, sqrt
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport element_potential, rotation_columns_into, state_columns_into
 from mbsim.model.step_kernels cimport constraint_blocks_into, element_forces_into, row_blocks_dot
+from mbsim.solvers.integrate cimport (
+    A_OK,
+    I_DOP853,
+    I_EULER,
+    I_RK4,
+    I_RK45,
+    I_SEMI_IMPLICIT_EULER,
+    System,
+    Work,
+    adaptive_continue,
+    adaptive_start,
+    adaptive_step,
+    fixed_step,
+)
 from mbsim.solvers.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
 from mbsim.model.layout import as_field, field_of, rebuild
 
-INTEGRATORS = {"euler": I_EULER, "semi_implicit_euler": I_SEMI_IMPLICIT_EULER, "rk4": I_RK4}
+# the integrators with a compiled step (scene names -> mbsim.solvers.integrate's codes)
+INTEGRATORS = {
+    "euler": I_EULER,
+    "semi_implicit_euler": I_SEMI_IMPLICIT_EULER,
+    "rk4": I_RK4,
+    "scipy:RK45": I_RK45,
+    "scipy:DOP853": I_DOP853,
+}
 # statuses of tree_steps
-OK, NOT_FINITE = S_OK, S_NOT_FINITE
+OK, NOT_FINITE, STEP_FAILED = S_OK, S_NOT_FINITE, S_STEP_FAILED
 
 
 cdef class Tree:
@@ -44,7 +67,7 @@ cdef class Tree:
             reaction is reported on body2's side), body2, the joint point in body2's axes (3D), and
             the body whose axes the local reaction is given in (recursive.py ``_reactions``).
         nq, nv; elements: 1 when the model has force elements (spring-dampers, loads); integrator
-            (INTEGRATORS).
+            (INTEGRATORS: mbsim.solvers.integrate's code).
     """
 
     _fields = ('order', 'parent', 'jtype', 'qadr', 'vadr', 'rp', 'rc', 'qrel0', 'ax1', 'ax2', 'ang0', 'nvj', 'mass', 'inertia', 'gravity', 'presc', 'qdd_presc', 'armature', 'quat_q', 'quat_v', 'scalar_q', 'scalar_v', 'spr_v', 'spr_q', 'spr_k', 'spr_c', 'spr_rest', 'body_inertia', 'owner', 'body_joint', 'carrier', 'back', 'body2', 'joint_point', 'joint_body', 'nq', 'nv', 'elements', 'integrator')
@@ -105,13 +128,14 @@ cdef class Tree:
 cdef class TreeData:
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba`` (soa_kernels.AbaWork),
-    and the integrator's y, ytmp, ynew, k1..k4 (nq + nv + 1,); a recorded row's scratch: vbody (the
+    a step's y, ynew and k1 (nq + nv + 1,: k1 the derivative at a recorded state, the integrator's
+    stages are its Work's, mbsim.solvers.integrate); a recorded row's scratch: vbody (the
     model's body velocities), jrows (nc, 2 w: each joint equation's two body blocks of J,
     step_kernels.constraint_blocks_into) and joint_force (njoint, 6); seg (4,): a run of steps' report;
     k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
     step's first stage, as in mbsim.solvers.ode_kernels)."""
 
-    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ytmp', 'ynew', 'k1', 'k2', 'k3', 'k4', 'vbody', 'jrows', 'joint_force', 'seg', 'k1_valid')
+    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ynew', 'k1', 'vbody', 'jrows', 'joint_force', 'seg', 'k1_valid')
 
     def __init__(self, **fields):
         cdef dict arrays = {}
@@ -132,12 +156,8 @@ cdef class TreeData:
         self.alpha = arrays['alpha'] = as_field(fields['alpha'], 'float64', False)
         self.aba = fields['aba']
         self.y = arrays['y'] = as_field(fields['y'], 'float64', False)
-        self.ytmp = arrays['ytmp'] = as_field(fields['ytmp'], 'float64', False)
         self.ynew = arrays['ynew'] = as_field(fields['ynew'], 'float64', False)
         self.k1 = arrays['k1'] = as_field(fields['k1'], 'float64', False)
-        self.k2 = arrays['k2'] = as_field(fields['k2'], 'float64', False)
-        self.k3 = arrays['k3'] = as_field(fields['k3'], 'float64', False)
-        self.k4 = arrays['k4'] = as_field(fields['k4'], 'float64', False)
         self.vbody = arrays['vbody'] = as_field(fields['vbody'], 'float64', False)
         self.jrows = arrays['jrows'] = as_field(fields['jrows'], 'float64', False)
         self.joint_force = arrays['joint_force'] = as_field(fields['joint_force'], 'float64', False)
@@ -180,12 +200,8 @@ def make_tree_data(
         alpha=np.zeros((nb + 1, 6)),
         aba=AbaWork(nb, nv),  # the articulated-body sweep's scratch
         y=np.zeros(ny),
-        ytmp=np.zeros(ny),
         ynew=np.zeros(ny),
         k1=np.zeros(ny),
-        k2=np.zeros(ny),
-        k3=np.zeros(ny),
-        k4=np.zeros(ny),
         vbody=np.zeros(body_nv),
         jrows=np.zeros((nc, 2 * width)),
         joint_force=np.zeros((njoint, 6)),
@@ -254,7 +270,7 @@ cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t)
     return power
 
 
-cdef void derivative(
+cdef inline void derivative(
     FlatModel F, FlatData D, Tree T, TreeData W, double t, const double[::1] y, double[::1] out
 ) noexcept nogil:
     """out = (q_dot, q_ddot, power) at y = (q, v, work) (recursive.py ``derivative``)."""
@@ -303,64 +319,70 @@ cdef void q_rate_into(Tree T, const double[::1] q, const double[::1] v, double[:
         out[a3] = 0.5 * (p0 * w2 + (p1 * w1 - p2 * w0))
 
 
-cdef void integrate(
-    FlatModel F, FlatData D, Tree T, TreeData W, double t, double h, const double[::1] y, double[::1] out
-) noexcept nogil:
-    """One fixed step of T.integrator from y into out (mbsim.solvers.integrators)."""
-    cdef Py_ssize_t nq = T.nq, nv = T.nv
-    cdef Py_ssize_t ny = y.shape[0]
+cdef class TreeSystem(System):
+    """The method's right-hand side (derivative) of F, D, T into W as the integrators' System
+    (mbsim.solvers.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
+    after the step (tree_steps)."""
+
+    cdef FlatModel F
+    cdef FlatData D
+    cdef Tree T
+    cdef TreeData W
+
+    def __init__(self, FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None):
+        self.F, self.D, self.T, self.W = F, D, T, W
+        self.nq, self.nv, self.n = T.nq, T.nv, T.nq + T.nv + 1
+
+    cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        derivative(self.F, self.D, self.T, self.W, t, y, out)
+        return True
+
+    cdef bint first_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        """A fixed step's first stage: the derivative at the state just recorded when advance kept
+        it in W.k1 (W.k1_valid)."""
+        cdef Py_ssize_t k
+        if not self.W.k1_valid[0]:
+            derivative(self.F, self.D, self.T, self.W, t, y, out)
+            return True
+        self.W.k1_valid[0] = 0
+        for k in range(self.n):
+            out[k] = self.W.k1[k]
+        return True
+
+    cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        q_rate_into(self.T, q, v, out)
+
+
+cdef bint _same(const double[::1] a, const double[::1] b) noexcept nogil:
+    """a == b elementwise (np.array_equal)."""
     cdef Py_ssize_t k
-    cdef double half, sixth
-    cdef double[::1] k1 = W.k1
-    cdef double[::1] k2 = W.k2
-    cdef double[::1] k3 = W.k3
-    cdef double[::1] k4 = W.k4
-    cdef double[::1] yt = W.ytmp
-    if W.k1_valid[0]:
-        W.k1_valid[0] = 0
-    else:
-        derivative(F, D, T, W, t, y, k1)
-    if T.integrator == I_SEMI_IMPLICIT_EULER:  # v first, then q with the new v
-        for k in range(nv):
-            out[nq + k] = y[nq + k] + h * k1[nq + k]
-        q_rate_into(T, y[:nq], out[nq : nq + nv], k2[:nq])
-        for k in range(nq):
-            out[k] = y[k] + h * k2[k]
-        out[ny - 1] = y[ny - 1] + h * k1[ny - 1]
-        return
-    if T.integrator == I_EULER:
-        for k in range(ny):
-            out[k] = y[k] + h * k1[k]
-        return
-    half = 0.5 * h
-    for k in range(ny):
-        yt[k] = y[k] + half * k1[k]
-    derivative(F, D, T, W, t + 0.5 * h, yt, k2)
-    for k in range(ny):
-        yt[k] = y[k] + half * k2[k]
-    derivative(F, D, T, W, t + 0.5 * h, yt, k3)
-    for k in range(ny):
-        yt[k] = y[k] + h * k3[k]
-    derivative(F, D, T, W, t + h, yt, k4)
-    sixth = h / 6.0
-    for k in range(ny):
-        out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
+    for k in range(a.shape[0]):
+        if not (a[k] == b[k]):
+            return False
+    return True
 
 
 cdef int tree_steps(
-    FlatModel F, FlatData D, Tree T, TreeData W, double t, double[::1] q, double[::1] v, double work, double h,
-    double t_end, Py_ssize_t nmax, double[::1] out,
+    Tree T, TreeData W, TreeSystem S, Work K, double t, double[::1] q, double[::1] v, double work, double h, double t_end,
+    Py_ssize_t nmax, double[::1] out,
 ) noexcept nogil:
-    """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
-    mbsim.simulate.run does), q and v updated in place; stops before a step that would leave a
-    non-finite state (NOT_FINITE: the Python path takes it and reports). ``out`` (float64, 4):
-    t, work, steps taken, the size of the last step. Returns the status."""
+    """Up to ``nmax`` steps of K.method (the last one shortened to land on t_end, as
+    mbsim.simulate.run does), q and v updated in place. Under an embedded pair (RK45, DOP853) each
+    step is one accepted step (scipy's step control, the last one landing on K.t_bound; h its
+    first step when it starts afresh: it is not at t), continued from the state the step left,
+    with the derivative recomputed where the quaternions' rescaling moved it (as the Python path's
+    mbsim.solvers.integrators.EmbeddedPair does). Stops before a step that would leave a
+    non-finite state (NOT_FINITE) or fell below the smallest step (STEP_FAILED): the Python path
+    takes it and reports. ``out`` (float64, 4): t, work, steps taken, the size of the last step.
+    Returns the status. S: the system of T into W."""
     cdef Py_ssize_t nq = T.nq, nv = T.nv
     cdef Py_ssize_t ny = nq + nv + 1
     cdef double[::1] y = W.y
     cdef double[::1] ynew = W.ynew
+    cdef bint adaptive = K.method == I_RK45 or K.method == I_DOP853
     cdef Py_ssize_t steps = 0, i, k, a0, a1, a2, a3
     cdef int status = S_OK
+    cdef int a
     cdef double h_last = 0.0
     cdef double scale = max(1.0, t_end)
     cdef double h_try, n, t_new
@@ -374,7 +396,24 @@ cdef int tree_steps(
         for k in range(nv):
             y[nq + k] = v[k]
         y[ny - 1] = work
-        integrate(F, D, T, W, t, h_try, y, ynew)
+        if adaptive:
+            # a fresh start away from the pair's point; a continuation where the state moved
+            a = A_OK
+            if not K.started or K.t != t:
+                a = adaptive_start(S, K, t, y, min(h_try, t_end - t))
+            elif not _same(K.y, y):
+                a = adaptive_continue(S, K, y)
+            if a == A_OK:
+                a = adaptive_step(S, K)
+            if a != A_OK:
+                status = S_STEP_FAILED
+                break
+            for k in range(ny):
+                ynew[k] = K.y[k]
+            t_new = K.t
+        else:
+            fixed_step(S, K, K.method, t, h_try, y, ynew)
+            t_new = t + h_try
         # quaternions rescaled to unit norm (recursive.py ``normalize``)
         for i in range(T.quat_q.shape[0]):
             a0, a1, a2, a3 = T.quat_q[i, 0], T.quat_q[i, 1], T.quat_q[i, 2], T.quat_q[i, 3]
@@ -392,7 +431,6 @@ cdef int tree_steps(
         for k in range(nv):
             v[k] = ynew[nq + k]
         work = ynew[ny - 1]
-        t_new = t + h_try
         h_last = t_new - t  # as the Python step reports it
         t = t_new
         steps += 1
@@ -538,25 +576,37 @@ cdef void row_into(
 def advance(
     FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None, double t, double[::1] q,
     double[::1] v, double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
-    Py_ssize_t max_rows, Py_ssize_t max_block, double[:, ::1] rows, double[::1] out,
+    Py_ssize_t max_rows, Py_ssize_t max_block, double[:, ::1] rows, double[::1] out, Work work_=None,
 ):
     """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode_kernels.advance
     (without constraint violations to watch: joint coordinates meet the joints by construction):
     a row after every step whose number is a multiple of ``every`` and after the last, with the
     step number in its last column; at most ``max_block`` steps, ``max_rows`` rows, and no step
     past ``max_steps`` + 1. ``out`` (float64, 5): t, work, steps taken, rows, the size of the
-    last step. Returns the status (OK, or NOT_FINITE: the next step goes through Python)."""
+    last step. Returns the status (OK, or NOT_FINITE / STEP_FAILED: the next step goes through
+    Python).
+
+    ``work_`` (integrate.Work): the integrator's buffers and, for an embedded pair (RK45, DOP853),
+    its state across calls (the next step size, the derivative at the last state). None: a fixed
+    step of T.integrator with buffers of this call."""
     cdef int status
+    cdef TreeSystem S = TreeSystem(F, D, T, W)
+    cdef Work K = work_ if work_ is not None else Work(S.n, <int>T.integrator)
     with nogil:
-        status = _advance(F, D, T, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, rows, out)
+        status = _advance(
+            F, D, T, W, S, K, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block, rows, out
+        )
     return status
 
 
 cdef int _advance(
-    FlatModel F, FlatData D, Tree T, TreeData W, double t, double[::1] q, double[::1] v, double work, double h,
-    double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps, Py_ssize_t max_rows,
-    Py_ssize_t max_block, double[:, ::1] rows, double[::1] out,
+    FlatModel F, FlatData D, Tree T, TreeData W, TreeSystem S, Work K, double t, double[::1] q, double[::1] v, double work, double h, double t_end,
+    Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps, Py_ssize_t max_rows, Py_ssize_t max_block,
+    double[:, ::1] rows, double[::1] out,
 ) noexcept nogil:
+    """advance's loop (see there), without the GIL; S the system of F, D, T into W."""
+    # a fixed step's first stage is the recorded state's derivative; an embedded pair keeps its own
+    cdef bint fixed = not (K.method == I_RK45 or K.method == I_DOP853)
     cdef Py_ssize_t nq = T.nq, nv = T.nv
     cdef Py_ssize_t ny = nq + nv + 1
     cdef double[::1] seg = W.seg
@@ -569,7 +619,7 @@ cdef int _advance(
     W.k1_valid[0] = 0  # the state may have changed since the last call
     while nrec < max_rows and taken < max_block and t_end - t > 1e-12 * scale:
         n = min(every - (done + taken) % every, max_steps + 1 - (done + taken), max_block - taken)
-        status = tree_steps(F, D, T, W, t, q, v, work, h, t_end, n, seg)
+        status = tree_steps(T, W, S, K, t, q, v, work, h, t_end, n, seg)
         k = <Py_ssize_t> seg[2]
         if k > 0:
             t, work, h_last = seg[0], seg[1], seg[3]
@@ -587,7 +637,7 @@ cdef int _advance(
             row_into(F, D, T, W, t, q, v, work, h_last, rows[nrec])
             rows[nrec, rows.shape[1] - 1] = number
             nrec += 1
-            W.k1_valid[0] = 1  # the next step's first stage
+            W.k1_valid[0] = fixed  # the next step's first stage
         if status != S_OK or number > max_steps:
             break
     W.k1_valid[0] = 0

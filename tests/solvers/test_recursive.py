@@ -546,10 +546,11 @@ COMPILED_CASES = {
 @pytest.mark.parametrize("integrator", ["rk4", "euler", "semi_implicit_euler"])
 @pytest.mark.parametrize("case", list(COMPILED_CASES))
 def test_compiled_steps_equal_the_python_steps(case, integrator, tmp_path):
-    """The compiled block (mbsim.solvers.recursive_kernels) takes the steps the Python path takes: joint
-    coordinates, velocities and work after 150 steps agree to round-off (measured: bit-equal without force
-    elements, but for the last step, shortened by round-off to land on t_end; with them 2.5e-16 rad, 1e-14 rad/s,
-    7e-18 J: their sums run in another order)."""
+    """The compiled right-hand side (mbsim.solvers.recursive_kernels) and the Python one (Solver.forward_dynamics,
+    kept for the driven joints) under the same integrator (mbsim.solvers.integrate): joint coordinates, velocities
+    and work after 150 steps agree to round-off (measured: bit-equal without force elements, but for the last step,
+    shortened by round-off to land on t_end; with them 2.5e-16 rad, 1e-14 rad/s, 7e-18 J: their sums run in
+    another order)."""
     path = tmp_path / "scene.yaml"
     path.write_text(yaml.safe_dump(COMPILED_CASES[case](), sort_keys=False))
     spec = load_scene(path, ["solver.method=recursive", f"solver.integrator={integrator}"])
@@ -607,11 +608,78 @@ def test_compiled_rows_match_the_python_records(case, every, tmp_path, monkeypat
             assert np.max(np.abs(x - y), initial=0.0) <= 1e-11 * scale, name
 
 
-def test_drives_and_adaptive_integrators_step_through_python(tmp_path):
+def test_drives_and_implicit_integrators_step_through_python(tmp_path):
     path = tmp_path / "scene.yaml"
     path.write_text(yaml.safe_dump(driven(), sort_keys=False))
     _, solver = prepare(load_scene(path, ["solver.method=recursive"]))
     assert not solver.block_stepping and "drives" in solver.compiled_reason
     path.write_text(yaml.safe_dump(chain(3), sort_keys=False))
+    _, solver = prepare(load_scene(path, ["solver.method=recursive", "solver.integrator=scipy:Radau"]))
+    assert not solver.block_stepping and "scipy:Radau" in solver.compiled_reason
     _, solver = prepare(load_scene(path, ["solver.method=recursive", "solver.integrator=scipy:RK45"]))
-    assert not solver.block_stepping and "scipy:RK45" in solver.compiled_reason
+    assert solver.block_stepping and not solver.compiled_reason
+
+
+def _scipy_steps(solver, method: str, start, t_end: float, h: float, rtol: float, atol: float):
+    """scipy's own RK45 / DOP853 object over the Python right-hand side (Solver.derivative), stepped
+    as the method steps: the quaternions rescaled after each step, and the solver continued from
+    the rescaled state with its derivative recomputed there. Accepted times and the last state."""
+    import scipy.integrate
+
+    ref = getattr(scipy.integrate, method)(
+        solver.derivative, 0.0, np.concatenate((start.q, start.v, (start.work,))), t_end, first_step=h, rtol=rtol,
+        atol=atol,
+    )  # fmt: skip
+    times = [0.0]
+    while ref.t < t_end:
+        assert ref.step() is None
+        y = ref.y.copy()
+        y[: solver.nq] = solver.normalize(y[: solver.nq])
+        if not np.array_equal(y, ref.y):
+            ref.y, ref.f = y, solver.derivative(ref.t, y)
+        times.append(ref.t)
+    return np.array(times), ref.y
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853"])
+@pytest.mark.parametrize("case", ["chain12", "floating"])
+def test_compiled_embedded_pairs_take_scipys_steps(case, method, tmp_path, monkeypatch):
+    """recursive under scipy:RK45 / scipy:DOP853 at a moderate tolerance (1e-5) steps in compiled
+    blocks (the pair of mbsim.solvers.integrate over the compiled right-hand side, carried across
+    blocks); its Python path steps the same pair over the Python right-hand side. Both take the
+    steps of scipy's own solver on the Python right-hand side (an independent integrator), with the
+    quaternions rescaled between steps (``floating``): the same accepted times and states to
+    round-off of the step control (measured: 5e-12 relative in t, floating under DOP853 4e-9, alike
+    for both paths: the error estimate's cancellation amplifies the summation order, a loop against
+    numpy's BLAS; with a first step of 0.02 instead of 0.1, 1.5e-7: test_integrate says more)."""
+    scene = COMPILED_CASES[case]()
+    scene["time"] = {"end": 1.0, "step": 0.1}  # the first step: not one whose error estimate is all round-off
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(scene, sort_keys=False))
+    rtol, atol = 1e-5, 1e-7
+    spec = load_scene(path, ["solver.method=recursive", f"solver.integrator=scipy:{method}", f"solver.rtol={rtol}",
+                             f"solver.atol={atol}"])  # fmt: skip
+    model, solver = prepare(spec)
+    assert solver.block_stepping and solver.adaptive, solver.compiled_reason
+    solver.load_compiled()
+    start, t_end = solver.initial_state(), model.t_end
+    times, y_ref = _scipy_steps(solver, method, start, t_end, model.step, rtol, atol)
+    assert len(times) > 6
+    # compiled blocks, a row every step (blocks of at most ROWS_PER_BLOCK rows)
+    state, done, compiled = start, 0, [0.0]
+    while state.t < t_end:
+        block = solver.advance(state, model.step, done, 1, 10**9, t_end, np.inf)
+        assert block.status == "ok" and block.steps > 0
+        compiled += list(block.rows[:, 0])
+        state, done = block.state, done + block.steps
+    # the Python path: one step at a time (the compiled pair over Solver.derivative)
+    python, h, stepped = start, model.step, [0.0]
+    while python.t < t_end:
+        python, _, h = solver.step(python, h)
+        stepped.append(python.t)
+    scale = 1.0 + np.max(np.abs(y_ref))
+    for got, last in ((compiled, state), (stepped, python)):
+        assert len(got) == len(times)
+        np.testing.assert_allclose(got, times, rtol=1e-8, atol=0)
+        y = np.concatenate((last.q, last.v, (last.work,)))
+        np.testing.assert_allclose(y, y_ref, rtol=0, atol=1e-8 * scale)
