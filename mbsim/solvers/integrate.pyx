@@ -305,8 +305,8 @@ cdef int adaptive_start(System S, Work W, double t, const double[::1] y, double 
 
 
 cdef int adaptive_continue(System S, Work W, const double[::1] y) noexcept nogil:
-    """Continue from a corrected state y at the current time (mbsim.solvers.integrators
-    ._continue_from): y replaced, f recomputed there, the step size kept."""
+    """Continue from a corrected state y at the current time (a projection, the quaternions'
+    rescaling): y replaced, f recomputed there, the step size kept."""
     cdef Py_ssize_t i
     for i in range(W.n):
         W.y[i] = y[i]

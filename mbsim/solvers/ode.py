@@ -241,7 +241,7 @@ class OdeSolver(SolverBase):
         )
         if self._adaptive is not None:
             self._cut = float(self._params[ode_kernels.CUT])  # the last step's (null_space, gauss)
-            # a step handed to Python starts scipy's solver where the compiled pair stood
+            # a step handed to Python starts the Python path's pair with the compiled pair's step size
             self._h_carried = self._work.h_abs if code not in (ode_kernels.OK, ode_kernels.VIOLATION) else None
         if m.springs:
             self.data.spring_reference[0] = D.spr_ref.copy()
