@@ -21,8 +21,11 @@ class RunData:
     """The per-run state of a Model.
 
     Attributes:
-        spring_reference: per joint-spring group (Model.springs), the unwrapped deflection of
-            the last accepted step (mbsim.model.dynamics.SpringGroups; -rest at t = 0).
+        spring_reference: per joint-spring group (Model.springs; compile makes at most one), the
+            unwrapped deflection of the last accepted step (mbsim.model.dynamics.SpringGroups;
+            -rest at t = 0): the run's one copy of the springs' unwrapping state, written in place;
+            the run's compiled step views the same array (FlatData.spr_ref: mbsim.model.flat.make_data
+            with ``spring_reference``).
         contact_count, contact_penetration: compliant contacts of the last evaluation: points in
             contact and the deepest penetration, m.
         contact_pairs: per compliant pair, of the last evaluation: (count, deepest penetration,
@@ -40,7 +43,7 @@ class RunData:
 
 def new_run_data(model: Model) -> RunData:
     """Fresh per-run state of ``model``, as at t = 0."""
-    data = RunData(spring_reference=[-springs.rest.copy() for springs in model.springs])
+    data = RunData(spring_reference=[np.array(-springs.rest, dtype=float) for springs in model.springs])
     compliant = model.compliant
     if compliant is not None:
         data.contact_pairs = [(0, 0.0, None) for _ in compliant.pairs]

@@ -12,51 +12,77 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model.constraints import assemble_jacobian, evaluate_groups
+from mbsim.model import spring_kernels
+from mbsim.model.constraints import evaluate_groups
 from mbsim.model.data import RunData
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
 
 class SpringGroups:
-    """Joint springs: coordinate primitives (offset = rest) with stiffness and damping.
+    """Joint springs: coordinate primitives (offset = rest) with stiffness and damping, their
+    forces Qc -= J^T (k deflection), Qn -= J^T (c J v) by the compiled kernels
+    (mbsim.model.spring_kernels, which the compiled step runs too).
 
     3D revolute angles come out of atan2 in (-pi, pi]; a torsion spring wound past half a turn
     must not snap back, so those deflections are unwrapped against a reference, the deflection
-    at the last accepted step (kept per run: RunData.spring_reference, updated by
-    :func:`update_spring_references`), valid while the angle moves by less than pi per step.
+    at the last accepted step (kept per run in one array, RunData.spring_reference, which the
+    compiled step's FlatData.spr_ref views; updated by :func:`update_spring_references`), valid
+    while the angle moves by less than pi per step.
     """
 
     def __init__(self, groups, ncoord: int, stiffness: np.ndarray, damping: np.ndarray, rest: np.ndarray) -> None:
         self.groups = groups
         self.ncoord = ncoord
-        self.stiffness = stiffness
-        self.damping = damping
-        self.rest = rest
-        self.wrapped = np.zeros(ncoord, dtype=bool)
+        self.stiffness = np.ascontiguousarray(stiffness, dtype=float)
+        self.damping = np.ascontiguousarray(damping, dtype=float)
+        self.rest = np.ascontiguousarray(rest, dtype=float)
+        # the items' table as spring_kernels.pxd reads it: bodies, first row and rows, wrap
+        items = []
         for g in groups:
-            if g.wrap:
-                self.wrapped[g.rows.ravel()] = True
+            nrow = g.rows.shape[1]
+            if not np.array_equal(g.rows, g.rows[:, :1] + np.arange(nrow)):
+                raise ValueError("a joint spring's coordinate rows must be consecutive")
+            items += [(g.body_i[k], g.body_j[k], g.rows[k, 0], nrow, int(g.wrap)) for k in range(len(g.body_i))]
+        table = np.array(items, dtype=np.int64).reshape(len(items), 5)
+        self.item_bi, self.item_bj, self.item_row, self.item_nrow, self.item_wrap = (
+            np.ascontiguousarray(table[:, m]) for m in range(5)
+        )
+        self.wrapped = bool(self.item_wrap.any())
 
-    def deflection(self, frames: Frames, t: float, nbody: int, width: int, sparse: bool, reference: np.ndarray):
-        """(deflection (ncoord,), Jacobian (ncoord, nv)) at a state, unwrapped against ``reference``."""
+    def deflection(self, frames: Frames, t: float, width: int, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(deflection (ncoord,), Jacobian in body blocks (ncoord, 2 width): row r's block of its
+        item's body i in columns [0, width), body j's in [width, 2 width)) at a state, unwrapped
+        against ``reference``."""
         value, _, _, blocks = evaluate_groups(self.groups, frames, t, self.ncoord, frames.rot.shape[-1])
-        if self.wrapped.any():
-            ref = reference
-            value = np.where(self.wrapped, ref + (value - ref + np.pi) % (2.0 * np.pi) - np.pi, value)
-        return value, assemble_jacobian(blocks, self.ncoord, nbody, width, sparse)
+        jac = np.zeros((self.ncoord, 2 * width))
+        for g, Ji, Jj in blocks:
+            jac[g.rows, :width] = Ji
+            jac[g.rows, width:] = Jj
+        if self.wrapped:
+            spring_kernels.unwrap(self.item_row, self.item_nrow, self.item_wrap, reference, value)
+        return value, jac
+
+    def add_forces(
+        self, frames: Frames, v: np.ndarray, t: float, nbody: int, width: int, reference: np.ndarray,
+        Qc: np.ndarray, Qn: np.ndarray,
+    ) -> float:  # fmt: skip
+        """Add the springs' elastic forces to Qc and the dampers' to Qn (nv,) at a state; returns
+        their potential, sum 1/2 k deflection^2."""
+        value, jac = self.deflection(frames, t, width, reference)
+        v = np.ascontiguousarray(v, dtype=float)
+        return spring_kernels.joint_springs(nbody, width, self.item_bi, self.item_bj, self.item_row, self.item_nrow,
+                                            self.stiffness, self.damping, value, jac, v, Qc, Qn)  # fmt: skip
 
 
 def update_spring_references(model: Model, data: RunData, q: np.ndarray, t: float) -> None:
-    """Call after every accepted step: the unwrapped deflections become the next references."""
-    if model.springs and any(s.wrapped.any() for s in model.springs):
+    """Call after every accepted step: the unwrapped deflections become the next references
+    (written in place: the run's compiled step reads the same array)."""
+    if any(s.wrapped for s in model.springs):
         frames = model.frames(q, np.zeros(model.nv))
-        for k, springs in enumerate(model.springs):
-            if springs.wrapped.any():
-                reference = data.spring_reference[k]
-                data.spring_reference[k] = springs.deflection(
-                    frames, t, model.nbody, model.body_width, False, reference
-                )[0]
+        for springs, reference in zip(model.springs, data.spring_reference, strict=True):
+            if springs.wrapped:
+                reference[:] = springs.deflection(frames, t, model.body_width, reference)[0]
 
 
 @dataclass
@@ -104,10 +130,7 @@ def applied_forces(
             nonc += q_nc
     Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
     for springs, reference in zip(model.springs, data.spring_reference, strict=True):
-        deflection, J = springs.deflection(frames, t, nb, w, model.sparse, reference)
-        Qc = Qc - J.T @ (springs.stiffness * deflection)
-        Qn = Qn - J.T @ (springs.damping * (J @ v))
-        potential += float(0.5 * np.sum(springs.stiffness * deflection**2))
+        potential += springs.add_forces(frames, v, t, nb, w, reference, Qc, Qn)
     return AppliedForces(Qc, Qn, potential, float(Qn @ v))
 
 

@@ -273,12 +273,16 @@ def robust_size(nv: int, nc: int) -> int:
     return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 3 * nv + nc + n * n + 2 * n
 
 
-def make_data(flat: FlatModel, robust: bool = False, dense: bool = True) -> FlatData:
-    """Fresh buffers for one run of ``flat`` (spring references at their t = 0 value, -rest);
+def make_data(
+    flat: FlatModel, robust: bool = False, dense: bool = True, spring_reference: np.ndarray | None = None
+) -> FlatData:
+    """Fresh buffers for one run of ``flat``; ``spring_reference``: the run's joint-spring
+    unwrapping state (mbsim.model.data.RunData.spring_reference), which spr_ref then views (the one
+    copy), else spr_ref's own at its t = 0 value, -rest.
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
-    ``dense=False``: without the dense constraint and spring Jacobians and what is built from them
-    (J, minv_jt, S, spr_jac: empty), whose nc x nv and nc x nc entries a 3,000-link chain counts in
-    gigabytes; for a caller whose kernels never read them (mbsim.solvers.recursive_kernels)."""
+    ``dense=False``: without the dense constraint Jacobian and what is built from it (J, minv_jt,
+    S: empty), whose nc x nv and nc x nc entries a 3,000-link chain counts in gigabytes; for a
+    caller whose kernels never read them (mbsim.solvers.recursive_kernels)."""
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
     ncoord = flat.nspr
@@ -305,8 +309,8 @@ def make_data(flat: FlatModel, robust: bool = False, dense: bool = True) -> Flat
         s_work=np.zeros(nc),
         minv_q=np.zeros(nv),
         spr_value=np.zeros(ncoord),
-        spr_jac=np.zeros((ncoord, nv) if dense else (0, 0)),
-        spr_ref=-flat.spr_rest.copy(),
+        spr_jac=np.zeros((ncoord, 12 if flat.dim == 3 else 6)),  # body blocks (mbsim.model.spring_kernels)
+        spr_ref=-flat.spr_rest.copy() if spring_reference is None else spring_reference,
         spr_rate=np.zeros(ncoord),
         spr_bias=np.zeros(ncoord),
         row_val=np.zeros((2, 3)),  # two: a coupling's parts (mbsim.model.kernels.coupling_at)

@@ -162,8 +162,10 @@ cdef class FlatData:
         phi, phi_t, gamma: (nc,); J: (nc, nv) dense constraint Jacobian.
         minv_jt: (nv, nc) M^-1 J^T; S: (nc, nc) its Schur complement, factored in place;
             lam, rhs: (nc,); s_work: (nc,) a vector in S's factored order (FlatModel.s_rows); minv_q: (nv,).
-        spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, nv); spr_ref: (ncoord,) the
-            unwrapped deflection of the last accepted step (state carried between steps);
+        spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, 2 w) their Jacobian in body
+            blocks (mbsim.model.spring_kernels); spr_ref: (ncoord,) the unwrapped deflection of
+            the last accepted step (state carried between steps: the run's RunData.spring_reference
+            when make_data is given it);
             spr_rate, spr_bias: scratch of the coordinates' (unused) rate and bias.
         row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.
         regs: (nreg,) expression registers; vec3: (3,) a load's components.

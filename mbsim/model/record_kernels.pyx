@@ -12,6 +12,7 @@ right after that evaluation), and allocates nothing. Declared in record_kernels.
 from libc.math cimport fabs, sqrt
 
 from mbsim.model.force_kernels cimport spring_damper_potential_at
+from mbsim.model.spring_kernels cimport joint_spring_potential_at
 from mbsim.model.step_kernels cimport row_dot
 
 
@@ -32,15 +33,13 @@ cdef double kinetic_energy(FlatModel F, const double[::1] v) noexcept nogil:
 # Gravity, spring-dampers and joint springs (the spring deflections already in D).
 cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil:
     cdef Py_ssize_t d = F.dim
-    cdef Py_ssize_t b, a, r
+    cdef Py_ssize_t b, a
     cdef double pot = 0.0
     for b in range(F.nbody):
         for a in range(d):
             pot -= F.body_weight[b, a] * D.pos[b, a]
     pot += element_potential(F, D)
-    for r in range(F.nspr):
-        pot += 0.5 * F.spr_stiffness[r] * D.spr_value[r] * D.spr_value[r]
-    return pot
+    return pot + joint_spring_potential_at(F.spr_stiffness, D.spr_value)
 
 
 # The spring-dampers' elastic energy at the frames in D (mbsim.model.force_kernels).

@@ -15,6 +15,7 @@ from libc.math cimport M_PI
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
 from mbsim.model.force_kernels cimport loads_at, spring_dampers_at
+from mbsim.model.spring_kernels cimport joint_springs_at, unwrap_at
 # the primitive kinds of the flat table (kernels.pxd; mbsim.model.flat checks its own against them)
 from mbsim.model.kernels cimport (
     ANGLE2,
@@ -213,11 +214,10 @@ cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::
     )
 
 
-# Joint-spring deflections (unwrapped against D.spr_ref, mbsim.model.dynamics.SpringGroups)
-# and their Jacobian into D.spr_value, D.spr_jac; the frames of the state are in D already.
+# Joint-spring deflections, unwrapped against D.spr_ref (spring_kernels.unwrap_at), into D.spr_value
+# and their Jacobian in body blocks into D.spr_jac (ncoord, 2 w; spring_kernels.pxd); the frames of
+# the state are in D already.
 cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil:
-    cdef Py_ssize_t p, a, r
-    cdef double ref
     if F.nspr == 0:
         return
     primitives_into(
@@ -237,13 +237,9 @@ cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept no
         D.spr_rate,
         D.spr_bias,
         D.spr_jac,
+        True,
     )
-    for p in range(F.spr_kind.shape[0]):
-        if F.spr_wrap[p]:  # a torsion spring wound past half a turn must not snap back
-            for a in range(F.spr_nrow[p]):
-                r = F.spr_row[p] + a
-                ref = D.spr_ref[r]
-                D.spr_value[r] = ref + _mod(D.spr_value[r] - ref + M_PI, 2.0 * M_PI) - M_PI
+    unwrap_at(F.spr_row, F.spr_nrow, F.spr_wrap, D.spr_ref, D.spr_value)
 
 
 # Generalized forces Q (all) and Qn (non-conservative) into D.Q, D.Qn; returns the power of the
@@ -276,10 +272,9 @@ cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) 
 cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
     cdef Py_ssize_t nb = F.nbody, nv = F.nv, d = F.dim
     cdef Py_ssize_t w = 6 if d == 3 else 3
-    cdef Py_ssize_t k, b, a, r
-    cdef double elastic, rate, damping, power
+    cdef Py_ssize_t k, b, a
+    cdef double power
     cdef double[::1] Qc = D.Q, Qn = D.Qn
-    cdef const double[:, ::1] jac
     for k in range(nv):
         Qc[k] = 0.0
         Qn[k] = 0.0
@@ -287,19 +282,11 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
         for a in range(d):
             Qc[w * b + a] = F.body_weight[b, a]
     element_forces_into(F, D, t, Qc, Qn)
-    # joint springs: Qc -= J^T (k deflection), Qn -= J^T (c J v)
+    # joint springs (spring_kernels): Qc -= J^T (k deflection), Qn -= J^T (c J v)
     if F.nspr:
         spring_deflections_into(F, D, t)
-        jac = D.spr_jac
-        for r in range(F.nspr):
-            elastic = F.spr_stiffness[r] * D.spr_value[r]
-            rate = 0.0
-            for k in range(nv):
-                rate += jac[r, k] * v[k]
-            damping = F.spr_damping[r] * rate
-            for k in range(nv):
-                Qc[k] -= jac[r, k] * elastic
-                Qn[k] -= jac[r, k] * damping
+        joint_springs_at(nb, w, F.spr_bi, F.spr_bj, F.spr_row, F.spr_nrow, F.spr_stiffness, F.spr_damping,
+                         D.spr_value, D.spr_jac, v, Qc, Qn)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]
