@@ -124,7 +124,9 @@ class OdeSolver(SolverBase):
             if isinstance(flat, FlatModel):
                 # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
-                self._flat, self._data = flat, make_data(flat, robust=self.robust)
+                # the joint springs' references: the run's own array (RunData.spring_reference), viewed
+                reference = self.data.spring_reference[0] if model.springs else None
+                self._flat, self._data = flat, make_data(flat, robust=self.robust, spring_reference=reference)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
                 self._rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
@@ -214,9 +216,7 @@ class OdeSolver(SolverBase):
         BLOCK_STEPS steps, ROWS_PER_BLOCK rows and max_steps + 1 steps in all), stopping after a
         step whose position violation passes ``max_violation``. Under scipy:RK45 / scipy:DOP853 each
         step is one accepted step of the compiled pair (scipy's step control; h its first step)."""
-        m, D = self.model, self._data
-        if m.springs:  # the references may have moved in Python steps
-            D.spr_ref[:] = self.data.spring_reference[0]
+        D = self._data
         q, v = state.q.copy(), state.v.copy()
         out, rows = self._block_out, self._rows
         code = ode_kernels.advance(
@@ -243,8 +243,6 @@ class OdeSolver(SolverBase):
             self._cut = float(self._params[ode_kernels.CUT])  # the last step's (null_space, gauss)
             # a step handed to Python starts the Python path's pair with the compiled pair's step size
             self._h_carried = self._work.h_abs if code not in (ode_kernels.OK, ode_kernels.VIOLATION) else None
-        if m.springs:
-            self.data.spring_reference[0] = D.spr_ref.copy()
         steps = int(out[2])
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
         violation = float(out[6])

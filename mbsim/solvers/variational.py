@@ -143,7 +143,9 @@ class Solver(SolverBase):
             self.compiled_reason = flat
             return None
         self.compiled_reason = ""
-        data = make_data(flat, robust=True)  # robust: the reactions of a row are minimum-norm (evaluate)
+        # robust: the reactions of a row are minimum-norm (evaluate); the springs' references are the run's
+        reference = self.data.spring_reference[0] if m.springs else None
+        data = make_data(flat, robust=True, spring_reference=reference)
         self.evaluator = vk.FlatEvaluator(flat, data)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
         return flat, data, rows, np.zeros(9)
@@ -170,17 +172,13 @@ class Solver(SolverBase):
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
         """Compiled steps and rows (variational_kernels.advance) from the node of ``state``."""
-        _, data, rows, out = self._compiled
+        _, _, rows, out = self._compiled
         self._start(state)
-        if self.model.springs:  # the references may have moved in Python steps
-            data.spr_ref[:] = self.data.spring_reference[0]
         q, v = state.q.copy(), state.v.copy()
         code = vk.advance(
             self.evaluator, self.var_model, self.var_data, state.t, q, v, state.work, h, t_end, every, done,
             max_steps, len(rows), BLOCK_STEPS, max_violation, rows, out,
         )  # fmt: skip
-        if self.model.springs:
-            self.data.spring_reference[0] = data.spr_ref.copy()
         steps = int(out[2])
         new = state
         if steps:
@@ -248,8 +246,6 @@ class Solver(SolverBase):
         a model without one (compliant contacts, issue 31) by the model's Python functions."""
         m = self.model
         if self._compiled is not None:
-            if m.springs:  # the references as the run's (Python steps may have moved them)
-                self._compiled[1].spr_ref[:] = self.data.spring_reference[0]
             lam, phi, phi_dot, J, kinetic, potential = vk.evaluation(self.evaluator, self.var_model, state.t,
                                                                      state.q, state.v)  # fmt: skip
             return Evaluation(lam, phi, phi_dot, J if m.nc else None, kinetic, potential, None)
