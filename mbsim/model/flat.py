@@ -120,10 +120,17 @@ def dense_reason(model: Model, dense_limit: int) -> str:
     return ""
 
 
-def flatten(model: Model) -> FlatModel | str:
+def compiled_form(group) -> bool:
+    """Whether ``flatten`` takes force group ``group`` into the FlatModel (compliant mesh contact,
+    issue 31, not yet)."""
+    return isinstance(group, (SpringDamperGroup, Loads))
+
+
+def flatten(model: Model, python_forces: bool = False) -> FlatModel | str:
     """The FlatModel of ``model``, or the reason it has none (then the Python path steps): a force
-    group without a compiled form. Whether the caller's linear algebra takes it (a sparse model's
-    dense Jacobian) is the caller's question: dense_reason."""
+    group without a compiled form. ``python_forces``: such groups are left out instead (the caller
+    adds their forces, mbsim.solvers.ode). Whether the caller's linear algebra takes it (a sparse
+    model's dense Jacobian) is the caller's question: dense_reason."""
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
@@ -149,7 +156,7 @@ def flatten(model: Model) -> FlatModel | str:
                 ld["torque"].append(group.torque)
                 ld["expr"].append(list(range(len(expressions), len(expressions) + len(exprs))))
                 expressions.extend(exprs)
-        else:  # compliant mesh contact (issue 31)
+        elif not python_forces:  # compliant mesh contact (issue 31)
             return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
     nsd, nld = len(sd["k"]), len(ld["body"])
     programs = compile_programs(expressions, VARIABLES[d])

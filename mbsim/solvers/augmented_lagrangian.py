@@ -41,8 +41,9 @@ iteration, a direction of s ~ 1e-4 that is not lost) and needs up to ~1500 itera
 
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
-/diagnostics/solver/iterations; non-convergence ends the run (exit 3). Compiled:
-mbsim.solvers.robust_kernels.
+/diagnostics/solver/iterations; non-convergence ends the run (exit 3). The one implementation is
+compiled: mbsim.solvers.robust_kernels.augmented_lagrangian_accelerations (its stall test STALL,
+STALL_RANK).
 """
 
 from __future__ import annotations
@@ -50,14 +51,11 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.model.constraints import ConstraintValues
-from mbsim.model.model import Frames, Model
-from mbsim.model.sparse import is_sparse
+from mbsim.model.model import Model
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number
-from mbsim.solvers import ode_kernels, robust_kernels
+from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import inverse_mass_times
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, OdeSolver, common_arguments
 
 NAME = "augmented_lagrangian"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -79,18 +77,6 @@ OPTION_FIELDS = {
 }
 
 
-# the stall test (module docstring): a contraction per iteration slower than STALL of a
-# direction whose singular value is below STALL_RANK times the largest (the compiled kernel's)
-STALL, STALL_RANK = robust_kernels.STALL, robust_kernels.STALL_RANK
-
-
-def lost_direction(ratio: float, alpha: float, scale2: float) -> bool:
-    """Whether a contraction ``ratio`` per iteration comes from a direction lost to the penalty:
-    s^2 = (1/ratio - 1)/alpha at most STALL_RANK^2 times ``scale2`` (~ the largest s^2)."""
-    s2 = (1.0 / ratio - 1.0) / alpha if ratio > 0.0 else np.inf
-    return s2 <= STALL_RANK**2 * scale2
-
-
 class Solver(OdeSolver):
     """Augmented Lagrangian accelerations (see the module docstring)."""
 
@@ -100,7 +86,6 @@ class Solver(OdeSolver):
     def __init__(self, model: Model, penalty: float, omega: float, mu: float, tol: float, max_iter: int, **common):
         self.penalty, self.omega, self.mu, self.tol, self.max_iter = penalty, omega, mu, tol, max_iter
         super().__init__(model, **common)
-        self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
 
     def compiled_parameters(self) -> np.ndarray:
         P = super().compiled_parameters()
@@ -108,35 +93,12 @@ class Solver(OdeSolver):
         P[ode_kernels.AL_TOL], P[ode_kernels.AL_MAX_ITER] = self.tol, self.max_iter
         return P
 
-    def accelerations(
-        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
-    ) -> Accelerations:
-        import scipy.linalg as sla  # here, not at the top: mbsim.model.sparse
-
-        J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-        alpha, omega, mu = self.penalty, self.omega, self.mu
-        c = 2.0 * mu * omega * (J @ v + cv.phi_t) + omega**2 * cv.phi - cv.gamma
-        factor = sla.cho_factor(self.mass + alpha * (J.T @ J), check_finite=False)
-        b0 = Q - alpha * (J.T @ c)
-        lam = np.zeros(len(c))
-        vdot = inverse_mass_times(self.model, Q)  # the paper's first iterate, M v_dot_0 = Q
-        # the largest diagonal of J M^-1 J^T: a lower bound of the largest s^2 (the stall test)
-        scale2 = float(np.max(np.einsum("ij,ji->i", J, inverse_mass_times(self.model, J.T)), initial=0.0))
-        last_change, slow = np.inf, 0
-        for iteration in range(1, self.max_iter + 1):
-            new = sla.cho_solve(factor, b0 - J.T @ lam, check_finite=False)
-            lam = lam + alpha * (J @ new + c)
-            change = float(np.max(np.abs(new - vdot)))
-            vdot = new
-            if change <= self.tol * max(1.0, float(np.max(np.abs(new)))):
-                return Accelerations(vdot, lam, iteration)
-            slow = slow + 1 if change >= STALL * last_change else 0
-            if slow >= 2 and lost_direction(change / last_change, alpha, scale2):
-                return Accelerations(vdot, lam, iteration)
-            last_change = change
-        raise SimulationError(
+    def failure(self, t: float) -> SimulationError:
+        """The compiled iteration (robust_kernels.augmented_lagrangian_accelerations) did not converge
+        (or M + alpha J^T J had no Cholesky factor: non-finite values)."""
+        return SimulationError(
             f"the augmented Lagrangian multiplier iteration did not converge in {self.max_iter} iterations "
-            f"(last change of the accelerations {change:.3g}; penalty {alpha:g}, omega {omega:g}, mu {mu:g})",
+            f"(penalty {self.penalty:g}, omega {self.omega:g}, mu {self.mu:g}; or non-finite forces)",
             t=t,
         )
 

@@ -39,12 +39,11 @@ import numpy as np
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
-from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
 from mbsim.solvers.linalg import MinNorm
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
-from mbsim.solvers.optimize import SwarmOptions, kkt_least_squares, kkt_matrix, particle_swarm, slsqp
+from mbsim.solvers.optimize import SwarmOptions, particle_swarm, slsqp
 
 NAME = "gauss"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -104,31 +103,19 @@ class Solver(OdeSolver):
         self.slsqp_options = slsqp_options
         self.swarm = swarm
         self.rng = np.random.default_rng(seed)
-        self.mass = model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix
         self._last_y: np.ndarray | None = None  # the previous solve's optimum (scaled)
 
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
         """kkt under an adaptive integrator: the rcond of the coming step in the middle of the KKT
         matrix's singular-value gap around rank_tol, so that no singular value crosses it within the
         step's stages; True if it changed."""
-        if self.optimizer != "kkt":
-            return False
-
-        def kkt_singular_values(cv: ConstraintValues) -> np.ndarray:
-            J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-            return np.linalg.svd(kkt_matrix(self.mass, J), compute_uv=False)
-
-        return self._adaptive_cut(t, y, kkt_singular_values)
+        return self.optimizer == "kkt" and self._adaptive_cut(t, y)
 
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
+        """The optimizers slsqp and pso (kkt's solve is the compiled one: robust_kernels.gauss_kkt_accelerations)."""
         gamma = cv.gamma
-        if self.optimizer == "kkt":
-            J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
-            vdot, lam = kkt_least_squares(self.mass, J, Q, gamma, self._cut)
-            residual = float(np.max(np.abs(J @ vdot - gamma)))
-            return Accelerations(vdot, lam, 0, {"acceleration_residual": residual, "optimizer_result": 0})
         mn = MinNorm(self.model, cv.jacobian, self.rank_tol)
         y_free = mn.w @ Q
         if self.optimizer == "slsqp":

@@ -11,6 +11,9 @@ are Baumgarte's stabilisation. After each step, quaternions are rescaled to unit
 positions then velocities are projected onto the constraints in the mass-matrix norm
 (papers/unilateral-constraints-lcp-projection-correction.txt §3, mbsim.solvers.projection).
 
+The solve is compiled (mbsim.solvers.ode_kernels.lagrange_accelerations, S factored within its
+envelope); a sparse model above mbsim.model.flat.DENSE_LIMIT solves by sparse LU here instead.
+
 Symbols: M mass matrix, Q generalized forces, J = Phi_q (w.r.t. velocities), gamma the
 acceleration right side (mbsim.model.constraints), lambda multipliers (constraint force
 -J^T lambda).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number, Sub
@@ -64,9 +68,16 @@ class Solver(OdeSolver):
         P[ode_kernels.ALPHA], P[ode_kernels.BETA] = self.alpha, self.beta
         return P
 
+    def failure(self, t: float) -> SimulationError:
+        """The compiled solve fails only on a rank loss of S = J M^-1 J^T."""
+        return self._rank_loss(t, "acceleration solve")
+
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
+        """The solve of a sparse model above DENSE_LIMIT (sparse LU; every other model's is the compiled
+        one, mbsim.solvers.ode_kernels.lagrange_accelerations): the compiled step keeps J, M^-1 J^T and
+        S dense, which such a model's memory does not allow."""
         m = self.model
         J, gamma = cv.jacobian, cv.gamma
         if self.alpha or self.beta:

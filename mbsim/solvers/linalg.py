@@ -103,22 +103,6 @@ def inverse_sqrt_mass(model: Model) -> np.ndarray:
     return cached
 
 
-def gap_cut(singular_values: np.ndarray, rank_tol: float) -> float:
-    """The rank cut of an adaptive step (null_space, gauss kkt) from singular values at its start
-    (descending): the rank decided by rank_tol as always (those above rank_tol times the largest),
-    the cut put in the middle of the gap around it, sqrt(s_r s_r+1) / s_1 (s_r+1 = 0 at full rank),
-    kept within [rank_tol / 10, 10 rank_tol] (always inside the gap, which contains rank_tol).
-    The compiled step's mbsim.solvers.ode_kernels.step_cut does the same."""
-    s = singular_values
-    if len(s) == 0 or not s[0] > 0:
-        return rank_tol
-    rank = int(np.sum(s > rank_tol * s[0]))
-    if rank == 0:
-        return rank_tol
-    below = s[rank] if rank < len(s) else 0.0
-    return min(max(float(np.sqrt(s[rank - 1] * below) / s[0]), 0.1 * rank_tol), 10.0 * rank_tol)
-
-
 class MinNorm:
     """Rank-robust M-weighted least squares through the SVD of J M^-1/2 = U S V^T.
 

@@ -22,7 +22,7 @@ collapsed at a fold. Cut at 1e-6 the same run passes every fold (B0 within 7e-8 
 one-coordinate solution over 20 s, 563 steps); cut at 1e-7 it is 8e-4 m off. A direction lost
 for the brief time its singular value is below the cut follows the free motion there.
 
-Under an adaptive integrator the cut is set once per step (before_adaptive_step; linalg.gap_cut,
+Under an adaptive integrator the cut is set once per step (before_adaptive_step;
 ode_kernels.step_cut): the rank is decided by rank_tol at the step's start, and the cut goes in the
 middle of the singular values' gap around it, within [rank_tol / 10, 10 rank_tol]. A cut fixed at
 rank_tol let singular values cross it between the stages of a step, a jump of the right-hand side
@@ -30,8 +30,8 @@ that the error estimate rejects: on the N four-bar with N = 40 (up to 40 directi
 after another at each fold) the second fold took steps of 1e-8 s for minutes. With the cut in the
 gap the crossings fall between steps (20 s, 20 folds: 1,453 steps, B0 within 6e-5 m).
 
-Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense (LAPACK gesdd, also in the
-compiled step: mbsim.solvers.robust_kernels.null_space_accelerations). The compiled step takes
+Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense (LAPACK gesdd; the one
+implementation is compiled: mbsim.solvers.robust_kernels.null_space_accelerations). The compiled step takes
 lagrange's Schur-complement solve instead where it certifies that the SVD would cut nothing
 (mbsim.solvers.ode_kernels.certified_full_rank): the same accelerations at lagrange's cost away
 from singular positions.
@@ -41,12 +41,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.constraints import ConstraintValues
-from mbsim.model.model import Frames, Model
+from mbsim.model.model import Model
 from mbsim.scene.fields import Context, Field, Number
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, OdeSolver, common_arguments
 
 NAME = "null_space"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -69,17 +67,7 @@ class Solver(OdeSolver):
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
         """The rank cut of the coming adaptive step, in the middle of J M^-1/2's singular-value gap
         around rank_tol (see the module docstring); True if it changed."""
-        return self._adaptive_cut(t, y, lambda cv: MinNorm(self.model, cv.jacobian, self.rank_tol).singular_values)
-
-    def accelerations(
-        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
-    ) -> Accelerations:
-        mn = MinNorm(self.model, cv.jacobian, self._cut)
-        y_free = mn.w @ Q  # M^1/2 times the free acceleration M^-1 Q
-        y = mn.pinv_times(cv.gamma) + mn.null @ (mn.null.T @ y_free)
-        vdot = mn.w @ y
-        residual = float(np.max(np.abs(mn.J_hat @ y - cv.gamma)))
-        return Accelerations(vdot, mn.multipliers(y_free - y), 0, {"rank": mn.rank, "acceleration_residual": residual})
+        return self._adaptive_cut(t, y)
 
 
 def create(model: Model, ctx: Context, solver_spec) -> Solver:

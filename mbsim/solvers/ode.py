@@ -1,8 +1,14 @@
 """What every ODE-based method shares: integrators, projection, work bookkeeping, recording.
 
 The methods ``lagrange``, ``augmented_lagrangian``, ``null_space`` and ``gauss`` differ only in
-how they find the accelerations (and multipliers) of the constrained system at one state;
-each subclasses :class:`OdeSolver` and implements :meth:`OdeSolver.accelerations`.
+how they find the accelerations (and multipliers) of the constrained system at one state; that
+solve exists once, compiled (mbsim.solvers.ode_kernels.accelerations over a FlatModel, chosen by
+P[METHOD]): the compiled blocks call it, and so does Python for a single evaluation (the recorded
+initial row, a run that is not block-stepped, scipy's Radau and BDF) through
+ode_kernels.accelerations_at / evaluation, with the forces of the groups that have no compiled
+form (compliant contacts, issue 31) computed by the model's Python functions and added to Q.
+What stays in Python: gauss's optimizers slsqp and pso (other algorithms:
+:meth:`OdeSolver.accelerations`), and lagrange's sparse LU for sparse models above DENSE_LIMIT.
 Everything else is here, once: the state y = (q, v, work) goes through the integrator
 (mbsim.solvers.integrators), quaternions are rescaled to unit norm, and positions then
 velocities are projected onto the constraints (mbsim.solvers.projection) when the
@@ -11,22 +17,22 @@ velocities are projected onto the constraints (mbsim.solvers.projection) when th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mbsim.diagnostics import row_columns, row_width
+from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
-from mbsim.model.flat import DENSE_LIMIT, ROBUST_DENSE_LIMIT, FlatModel, dense_reason, flatten, make_data
+from mbsim.model.flat import DENSE_LIMIT, FlatModel, compiled_form, dense_reason, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers import integrate, ode_kernels
 from mbsim.solvers.base import Block, SolverBase
 from mbsim.solvers.integrators import stepper
-from mbsim.solvers.linalg import gap_cut, inverse_mass_times
+from mbsim.solvers.linalg import dependent_rows, inverse_mass_times
 from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
 
 # a compiled block: most steps and rows before Python looks at signals and progress again
@@ -114,13 +120,17 @@ class OdeSolver(SolverBase):
         self._iterations = 0
         self._extra: dict[str, float] = {}
         self._flat: FlatModel | None = None
+        # force groups without a compiled form (compliant contacts, issue 31): their forces come from
+        # the model's Python functions at every stage, into the compiled acceleration solve
+        self._python_forces = [g for g in model.forces if not compiled_form(g)]
         self.compiled_reason = "the method has no compiled step"
         if self.COMPILED is not None:
-            # lagrange's solves follow the envelope of S: compiled for large (sparse) models too; the
-            # rank-robust ones take that path away from singular positions (ode_kernels.certified_full_rank)
-            # but keep dense SVD / KKT buffers, O((nv + nc)^2): a smaller limit
-            limit = DENSE_LIMIT if self.COMPILED == "lagrange" else ROBUST_DENSE_LIMIT
-            flat = dense_reason(model, limit) or flatten(model)
+            # lagrange's compiled solve factors S within its envelope, but keeps J, M^-1 J^T and S
+            # dense (nc x nv and nc x nc entries: gigabytes for a 3,000-link chain), so a sparse model
+            # above DENSE_LIMIT keeps the sparse LU of lagrange.py. The rank-robust methods' only
+            # solves are the compiled ones (their SVD / KKT buffers are dense, as any dense solve's)
+            limit_reason = dense_reason(model, DENSE_LIMIT) if self.COMPILED == "lagrange" else ""
+            flat = limit_reason or flatten(model, python_forces=True)
             if isinstance(flat, FlatModel):
                 # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
@@ -137,12 +147,19 @@ class OdeSolver(SolverBase):
                 )
                 self._h_carried: float | None = None  # the pair's next step when a block hands over to Python
                 self.compiled_reason = "" if method >= 0 else f"integrator {integrator}: compiled right-hand side only"
+                if self._python_forces:
+                    names = ", ".join(sorted({type(g).__name__ for g in self._python_forces}))
+                    self.compiled_reason = (
+                        f"force group {names} has no compiled form: its forces by Python at every stage "
+                        "into the compiled acceleration solve"
+                    )
             else:
                 self.compiled_reason = flat
 
     @property
     def compiled(self) -> bool:
-        """Whether the right-hand side runs in compiled code (the model flattened)."""
+        """Whether the acceleration solve is the compiled one (the model flattened; force groups without
+        a compiled form may add their forces from Python)."""
         return self._flat is not None
 
     def load_compiled(self) -> None:
@@ -205,8 +222,8 @@ class OdeSolver(SolverBase):
     @property
     def block_stepping(self) -> bool:
         """Whether :meth:`advance` runs blocks of steps in compiled code (fixed-step integrators and
-        the embedded pairs scipy:RK45, scipy:DOP853)."""
-        return self._flat is not None and self._params[ode_kernels.INTEGRATOR] >= 0
+        the embedded pairs scipy:RK45, scipy:DOP853; no force group computed in Python)."""
+        return self._flat is not None and self._params[ode_kernels.INTEGRATOR] >= 0 and not self._python_forces
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
@@ -263,8 +280,31 @@ class OdeSolver(SolverBase):
     def accelerations(
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
-        """Accelerations and multipliers of the constrained system (M, Q, J, gamma) at a state."""
-        raise TypeError(f"{type(self).__name__} does not implement accelerations")
+        """Accelerations and multipliers of the constrained system (M, Q, J, gamma) at a state, for a
+        model without a compiled solve (gauss's optimizers, lagrange's sparse models above DENSE_LIMIT)."""
+        raise TypeError(f"{type(self).__name__} has no Python acceleration solve")
+
+    def failure(self, t: float) -> SimulationError:
+        """The error of a compiled acceleration solve that failed at time t (the solve's matrices in
+        the run's FlatData): rank loss (lagrange), an SVD or least-squares solve that did not
+        converge (non-finite values). Methods with failures of their own override it."""
+        return SimulationError(
+            "the acceleration solve failed: LAPACK's SVD / least-squares solve did not converge "
+            "(non-finite forces or constraint values?)",
+            t=t,
+        )
+
+    def _rank_loss(self, t: float, what: str) -> SimulationError:
+        """A rank loss of J M^-1 J^T found by the compiled solve, with the equations involved (J in the
+        run's FlatData)."""
+        rows = dependent_rows(np.asarray(self._data.J), self.model.row_labels)
+        return SimulationError(
+            f"the constraint Jacobian is rank deficient in the {what} (a pivot of J M^-1 J^T at most "
+            f"{self.rank_tol:g} times its row's diagonal); equations involved: "
+            f"{', '.join(rows) if rows else 'unknown'}. Redundant constraints or a singular position: "
+            f"use a method that survives rank loss",
+            t=t,
+        )
 
     def before_adaptive_step(self, t: float, y: np.ndarray) -> bool:
         """Called by the adaptive integrator before each step from (t, y): set what the right-hand
@@ -272,22 +312,61 @@ class OdeSolver(SolverBase):
         their rank cut: _adaptive_cut; the other methods nothing)."""
         return False
 
-    def _adaptive_cut(self, t: float, y: np.ndarray, singular_values: Callable[[ConstraintValues], np.ndarray]) -> bool:
-        """Set the rank cut of the coming adaptive step: ode_kernels.step_cut in the compiled step,
-        linalg.gap_cut of ``singular_values(cv)`` at (t, y) in Python. True if it changed."""
-        if self._flat is not None:
-            cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
-            self._params[ode_kernels.CUT] = cut
-        else:
-            q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
-            cut = gap_cut(singular_values(constraint_values(self.model, self.model.frames(q, v), t)), self.rank_tol)
+    def _adaptive_cut(self, t: float, y: np.ndarray) -> bool:
+        """Set the rank cut of the coming adaptive step (ode_kernels.step_cut, the compiled solve's
+        parameter P[CUT]). True if it changed."""
+        if self._flat is None:
+            return False
+        cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
+        self._params[ode_kernels.CUT] = cut
         changed, self._cut = cut != self._cut, cut
         return changed
 
     # ------------------------------------------------------------------ dynamics
 
+    def _python_forces_at(
+        self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames | None = None
+    ) -> tuple[np.ndarray | None, float, float, Frames | None]:
+        """The generalized forces (nv,) of the force groups without a compiled form, the power of their
+        non-conservative part and their potential energy, by the model's Python functions (the counters
+        of compliant contacts go to the run's data), and the frames they used; (None, 0, 0, frames)
+        without such groups."""
+        if not self._python_forces:
+            return None, 0.0, 0.0, frames
+        m = self.model
+        nb, w = m.nbody, m.body_width
+        frames = frames if frames is not None else m.frames(q, v)
+        cons, nonc = np.zeros((nb + 1, w)), np.zeros((nb + 1, w))
+        potential = 0.0
+        for group in self._python_forces:
+            q_cons, q_nc, pot = group.evaluate(frames, t, self.data)
+            potential += pot
+            if q_cons is not None:
+                cons += q_cons
+            if q_nc is not None:
+                nonc += q_nc
+        Qn = nonc[:nb].reshape(-1)
+        return cons[:nb].reshape(-1) + Qn, float(Qn @ v), potential, frames
+
+    def _compiled_solve(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        """v_dot and power at a state by the compiled solve (ode_kernels.accelerations_at), the Python
+        force groups' forces added; multipliers and constraint values left in the run's FlatData, the
+        solve counted. Raises the method's error when the solve fails."""
+        extra, extra_power, _, _ = self._python_forces_at(t, q, v)
+        stats = self._data.solve_stats
+        ode_kernels.reset_stats(stats, 0)
+        ok, vdot, power = ode_kernels.accelerations_at(
+            self._flat, self._data, self._params, t, np.ascontiguousarray(q, float), np.ascontiguousarray(v, float),
+            extra,
+        )  # fmt: skip
+        if not ok:
+            raise self.failure(t)
+        self._count_solve(stats)
+        return vdot, power + extra_power
+
     def _solve(self, t: float, q: np.ndarray, v: np.ndarray, for_record: bool = False):
-        """Accelerations, multipliers, non-conservative power and the pieces for recording."""
+        """A model without a compiled solve (gauss's optimizers, lagrange above DENSE_LIMIT): accelerations,
+        multipliers, non-conservative power and the pieces for recording, by the method's Python solve."""
         m = self.model
         frames = m.frames(q, v)
         forces = generalized_forces(m, self.data, frames, v, t, with_potential=for_record)
@@ -320,6 +399,8 @@ class OdeSolver(SolverBase):
                 self._extra[key] = value
 
     def acceleration(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+        if self._flat is not None:
+            return self._compiled_solve(t, q, v)
         vdot, _, power, _, _, _ = self._solve(t, q, v)
         return vdot, power
 
@@ -327,14 +408,21 @@ class OdeSolver(SolverBase):
         return self.model.q_rate(q, v)
 
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
-        if self._flat is not None:  # compiled; a failed solve is reported by the Python path below
-            out = np.empty(len(y))
-            stats = self._data.solve_stats
-            ode_kernels.reset_stats(stats, 0)
-            if ode_kernels.derivative(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float), out):
+        nq, nv = self.nq, self.nv
+        if self._flat is not None:
+            if not self._python_forces:  # the compiled right-hand side whole
+                out = np.empty(len(y))
+                stats = self._data.solve_stats
+                ode_kernels.reset_stats(stats, 0)
+                if not ode_kernels.derivative(
+                    self._flat, self._data, self._params, t, np.ascontiguousarray(y, float), out
+                ):
+                    raise self.failure(t)
                 self._count_solve(stats)
                 return out
-        nq, nv = self.nq, self.nv
+            q, v = y[:nq], y[nq : nq + nv]
+            vdot, power = self._compiled_solve(t, q, v)
+            return np.concatenate((self.model.q_rate(q, v), vdot, (power,)))
         q, v = y[:nq], y[nq : nq + nv]
         vdot, _, power, _, _, _ = self._solve(t, q, v)
         return np.concatenate((self.model.q_rate(q, v), vdot, (power,)))
@@ -345,9 +433,9 @@ class OdeSolver(SolverBase):
         m = self.model
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
+        if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
+            self._data.spr_ref[:] = self.data.spring_reference[0]
         if self._adaptive is not None:
-            if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
-                self._data.spr_ref[:] = self.data.spring_reference[0]
             if self._flat is not None and self._h_carried is not None:  # after a compiled block: its step size
                 h, self._h_carried = min(self._h_carried, m.t_end - state.t), None
             t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h, self.before_adaptive_step)
@@ -377,10 +465,33 @@ class OdeSolver(SolverBase):
         return new, info, h_next
 
     def evaluate(self, state: State) -> Evaluation:
+        """A recorded row's values at ``state``: over a FlatModel by the compiled solve's own functions
+        (ode_kernels.evaluation; the Python force groups' forces and energy added), else by the method's
+        Python solve. The derivative there is kept as the next fixed step's first stage."""
         m = self.model
         self._iterations, self._extra = 0, {}
-        vdot, lam, power, forces, cv, frames = self._solve(state.t, state.q, state.v, for_record=True)
         y = np.concatenate((state.q, state.v, (state.work,)))
+        if self._flat is not None:
+            if m.springs:  # the references as the run's (Python steps may have moved them)
+                self._data.spr_ref[:] = self.data.spring_reference[0]
+            extra, extra_power, extra_potential, frames = self._python_forces_at(state.t, state.q, state.v)
+            stats = self._data.solve_stats
+            ode_kernels.reset_stats(stats, 0)
+            ok, vdot, power, lam, phi, phi_dot, J, kinetic, potential = ode_kernels.evaluation(
+                self._flat, self._data, self._params, state.t, np.ascontiguousarray(state.q, float),
+                np.ascontiguousarray(state.v, float), extra,
+            )  # fmt: skip
+            if not ok:
+                raise self.failure(state.t)
+            self._count_solve(stats)
+            f0 = np.concatenate((m.q_rate(state.q, state.v), vdot, (power + extra_power,)))
+            self._cached = (state.t, y, f0, self._iterations, dict(self._extra))
+            potential += extra_potential
+            if m.nc == 0:
+                empty = np.zeros(0)
+                return Evaluation(empty, empty, empty, None, kinetic, potential, frames)
+            return Evaluation(lam, phi, phi_dot, J, kinetic, potential, frames)
+        vdot, lam, power, forces, cv, frames = self._solve(state.t, state.q, state.v, for_record=True)
         f0 = np.concatenate((m.q_rate(state.q, state.v), vdot, (power,)))
         self._cached = (state.t, y, f0, self._iterations, dict(self._extra))
         if cv is None:

@@ -8,8 +8,8 @@ plain loops, so results agree with the Python path to round-off.
 
 A step that the compiled code cannot finish cleanly -- a rank-deficient Schur complement,
 a non-finite state -- is *not* taken: ``advance`` returns its status with the state before
-that step, and the caller takes the step again through the Python path, which raises the
-error with its full message (the equations involved, the time).
+that step, and the caller takes the step again through the Python loop (the same solve), which
+raises the error with its full message (the equations involved, the time).
 
 Symbols (mbsim.solvers.lagrange): M block-diagonal mass matrix, Q generalized forces, J the
 constraint Jacobian, gamma the acceleration right side, S = J M^-1 J^T, lambda multipliers.
@@ -26,18 +26,22 @@ iteration) lies a margin above the method's rank cut, the solve goes through tha
 cost of lagrange's) instead of the SVD or KKT least-squares solve (dense, O((nv + nc)^3)); at and
 near a singular position, or with redundant equations, the SVD or KKT solve decides as before.
 On the IFToMM N four-bar with N = 40 (243 coordinates) that is the difference between a
-millisecond-scale SVD per stage and lagrange's cost. The Python path (a model without a compiled
-form) keeps the SVD throughout; both agree to round-off where the fast path applies.
+millisecond-scale SVD per stage and lagrange's cost.
 
-Python calls derivative, step_cut, certified_full_rank and reset_stats (cpdef: the same
-functions the kernels call) and advance (a def wrapper that releases the GIL around advance_c).
+The acceleration solve exists only here (and in robust_kernels): Python calls derivative, step_cut,
+certified_full_rank and reset_stats (cpdef: the same functions the kernels call), accelerations_at
+and evaluation (def wrappers of accelerations for a single evaluation: the recorded initial row, a
+run that is not block-stepped, with the forces of the force groups that have no compiled form
+added to Q) and advance (a def wrapper that releases the GIL around advance_c).
 """
 
 from libc.math cimport INFINITY, NAN, fabs, isfinite, sin, sqrt
 
+import numpy as np
+
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
-from mbsim.model.record_kernels cimport row_into
+from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
 from mbsim.model.step_kernels cimport (
     constraints_into,
     forces_into,
@@ -346,11 +350,23 @@ cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, 
                         const double[::1] v, double[::1] vdot, double* power) noexcept nogil:
     """v_dot at (t, q, v) into vdot; returns ok, the power of non-conservative forces and drives
     into power[0]. The solve's iterations, rank and residual are added to D.solve_stats[0:3]."""
-    cdef Py_ssize_t method, n, r
+    return accelerations_with(F, D, P, t, q, v, NULL, vdot, power)
+
+
+cdef bint accelerations_with(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
+                             const double[::1] v, const double* extra_Q, double[::1] vdot,
+                             double* power) noexcept nogil:
+    """accelerations, with ``extra_Q`` (nv, or NULL) added to the generalized forces: what force
+    groups without a compiled form (compliant contacts, issue 31) give, computed by the caller
+    (whose power the caller adds too)."""
+    cdef Py_ssize_t method, n, r, k
     cdef double[::1] stats
     cdef double residual
     frames_into(F, D, q, v)
     power[0] = forces_into(F, D, t, v)
+    if extra_Q != NULL:
+        for k in range(F.nv):
+            D.Q[k] += extra_Q[k]
     if F.nc == 0:
         inverse_mass_times(F, D.Q, vdot)
         return True
@@ -389,7 +405,7 @@ cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, 
 cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y) noexcept nogil:
     """null_space and gauss (kkt) under an adaptive integrator: the rank cut for the coming step
     (the singular values of J M^-1/2, of the KKT matrix for gauss, at its start; the methods'
-    before_adaptive_step; mbsim.solvers.linalg.gap_cut in Python). The rank r is
+    before_adaptive_step). The rank r is
     decided as always (singular values above rank_tol times the largest); the cut is then put in
     the middle of the gap around it, sqrt(s_r s_r+1) / s_1 (s_r+1 = 0 at full rank), kept within
     [rank_tol / 10, 10 rank_tol]. So no singular value crosses the cut within the step unless it
@@ -442,6 +458,46 @@ cpdef bint derivative(FlatModel F, FlatData D, const double[::1] P, double t, co
     q_rate_into(F, y[:nq], y[nq : nq + nv], out[:nq])
     out[nq + nv] = power
     return ok
+
+
+def accelerations_at(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
+                     const double[::1] v, extra_Q=None):
+    """The one acceleration solve (accelerations) for Python: (ok, v_dot, power) at (t, q, v), new
+    arrays; the multipliers (lambda of M v_dot = Q - J^T lambda), J, phi, phi_t and gamma are left
+    in D.lam, D.J, ... and the solve's statistics added to D.solve_stats[0:3]. ``extra_Q`` (nv):
+    generalized forces of force groups without a compiled form, added to Q (their power is the
+    caller's). ok False: rank loss (lagrange), an SVD / least-squares solve that failed, or an
+    augmented Lagrangian iteration that did not converge."""
+    cdef double[::1] vdot = np.zeros(F.nv)
+    cdef const double[::1] extra
+    cdef const double* extra_ptr = NULL
+    cdef double power = 0.0
+    cdef bint ok
+    if extra_Q is not None:
+        extra = np.ascontiguousarray(extra_Q, dtype=np.float64)
+        if extra.shape[0] != F.nv:
+            raise ValueError(f"extra_Q has {extra.shape[0]} entries, the model {F.nv} velocity coordinates")
+        if F.nv:
+            extra_ptr = &extra[0]
+    with nogil:
+        ok = accelerations_with(F, D, P, t, q, v, extra_ptr, vdot, &power)
+    return ok, np.asarray(vdot), power
+
+
+def evaluation(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
+               const double[::1] v, extra_Q=None):
+    """What a recorded state reads, by the compiled step's own functions (accelerations_at, then
+    record_kernels' energies): (ok, v_dot, power, lambda, phi, phi_dot = J v + phi_t, J (nc, nv),
+    kinetic energy, potential energy of gravity, spring-dampers and joint springs), new arrays."""
+    ok, vdot, power = accelerations_at(F, D, P, t, q, v, extra_Q)
+    cdef double kinetic, potential
+    with nogil:
+        kinetic = kinetic_energy(F, v)
+        potential = potential_energy(F, D)
+    J = np.array(D.J)
+    phi_dot = J @ np.asarray(v) + np.asarray(D.phi_t)
+    lam = np.array(D.lam) if F.nc else np.zeros(0)
+    return ok, vdot, power, lam, np.array(D.phi), phi_dot, J, kinetic, potential
 
 
 cdef bint _first_stage(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y,

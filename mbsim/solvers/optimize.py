@@ -10,7 +10,8 @@ quadratic program: its minimiser is unique even when J_hat loses rank (only the 
 are not), so any exact optimizer finds the same accelerations.
 
 - ``kkt``: the KKT system of the unscaled problem solved in the least-squares sense (SVD,
-  LAPACK gelsd), rank-robust; see :func:`kkt_least_squares`.
+  LAPACK gelsd), rank-robust: compiled, the one implementation is
+  mbsim.solvers.robust_kernels.gauss_kkt_accelerations.
 - ``slsqp``: scipy.optimize's SLSQP on the scaled problem, redundant rows removed first.
 - ``pso``: the improved particle swarm of papers/singular-positions-gauss-pso.txt §2.2, then
   a local refinement (:func:`particle_swarm`).
@@ -21,32 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-
-def kkt_least_squares(
-    M: np.ndarray, J: np.ndarray, Q: np.ndarray, gamma: np.ndarray, rcond: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Solve [M J^T; J 0] [x; lambda] = [Q; gamma] in the least-squares sense (minimum norm).
-
-    Returns:
-        (x (n,), lambda (m,)).
-    """
-    import scipy.linalg as sla  # here, not at the top: mbsim.model.sparse
-
-    n = M.shape[0]
-    K = kkt_matrix(M, J)
-    sol = sla.lstsq(K, np.concatenate((Q, gamma)), cond=rcond, lapack_driver="gelsd", check_finite=False)[0]
-    return sol[:n], sol[n:]
-
-
-def kkt_matrix(M: np.ndarray, J: np.ndarray) -> np.ndarray:
-    """[M J^T; J 0]."""
-    n, m = M.shape[0], J.shape[0]
-    K = np.zeros((n + m, n + m))
-    K[:n, :n] = M
-    K[:n, n:] = J.T
-    K[n:, :n] = J
-    return K
 
 
 def slsqp(

@@ -1,7 +1,9 @@
-"""The compiled step (mbsim.solvers.ode_kernels over mbsim.model.flat) against the Python path
-it replaces: the same right-hand side at arbitrary states and the same steps, to round-off, on
-mechanisms that use every primitive kind, drives, joint springs (a torsion spring wound past half
-a turn), spring-dampers and applied loads given by expressions of time and state."""
+"""The compiled step (mbsim.solvers.ode_kernels over mbsim.model.flat) on mechanisms that use every
+primitive kind, drives, joint springs (a torsion spring wound past half a turn), spring-dampers and
+applied loads given by expressions of time and state: its acceleration solve (the only one) against
+independent references (finite differences of the constraint values, the equations of motion, a
+closed form, energy conservation), its blocks of steps and recorded rows against the Python loop
+around the same solve."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import pytest
 import yaml
 from quick_loop import quick
 
+from mbsim.model.constraints import constraint_residual, constraint_values
 from mbsim.model.data import new_run_data
-from mbsim.model.dynamics import update_spring_references
+from mbsim.model.dynamics import generalized_forces, update_spring_references
 from mbsim.model.flat import FlatModel, dense_reason, flatten
 from mbsim.model.model import State
 from mbsim.scene.spec import load_scene
@@ -118,18 +121,109 @@ def random_state(model, rng) -> tuple[float, np.ndarray]:
     return float(rng.uniform(0, 1)), np.concatenate((model.normalize(q), v, [0.0]))
 
 
-def test_compiled_right_hand_side_matches_python(prepared):
+def fd_jacobian(model, q: np.ndarray, t: float, eps: float = 1e-6) -> np.ndarray:
+    """J (nc, nv) by central differences of the constraint values Phi(q, t) along each velocity
+    coordinate (model.retract: 3D rotations as body-frame rotation vectors, as J's columns)."""
+    cols = []
+    for k in range(model.nv):
+        dx = np.zeros(model.nv)
+        dx[k] = eps
+        plus = constraint_residual(model, model.retract(q, dx), t)
+        minus = constraint_residual(model, model.retract(q, -dx), t)
+        cols.append((plus - minus) / (2 * eps))
+    return np.array(cols).T
+
+
+def velocity_residual(model, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+    """J v + Phi_t at a state."""
+    cv = constraint_values(model, model.frames(q, v), t)
+    J = cv.jacobian.toarray() if hasattr(cv.jacobian, "toarray") else cv.jacobian
+    return J @ v + cv.phi_t
+
+
+def test_the_accelerations_satisfy_the_equations_of_motion(prepared):
+    """The compiled acceleration solve (ode_kernels.accelerations_at, the one every path calls) at
+    states off the constraint manifold, against references it does not compute: J by central
+    differences of the constraint values equals the solve's J; M v_dot + J^T lambda = Q with that J,
+    M and Q of the model's own functions; and the velocity residual J v + Phi_t, differentiated along
+    the motion (central differences in time of the state moved by v and v_dot) vanishes -- the
+    constraints hold at acceleration level (augmented_lagrangian: it equals the penalty's
+    stabilisation -2 mu Omega (J v + Phi_t) - Omega^2 Phi)."""
     model, solver = prepared
     rng = np.random.default_rng(7)
     F, D, P = solver._flat, solver._data, solver._params
-    for _ in range(5):
+    mass = model.mass_matrix.toarray() if hasattr(model.mass_matrix, "toarray") else model.mass_matrix
+    al = solver.COMPILED == "augmented_lagrangian"
+    for _ in range(3):
         t, y = random_state(model, rng)
-        expected = solver.derivative(t, y)
-        got = np.zeros_like(y)
-        assert ode_kernels.derivative(F, D, P, t, y, got)
-        scale = np.max(np.abs(expected))
-        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 * scale)
-        assert np.max(np.abs(got - expected)) <= 1e-13 * scale
+        q, v = y[: model.nq], y[model.nq : model.nq + model.nv]
+        if model.springs:
+            D.spr_ref[:] = solver.data.spring_reference[0]
+        ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, q, v)
+        assert ok
+        lam = np.array(D.lam)
+        J = fd_jacobian(model, q, t)
+        jscale = np.max(np.abs(J))
+        np.testing.assert_allclose(np.asarray(D.J), J, rtol=0, atol=1e-8 * jscale)
+        Q = generalized_forces(model, solver.data, model.frames(q, v), v, t).q_force
+        scale = max(np.max(np.abs(Q)), np.max(np.abs(mass @ vdot)))
+        # the penalty (1e6) conditions augmented_lagrangian's multipliers at ~1e6 (measured 1e-12)
+        np.testing.assert_allclose(mass @ vdot + J.T @ lam, Q, rtol=0, atol=1e-8 * scale)
+        h = 1e-5
+        moved = [velocity_residual(model, model.retract(q, s * v + 0.5 * s * s * vdot), v + s * vdot, t + s)
+                 for s in (h, -h)]  # fmt: skip
+        rate = (moved[0] - moved[1]) / (2 * h)  # d/dt (J v + Phi_t) = J v_dot - gamma
+        expected = np.zeros(model.nc)
+        if al:
+            omega, mu = P[ode_kernels.OMEGA], P[ode_kernels.MU]
+            phi = constraint_residual(model, q, t)
+            expected = -2 * mu * omega * velocity_residual(model, q, v, t) - omega**2 * phi
+        rscale = max(1.0, np.max(np.abs(J @ vdot)))
+        np.testing.assert_allclose(rate, expected, rtol=0, atol=1e-6 * rscale)
+        # and with the solve's own J and gamma, to round-off
+        np.testing.assert_allclose(np.asarray(D.J) @ vdot - np.asarray(D.gamma), expected, rtol=0,
+                                   atol=(1e-8 if al else 1e-12) * rscale)  # fmt: skip
+
+
+def test_a_pendulum_accelerates_as_the_closed_form_says(tmp_path):
+    """A rigid 2D pendulum (centre of mass at distance L from a ground pivot, mass m, inertia I about
+    the centre) at angle theta from the downward vertical turning at omega: every method's solve gives
+    theta'' = -m g L sin(theta) / (I + m L^2) and the centre's acceleration theta'' e_t - omega^2 L e_r
+    (e_r = r / L, e_t its normal), to round-off (augmented_lagrangian: to its iteration's tolerance)."""
+    m, inertia, L, g, theta, omega = 2.0, 0.3, 0.8, 9.81, 0.7, 1.9
+    r = L * np.array([np.sin(theta), -np.cos(theta)])
+    e_t = np.array([np.cos(theta), np.sin(theta)])
+    alpha = -m * g * L * np.sin(theta) / (inertia + m * L**2)
+    for method in METHODS:
+        scene = {
+            "mbsim": 1, "name": "pendulum", "dimension": 2, "gravity": [0, -g], "time": {"end": 0.1, "step": 1e-3},
+            "solver": {"method": method, "integrator": "rk4"},
+            "bodies": [{"name": "bob", "mass": m, "inertia": inertia, "position": [float(r[0]), float(r[1])],
+                        "orientation": theta, "velocity": [float(c) for c in omega * L * e_t],
+                        "angular_velocity": omega}],
+            "joints": [{"name": "pivot", "type": "revolute", "body1": "ground", "body2": "bob", "point": [0, 0]}],
+        }  # fmt: skip
+        spec = load_scene(str(write_yaml_scene(scene, tmp_path / f"{method}.yaml")))
+        model, solver = prepare(spec)
+        vdot, _ = solver.acceleration(0.0, model.q0, model.v0)
+        tol = 1e-9 if method == "augmented_lagrangian" else 1e-12  # its iteration's tol (measured 2e-11)
+        np.testing.assert_allclose(vdot[2], alpha, rtol=tol)
+        np.testing.assert_allclose(vdot[:2], alpha * L * e_t - omega**2 * r, rtol=0, atol=tol * g)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_energy_is_conserved_over_a_run(tmp_path, method):
+    """The four-box chain (gravity and joints only: conservative) under every method's compiled
+    solve, RK4 with projection for 10 s: the total energy stays within 1e-7 of its scale (measured
+    lagrange 1.1e-8)."""
+    from mbsim.scene.load import load_raw_scene
+    from mbsim.scene.spec import build_spec
+    from mbsim.simulate import run
+
+    path = ROOT / "scenes" / "four_box_chain.yaml"
+    summary = run(build_spec(load_raw_scene(path, [f"solver.method={method}"])), tmp_path / "chain.h5")
+    assert summary.status == "completed", summary.message
+    assert summary.energy_drift < 1e-7
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -211,8 +305,10 @@ def test_compiled_rows_match_the_python_records(tmp_path, monkeypatch, every, me
 
 def test_models_without_a_compiled_form_step_in_python(tmp_path):
     """What still steps in Python: the implicit integrators (scipy's loop), gauss's optimizers and
-    compliant contact (its force group has no compiled form: issue 31). A sparse model flattens (a
-    dense-only caller refuses it: dense_reason); couplings are a compiled kind (tests/model/test_couplings)."""
+    compliant contact (its force group has no compiled form, issue 31: its forces by Python at every
+    stage, into the compiled acceleration solve; flatten leaves it out when asked to). A sparse model
+    flattens (a dense-only caller refuses it: dense_reason); couplings are a compiled kind
+    (tests/model/test_couplings)."""
     scene = scene_2d()
     scene["solver"]["integrator"] = "scipy:Radau"  # the implicit ones stay scipy's (Python) loop
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "a.yaml"))))
@@ -237,8 +333,8 @@ def test_models_without_a_compiled_form_step_in_python(tmp_path):
         "contacts": [{"type": "compliant", "body1": "block", "body2": "ball", "stiffness": 1e6, "damping": 10}],
     }  # fmt: skip
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "c.yaml"))))
-    assert not solver.compiled and "has no compiled form" in solver.compiled_reason
-    assert isinstance(flatten(model), str)
+    assert solver.compiled and not solver.block_stepping and "has no compiled form" in solver.compiled_reason
+    assert isinstance(flatten(model), str) and isinstance(flatten(model, python_forces=True), FlatModel)
 
 
 def test_adaptive_integrators_step_in_compiled_blocks(tmp_path, monkeypatch):
@@ -433,8 +529,8 @@ def _prepared(path: Path, method: str, overrides: tuple[str, ...] = ()):
 def test_the_schur_complement_is_factored_in_a_narrow_order():
     """The N four-bar (N = 40) lists its ground hinges first: in that order every coupler row's
     envelope reaches back to its crank's hinge. S is factored in reverse Cuthill-McKee order
-    (FlatModel.s_rows) with an envelope a tenth the size, and the compiled right-hand side still
-    equals the Python path's (dense solve) at random states."""
+    (FlatModel.s_rows) with an envelope a tenth the size, and the compiled solve still equals a
+    dense solve of [M J^T; J 0] [v_dot; lambda] = [Q; gamma] (numpy) at random states."""
     model, solver = _prepared(A02, "lagrange")
     F, D, P = solver._flat, solver._data, solver._params
     nc = model.nc
@@ -449,10 +545,21 @@ def test_the_schur_complement_is_factored_in_a_narrow_order():
     rng = np.random.default_rng(3)
     for _ in range(3):
         t, y = random_state(model, rng)
-        expected = solver.derivative(t, y)
-        got = np.zeros_like(y)
-        assert ode_kernels.derivative(F, D, P, t, y, got)
-        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11 * np.max(np.abs(expected)))
+        ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, y[: model.nq], y[model.nq : model.nq + model.nv])
+        assert ok
+        expected = _dense_kkt(model, D)
+        np.testing.assert_allclose(vdot, expected[: model.nv], rtol=0, atol=1e-11 * np.max(np.abs(expected)))
+        np.testing.assert_allclose(D.lam, expected[model.nv :], rtol=0, atol=1e-11 * np.max(np.abs(expected)))
+
+
+def _dense_kkt(model, D) -> np.ndarray:
+    """[v_dot; lambda] of [M J^T; J 0] [v_dot; lambda] = [Q; gamma] by numpy's dense solve, from the
+    model's mass matrix and the solve's J, Q and gamma."""
+    M = model.mass_matrix.toarray() if hasattr(model.mass_matrix, "toarray") else np.asarray(model.mass_matrix)
+    J, nv = np.asarray(D.J), model.nv
+    K = np.zeros((nv + model.nc, nv + model.nc))
+    K[:nv, :nv], K[:nv, nv:], K[nv:, :nv] = M, J.T, J
+    return np.linalg.solve(K, np.concatenate((D.Q, D.gamma)))
 
 
 def _fold_state(model) -> np.ndarray:
@@ -465,20 +572,29 @@ def _fold_state(model) -> np.ndarray:
 @pytest.mark.parametrize("method", ["null_space", "gauss"])
 def test_the_full_rank_fast_path_is_taken_only_away_from_singular_positions(method):
     """ode_kernels.certified_full_rank: at the slider-crank's start (regular) the rank-robust solve
-    is lagrange's and equals the Python path's SVD / KKT solve; at the fold (J loses rank) and with
-    a redundant joint it is refused and the SVD / KKT solve decides."""
+    is lagrange's and equals a dense KKT solve (numpy); at the fold (J loses rank) and with a
+    redundant joint it is refused and the SVD / KKT solve decides: at the fold, at rest, the
+    accelerations are the free ones projected M-orthogonally onto J v_dot = 0 (the pseudo-inverse
+    by numpy.linalg.lstsq on the scene's M and J)."""
     model, solver = _prepared(ROOT / "scenes" / "slider_crank_singular_2d.yaml", method)
     F, D, P = solver._flat, solver._data, solver._params
     kkt = method == "gauss"
     out = np.zeros(model.nq + model.nv + 1)
     start = np.concatenate((model.q0, model.v0, [0.0]))
+    nq, nv = model.nq, model.nv
     assert ode_kernels.derivative(F, D, P, 0.0, start, out)
-    np.testing.assert_allclose(out, solver.derivative(0.0, start), rtol=0, atol=1e-12 * np.max(np.abs(out)))
+    expected = _dense_kkt(model, D)[:nv]
+    np.testing.assert_allclose(out[nq : nq + nv], expected, rtol=0, atol=1e-12 * np.max(np.abs(expected)))
     assert ode_kernels.certified_full_rank(F, D, P[ode_kernels.RANK_TOL], kkt)
     fold = _fold_state(model)
     assert ode_kernels.derivative(F, D, P, 0.0, fold, out)
     assert not ode_kernels.certified_full_rank(F, D, P[ode_kernels.RANK_TOL], kkt)
-    np.testing.assert_allclose(out, solver.derivative(0.0, fold), rtol=0, atol=1e-12 * np.max(np.abs(out)))
+    M = np.asarray(model.mass_matrix)
+    J, free = np.asarray(D.J), np.linalg.solve(M, D.Q)
+    w = np.diag(1.0 / np.sqrt(np.diag(M)))  # M^-1/2 (2D: diagonal)
+    y = np.linalg.lstsq(J @ w, J @ free - D.gamma, rcond=1e-6)[0]
+    expected = free - w @ y  # at the fold the constraints hold the bars against gravity: ~0
+    np.testing.assert_allclose(out[nq : nq + nv], expected, rtol=0, atol=1e-12 * np.max(np.abs(free)))
     model, solver = _prepared(ROOT / "scenes" / "parallelogram_redundant_2d.yaml", method)
     F, D, P = solver._flat, solver._data, solver._params
     y = np.concatenate((model.q0, model.v0, [0.0]))

@@ -152,30 +152,6 @@ N_FOUR_BAR_4 = (
 )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["null_space", "gauss"])
-def test_the_python_path_cuts_per_step_as_the_compiled_one(run_scene, monkeypatch, method):
-    """A model without a compiled form decides its per-step rank cut in Python (linalg.gap_cut):
-    the folding slider-crank under scipy:DOP853 still follows the one-coordinate solution, and
-    the compiled run's states to the run's own error."""
-    from mbsim.solvers.ode import OdeSolver
-
-    _, compiled = run_scene(folding_slider_crank(method))
-    init = OdeSolver.__init__
-
-    def python_only(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self._flat = None
-
-    monkeypatch.setattr(OdeSolver, "__init__", python_only)
-    summary, res = run_scene(folding_slider_crank(method))
-    assert summary.status == "completed"
-    t = res.time
-    reference = slider_crank_reference(t, theta0=np.pi / 4, w0=0.0)
-    assert np.max(np.abs(res["bodies/slider/position"][:, 0] - reference)) < 1e-6
-    assert abs(compiled.time[-1] - t[-1]) < 1e-12
-
-
 def n_four_bar_reference(t: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """B0 of the one-coordinate model: the crank angle phi from +x obeys I phi'' = -k cos(phi) with
     I = (N + 1)/3 + N (cranks about their pivots, couplers translating with the tips) and
@@ -335,17 +311,69 @@ def test_null_space_multipliers_are_minimum_norm_and_balance_the_forces():
     assert np.max(np.abs(left_null.T @ lam)) < 1e-9 * max(1.0, np.max(np.abs(lam)))
 
 
-def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
-    """linalg.gap_cut: the rank decided by rank_tol as always, the cut in the middle (geometric)
-    of the gap around it, within [rank_tol / 10, 10 rank_tol]."""
-    from mbsim.solvers.linalg import gap_cut as step_cut
+def test_redundant_multipliers_are_the_pseudo_inverse_solution():
+    """The redundant parallelogram under null_space (the compiled solve, ode_kernels.accelerations_at)
+    against numpy on matrices this test assembles itself: J by central differences of the constraint
+    values, gamma by second differences of Phi along the unaccelerated motion q + s v (2D), M and Q
+    of the model. The accelerations are the free ones corrected M-orthogonally onto J v_dot = gamma
+    (numpy.linalg.lstsq of J M^-1/2), the multipliers the minimum-norm solution of J^T lambda =
+    Q - M v_dot (numpy.linalg.lstsq), with no part in the left null space of J."""
+    from mbsim.model.constraints import constraint_residual
+    from mbsim.model.dynamics import generalized_forces
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+    from mbsim.solvers import ode_kernels
 
-    tau = 1e-6
-    assert step_cut(np.array([2.0, 1.0, 0.5]), tau) == pytest.approx(0.1 * tau)  # full rank: below all
-    assert step_cut(np.array([1.0, 1e-3, 1e-9]), tau) == pytest.approx(np.sqrt(1e-3 * 1e-9))  # mid-gap
-    assert step_cut(np.array([1.0, 2e-6, 1e-16]), tau) == pytest.approx(0.1 * tau)  # clipped low
-    assert step_cut(np.array([1.0, 0.5, 5e-7]), tau) == pytest.approx(10 * tau)  # clipped high: still in the gap
-    assert step_cut(np.array([0.0, 0.0]), tau) == tau
+    model, solver = prepare(load_scene(str(PARALLELOGRAM)))
+    F, D, P = solver._flat, solver._data, solver._params
+    rng = np.random.default_rng(11)
+    q, v, t = model.q0, model.v0 + 0.3 * rng.standard_normal(model.nv), 0.0
+    ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, q, v)
+    assert ok
+    eps, h = 1e-6, 1e-4
+    J = np.array(
+        [(constraint_residual(model, q + eps * e, t) - constraint_residual(model, q - eps * e, t)) / (2 * eps)
+         for e in np.eye(model.nv)]
+    ).T  # fmt: skip
+    phi = [constraint_residual(model, q + s * v, t + s) for s in (h, 0.0, -h)]
+    gamma = -(phi[0] - 2 * phi[1] + phi[2]) / h**2
+    M = np.asarray(model.mass_matrix)
+    Q = generalized_forces(model, solver.data, model.frames(q, v), v, t).q_force
+    assert np.linalg.matrix_rank(J, tol=1e-6 * np.abs(J).max()) < model.nc  # redundant
+    w = np.diag(1.0 / np.sqrt(np.diag(M)))  # M^-1/2 (2D: diagonal)
+    free = np.linalg.solve(M, Q)
+    expected = free - w @ np.linalg.lstsq(J @ w, J @ free - gamma, rcond=1e-6)[0]
+    np.testing.assert_allclose(vdot, expected, rtol=0, atol=1e-6 * np.max(np.abs(expected)))
+    lam = np.linalg.lstsq(J.T, Q - M @ vdot, rcond=1e-6)[0]
+    np.testing.assert_allclose(D.lam, lam, rtol=0, atol=1e-6 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(M @ vdot + J.T @ np.asarray(D.lam), Q, rtol=0, atol=1e-6 * np.max(np.abs(Q)))
+
+
+def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
+    """ode_kernels.step_cut against the singular values of J M^-1/2 numpy finds at the same state: the
+    rank decided by rank_tol as always, the cut in the middle (geometric) of the gap around it,
+    sqrt(s_r s_r+1) / s_1, within [rank_tol / 10, 10 rank_tol]: at the slider-crank's fold (one
+    direction lost: mid-gap or clipped) and at its regular start (certified full rank: rank_tol / 10)."""
+    from mbsim.scene.load import load_raw_scene
+    from mbsim.scene.spec import build_spec
+    from mbsim.simulate import prepare
+    from mbsim.solvers import ode_kernels
+
+    model, solver = prepare(build_spec(load_raw_scene(SLIDER, ["solver.method=null_space"])))
+    F, D, P = solver._flat, solver._data, solver._params
+    tau = P[ode_kernels.RANK_TOL]
+    start = np.concatenate((model.q0, model.v0, [0.0]))
+    assert ode_kernels.step_cut(F, D, P, 0.0, start) == pytest.approx(0.1 * tau)
+    for tilt in (0.0, 1e-4, 1e-3):  # at the fold and beside it
+        q = np.array([0.0, -0.5, -np.pi / 2 + tilt, 0.0, -0.5, np.pi / 2, 0.0, 0.0, 0.0])
+        y = np.concatenate((q, np.zeros(model.nv), [0.0]))
+        cut = ode_kernels.step_cut(F, D, P, 0.0, y)
+        M = np.asarray(model.mass_matrix)
+        s = np.linalg.svd(np.asarray(D.J) @ np.diag(1.0 / np.sqrt(np.diag(M))), compute_uv=False)
+        rank = int(np.sum(s > tau * s[0]))
+        below = s[rank] if rank < len(s) else 0.0
+        expected = min(max(np.sqrt(s[rank - 1] * below) / s[0], 0.1 * tau), 10 * tau)
+        assert cut == pytest.approx(expected, rel=1e-6), tilt
 
 
 @pytest.mark.slow
