@@ -107,8 +107,6 @@ def _padded(rows: list, n: int, width: int = 3) -> np.ndarray:
 # the most entries (nc x nv) of the dense Jacobian a sparse model's compiled step may allocate
 # (lagrange: its solves follow S's envelope, so only memory and the row records grow with it)
 DENSE_LIMIT = 4_000_000
-# the same for the rank-robust methods, whose SVD / KKT buffers grow as (nv + nc)^2 (robust_size)
-ROBUST_DENSE_LIMIT = 1_000_000
 
 
 def dense_reason(model: Model, dense_limit: int) -> str:
