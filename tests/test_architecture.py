@@ -251,3 +251,85 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert cycles == [], f"import cycles: {cycles}"
+
+
+# Issue 29, one implementation per stage: where Python evaluates a compiled stage once (initial
+# assembly, evaluate, diagnostics, the Python loops of timestepping and event_driven), it calls
+# the compiled function; it never redoes the arithmetic in numpy. (stage, module, function,
+# the compiled modules it must reach).
+STAGES = [
+    ("spring-dampers", "model/forces/spring_damper.py", "SpringDamperGroup.evaluate", {"force_kernels"}),
+    ("applied loads", "model/forces/applied.py", "Loads.evaluate", {"force_kernels"}),
+    ("joint springs", "model/dynamics.py", "SpringGroups.add_forces", {"spring_kernels"}),
+    ("constraint primitives", "model/constraints.py", "evaluate_groups", {"kernels", "step_kernels"}),
+    ("fixed-step integrators", "solvers/integrators.py", "FixedStep.__call__", {"integrate"}),
+    ("embedded pairs RK45, DOP853", "solvers/integrators.py", "EmbeddedPair.step", {"integrate"}),
+    ("variational step", "solvers/variational.py", "Solver.step", {"variational_kernels"}),
+    ("ODE acceleration solve", "solvers/ode.py", "OdeSolver.acceleration", {"ode_kernels"}),
+    ("ODE right-hand side", "solvers/ode.py", "OdeSolver.derivative", {"ode_kernels"}),
+    ("ODE evaluation (recorded rows)", "solvers/ode.py", "OdeSolver.evaluate", {"ode_kernels"}),
+]
+# numpy calls that mean kinematics or dynamics arithmetic (array plumbing -- zeros, concatenate,
+# indexing -- and a power as a dot product are Python's job)
+ARITHMETIC = {
+    "einsum", "cross", "dot", "matmul", "outer", "inner", "tensordot", "sin", "cos", "tan", "arctan2",
+    "arcsin", "arccos", "sqrt", "exp", "log", "hypot", "norm", "solve", "lstsq", "svd", "qr", "cholesky",
+    "pinv", "inv", "eigh", "eigvalsh",
+}  # fmt: skip
+
+
+def _function(tree: ast.Module, qualname: str) -> ast.FunctionDef:
+    body: list[ast.stmt] = tree.body
+    node = None
+    for part in qualname.split("."):
+        node = next(n for n in body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == part)
+        body = node.body
+    assert isinstance(node, ast.FunctionDef)
+    return node
+
+
+def _reached(tree: ast.Module, start: ast.FunctionDef) -> list[ast.FunctionDef]:
+    """``start`` and the module's own functions and methods it calls (by name or self.name), transitively."""
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    seen, todo = {start.name: start}, [start]
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in defs and name not in seen and not name.startswith("__"):
+                    seen[name] = defs[name]
+                    todo.append(defs[name])
+    return list(seen.values())
+
+
+def _compiled_aliases(tree: ast.Module, compiled: set[str]) -> set[str]:
+    """Local names bound to the compiled modules (``import mbsim.x.k as a``, ``from mbsim.x import k``,
+    ``from mbsim.x.k import f``), at module level or in a function."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname or a.name for a in node.names if a.name.rsplit(".", 1)[-1] in compiled}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.rsplit(".", 1)[-1] in compiled:
+                names |= {a.asname or a.name for a in node.names}
+            else:
+                names |= {a.asname or a.name for a in node.names if a.name in compiled}
+    return names
+
+
+@pytest.mark.parametrize("stage, rel, qualname, compiled", STAGES, ids=[s[0] for s in STAGES])
+def test_each_stage_is_computed_once_by_its_compiled_function(stage, rel, qualname, compiled):
+    tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+    assert all(any(PACKAGE.rglob(f"{c}.pyx")) for c in compiled), compiled
+    functions = _reached(tree, _function(tree, qualname))
+    aliases = _compiled_aliases(tree, compiled)
+    used = {n.id for f in functions for n in ast.walk(f) if isinstance(n, ast.Name)}
+    assert used & aliases, f"{stage}: {rel} {qualname} does not call {sorted(compiled)}"
+    arithmetic = sorted(
+        f"{f.name}: line {n.lineno}"
+        for f in functions
+        for n in ast.walk(f)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ARITHMETIC
+    )
+    assert arithmetic == [], f"{stage}: numpy arithmetic next to the compiled stage in {rel}: {arithmetic}"
