@@ -61,7 +61,6 @@ from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.detect import ContactBatch
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
-from mbsim.model.data import new_run_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
@@ -161,7 +160,6 @@ class Solver(SolverBase):
 
     def __init__(self, model: Model, options: dict, integrator: str, rtol: float, atol: float, friction) -> None:
         self.model = model
-        self.data = new_run_data(model)
         self.d, self.w = model.dimension, model.body_width
         self.nq, self.nv = model.nq, model.nv
         self.integrator = self.integrator_label = integrator
@@ -179,6 +177,9 @@ class Solver(SolverBase):
         self._free = null_space.Solver(
             model, integrator, rtol, atol, self.projection, options["max_step"], self.rank_tol
         )
+        # what this run changes, one RunData shared with the free phase: its compiled step views the
+        # joint springs' references that the run's loop updates (a second one would leave them at t = 0)
+        self.data = self._free.data
         self.detector = ContactDetector(model)
         self.radii = bounding_radii(model)
         self.restitution = np.array([float(c.values.get("restitution") or 0.0) for c in model.contacts])
