@@ -35,7 +35,11 @@ At an event, at time t*:
 3. the modes after it: the acceleration-level LCP (eqs. (5)-(7) in accelerations) over the
    touching contacts whose normal velocity is below ``velocity_tol``: closed where the normal
    force is positive, sticking where the friction force is inside the cone, else sliding in the
-   direction of the tangential acceleration;
+   direction of the tangential acceleration (a slip from rest, at a tangential speed below
+   2 ``velocity_tol``: the direction s whose friction -mu f_N s leaves a_T along s, a_T . s > 0,
+   Pfeiffer & Glocker's stick-slip transition; an onset without one is not committed), its residual
+   tangential velocity projected to zero with the closed rows, so that the first step cannot
+   reverse the direction chosen;
 4. the integrator starts again from the post-event state.
 
 Accumulation (Zeno): an impact whose approach speed is below ``accumulation_speed`` is the end of
@@ -118,10 +122,13 @@ ONSET_SAMPLES = 36  # angles sampled for a slip's direction at onset (_onset_dir
 
 @dataclass
 class Mode:
-    """A closed contact: ``stick`` or ``slide`` (with its sliding direction, world, at the start)."""
+    """A closed contact: ``stick`` or ``slide`` (with its sliding direction, tangent coordinates,
+    at the start); ``onset``: a slide that starts from rest at this event (its direction is the
+    tangential acceleration's, not its velocity's, which is zero to within velocity_tol)."""
 
     kind: str
     direction: np.ndarray | None = None
+    onset: bool = False
 
 
 @dataclass
@@ -563,7 +570,7 @@ class Solver(SolverBase):
                     ft = f[rows.tangent_rows[c]]
                     size = float(np.linalg.norm(ft))
                     if self.friction[self.entries[key]] * fn - size + slack <= 0.0 and size > 0:
-                        modes = {**modes, key: Mode("slide", -ft / size)}
+                        modes = {**modes, key: Mode("slide", -ft / size, onset=True)}
                         changed = True
             if not changed:
                 break
@@ -697,6 +704,15 @@ class Solver(SolverBase):
                     changed = True
             if not changed:
                 break
+        else:  # the rounds ran out (a redundant set's corners turn each other's directions by round-off)
+            A, f, accel = solve(onset)
+        # Admissible onsets only (Pfeiffer & Glocker's stick-slip transition: the slip starts from
+        # rest with a tangential acceleration along its direction, a_T . s > 0): a direction
+        # whose acceleration does not point along it would be reversed by the first step and the
+        # same onset found again at this instant. Such a contact is left sticking, and _settle
+        # slides it opposite its stick force if that force leaves the cone.
+        for c in [c for c, s in onset.items() if float(accel[tangent[c]] @ s) <= 0.0]:
+            del onset[c]
         # closed: pressed (a normal force) or held at zero normal acceleration; a redundant set of
         # contacts (a box's corners on a floor) has many force distributions, and a corner the LCP
         # happens to leave without force stays closed: the smooth phase then shares the force
@@ -712,7 +728,7 @@ class Solver(SolverBase):
             if mu[c] == 0:
                 modes[key] = Mode("frictionless")
                 continue
-            modes[key] = Mode("slide", onset[c]) if c in onset else Mode("stick")
+            modes[key] = Mode("slide", onset[c], onset=True) if c in onset else Mode("stick")
         return modes
 
     @staticmethod
@@ -757,6 +773,10 @@ class Solver(SolverBase):
         names = {int(key): self.contact_names[int(e)] for key, e in zip(batch.feature, batch.entry, strict=True)}
         names.update({key: self.contact_names[e] for key, e in self.entries.items()})
         reversed_ = {key for kind, key in triggers if kind == "slide"}
+        # a slide whose speed reached velocity_tol and that slides on from rest: a slip too, as when
+        # its velocity along its direction reached zero first (which of the two is found first is
+        # round-off when the slide stops head-on)
+        stopped = {key for kind, key in triggers if kind == "stop"}
         for key, old in self.modes.items():
             new = new_modes.get(key)
             name = names.get(key, "?")
@@ -764,8 +784,8 @@ class Solver(SolverBase):
                 self.events.append((t, "detach", name))
             elif old.kind == "slide" and new.kind == "stick":
                 self.events.append((t, "stick", name))
-            elif new.kind == "slide" and (old.kind == "stick" or key in reversed_):
-                self.events.append((t, "slip", name))  # from sticking, or sliding on the other way
+            elif new.kind == "slide" and (old.kind == "stick" or key in reversed_ or (key in stopped and new.onset)):
+                self.events.append((t, "slip", name))  # from sticking, sliding on the other way, or from rest
 
     # ------------------------------------------------------------------ projection (§3)
 
@@ -784,9 +804,9 @@ class Solver(SolverBase):
     def _project(self, state: State, touching: bool = False, onset: bool = False) -> State:
         """§3: positions onto the joints and the closed (or, at an event, all touching) contacts'
         gaps, then velocities onto the joints and the closed contacts (normal; tangent if sticking;
-        with ``onset``, after an event, tangent too for a sliding contact slower than velocity_tol:
-        it starts its slip from rest, so that its residual velocity below the tolerance, which may
-        point the other way, does not reverse it at once)."""
+        with ``onset``, after an event, tangent too for a contact whose slip the modes start from
+        rest (Mode.onset): its residual velocity below 2 velocity_tol, which may point the other
+        way, would otherwise reverse the slip at once)."""
         m = self.model
         p = self.projection
         q, v, t = state.q, state.v, state.t
@@ -841,13 +861,10 @@ class Solver(SolverBase):
             rows = self._rows(frames, self._detect(frames), v)
             if len(rows.keys):
                 K = rows.K
-                if onset:  # sliding contacts that start from rest: their tangent rows too
-                    extra = [
-                        rows.tangent[c]
-                        for c, key in enumerate(rows.keys)
-                        if self.modes[int(key)].kind == "slide"
-                        and float(np.linalg.norm(rows.tangent[c] @ v)) <= self.velocity_tol
-                    ]
+                # sliding contacts that the mode LCP starts from rest (Mode.onset, the same set it
+                # decided on, not a speed threshold again): their tangent rows too
+                if onset:
+                    extra = [rows.tangent[c] for c, key in enumerate(rows.keys) if self.modes[int(key)].onset]
                     if extra:
                         K = np.vstack([K, *extra])
                 Js.append(K)
