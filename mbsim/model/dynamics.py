@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model import spring_kernels
-from mbsim.model.constraints import evaluate_groups
+from mbsim.model.constraints import spring_rows
 from mbsim.model.data import RunData
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
@@ -50,29 +50,26 @@ class SpringGroups:
         )
         self.wrapped = bool(self.item_wrap.any())
 
-    def deflection(self, frames: Frames, t: float, width: int, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def deflection(
+        self, model: Model, frames: Frames, t: float, reference: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(deflection (ncoord,), Jacobian in body blocks (ncoord, 2 width): row r's block of its
         item's body i in columns [0, width), body j's in [width, 2 width)) at a state, unwrapped
-        against ``reference``."""
-        value, _, _, blocks = evaluate_groups(self.groups, frames, t, self.ncoord, frames.rot.shape[-1])
-        jac = np.zeros((self.ncoord, 2 * width))
-        for g, Ji, Jj in blocks:
-            jac[g.rows, :width] = Ji
-            jac[g.rows, width:] = Jj
-        if self.wrapped:
-            spring_kernels.unwrap(self.item_row, self.item_nrow, self.item_wrap, reference, value)
-        return value, jac
+        against ``reference``: the compiled rows over model's spring table (these groups,
+        model.springs[0]; mbsim.model.constraints.spring_rows)."""
+        return spring_rows(model, frames, t, reference)
 
     def add_forces(
-        self, frames: Frames, v: np.ndarray, t: float, nbody: int, width: int, reference: np.ndarray,
+        self, model: Model, frames: Frames, v: np.ndarray, t: float, reference: np.ndarray,
         Qc: np.ndarray, Qn: np.ndarray,
     ) -> float:  # fmt: skip
         """Add the springs' elastic forces to Qc and the dampers' to Qn (nv,) at a state; returns
         their potential, sum 1/2 k deflection^2."""
-        value, jac = self.deflection(frames, t, width, reference)
+        value, jac = self.deflection(model, frames, t, reference)
         v = np.ascontiguousarray(v, dtype=float)
-        return spring_kernels.joint_springs(nbody, width, self.item_bi, self.item_bj, self.item_row, self.item_nrow,
-                                            self.stiffness, self.damping, value, jac, v, Qc, Qn)  # fmt: skip
+        return spring_kernels.joint_springs(model.nbody, model.body_width, self.item_bi, self.item_bj,
+                                            self.item_row, self.item_nrow, self.stiffness, self.damping, value,
+                                            jac, v, Qc, Qn)  # fmt: skip
 
 
 def update_spring_references(model: Model, data: RunData, q: np.ndarray, t: float) -> None:
@@ -82,7 +79,7 @@ def update_spring_references(model: Model, data: RunData, q: np.ndarray, t: floa
         frames = model.frames(q, np.zeros(model.nv))
         for springs, reference in zip(model.springs, data.spring_reference, strict=True):
             if springs.wrapped:
-                reference[:] = springs.deflection(frames, t, model.body_width, reference)[0]
+                reference[:] = springs.deflection(model, frames, t, reference)[0]
 
 
 @dataclass
@@ -130,7 +127,7 @@ def applied_forces(
             nonc += q_nc
     Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
     for springs, reference in zip(model.springs, data.spring_reference, strict=True):
-        potential += springs.add_forces(frames, v, t, nb, w, reference, Qc, Qn)
+        potential += springs.add_forces(model, frames, v, t, reference, Qc, Qn)
     return AppliedForces(Qc, Qn, potential, float(Qn @ v))
 
 
@@ -159,16 +156,6 @@ def generalized_forces(
         Q[:, 3:] += gyro
         Q = Q.reshape(-1)
     return ForceValues(Q, applied.power_nc, applied.potential)
-
-
-def inverse_sqrt_mass_blocks(model: Model) -> np.ndarray:
-    """(nbody, w, w) the diagonal blocks of M^-1/2 (symmetric square roots by eigh; the
-    rank-robust methods' scaling J M^-1/2)."""
-    blocks = np.zeros_like(np.asarray(model.mass_diag_blocks, dtype=float))
-    for b, block in enumerate(model.mass_diag_blocks):
-        values, vectors = np.linalg.eigh(block)
-        blocks[b] = (vectors / np.sqrt(values)) @ vectors.T
-    return blocks
 
 
 def kinetic_energy(model: Model, v: np.ndarray) -> float:

@@ -17,16 +17,16 @@ dense only, for a sparse model too large for it (``dense_reason``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mbsim.model import kernels
-from mbsim.model.constraints import PrimitiveGroup, coupling_table, vectors
-from mbsim.model.dynamics import inverse_sqrt_mass_blocks
 from mbsim.model.force_kernels import VARIABLES  # the load expressions' registers (drives: t only)
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.model.layout import FlatData, FlatModel
-from mbsim.model.model import Model
+from mbsim.model.model import Model, inverse_sqrt_mass_blocks
 from mbsim.scene.expr import Expression, compile_programs
 
 # primitive kinds of the flat table (mbsim.model.kernels: KINDS, kernels.pxd)
@@ -37,7 +37,39 @@ if _CODES != kernels.KINDS:
     raise ImportError("primitive kinds of mbsim.model.flat differ from mbsim.model.kernels")
 
 
-def _primitive_table(groups: list[PrimitiveGroup], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
+# each kind's local vectors in the order its kernel takes them (2D angle: none)
+_VECTORS = {
+    "point": ("s_i", "s_j"),
+    "dot1": ("a_i", "b_j"),
+    "dot2": ("a_i", "s_i", "s_j"),
+    "angle": ("b_i", "e_i", "c_j"),
+}
+
+
+def vectors(kind: str, dimension: int) -> tuple[str, ...]:
+    """The params keys of a primitive kind in the order its kernel takes them (the rows of a flat
+    table's vec); a coupling's are its parts'."""
+    return () if (kind, dimension) in (("angle", 2), ("coupling", 3), ("coupling", 2)) else _VECTORS[kind]
+
+
+def coupling_table(g: Any, dimension: int) -> dict[str, np.ndarray]:
+    """The two-item table of a coupling's parts (kind, bi, bj, vec, offset, wrap) that
+    mbsim.model.kernels.coupling_at reads."""
+    vec = np.zeros((2, 3, 3))
+    for k, part in enumerate(g.parts):
+        for m, key in enumerate(vectors(part.kind, dimension)):
+            vec[k, m, :dimension] = part.params[key][0]
+    return {
+        "kind": np.array([kernels.KINDS[(dimension, part.kind)] for part in g.parts], dtype=np.int64),
+        "bi": np.array([part.body_i[0] for part in g.parts], dtype=np.int64),
+        "bj": np.array([part.body_j[0] for part in g.parts], dtype=np.int64),
+        "vec": vec,
+        "offset": np.array([part.offset[0, 0] for part in g.parts], dtype=float),
+        "wrap": np.array([int(part.wrap) for part in g.parts], dtype=np.int64),
+    }
+
+
+def _primitive_table(groups: list[Any], dim: int, expressions: list[Expression]) -> dict[str, np.ndarray]:
     """The flat table of batched primitive groups; drives append (c, c', c'') to ``expressions``.
     A coupling is an entry of kind COUPLING (offset: the coupling's, then its ratio) followed by
     its two parts (nrow 0: they make no row of their own), which mbsim.model.kernels.coupling_at
@@ -124,11 +156,13 @@ def compiled_form(group) -> bool:
     return isinstance(group, (SpringDamperGroup, Loads))
 
 
-def flatten(model: Model, python_forces: bool = False) -> FlatModel | str:
+def flatten(model: Model, python_forces: bool = False, rows_only: bool = False) -> FlatModel | str:
     """The FlatModel of ``model``, or the reason it has none (then the Python path steps): a force
     group without a compiled form. ``python_forces``: such groups are left out instead (the caller
     adds their forces, mbsim.solvers.ode). Whether the caller's linear algebra takes it (a sparse
-    model's dense Jacobian) is the caller's question: dense_reason."""
+    model's dense Jacobian) is the caller's question: dense_reason. ``rows_only``: without what
+    only the solvers' steps read (S's pattern, M^-1/2: empty), for RowsForm (a 1,000-link chain's
+    pattern is 0.1 s of Python)."""
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
@@ -211,9 +245,59 @@ def flatten(model: Model, python_forces: bool = False) -> FlatModel | str:
         joint_body=np.asarray(model.joint_body, dtype=np.int64),
         joint_point=_padded(list(model.joint_point), len(model.joints)),
         driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
-        body_inv_sqrt_mass=inverse_sqrt_mass_blocks(model),
-        **_schur_pattern(row_bodies, nb),
+        body_inv_sqrt_mass=np.zeros((0, 0, 0)) if rows_only else inverse_sqrt_mass_blocks(model),
+        **(_no_schur_pattern() if rows_only else _schur_pattern(row_bodies, nb)),
     )
+
+
+def _no_schur_pattern() -> dict[str, np.ndarray]:
+    """_schur_pattern's fields, empty (flatten's rows_only)."""
+    return {key: np.zeros(0, dtype=np.int64) for key in ("s_rows", "s_ptr", "s_col", "row_first", "row_last")}
+
+
+class RowsForm:
+    """What Python's single evaluations of the constraint rows need (mbsim.model.constraints:
+    constraint_values, constraint_residual, spring_rows), built once per Model (rows_form):
+    its FlatModel (rows_only: not for a solver's step), one scratch FlatData (the frames and a
+    row's scratch, which step_kernels.constraint_rows alone writes, holding the GIL), the width of
+    J's row blocks and,
+    for a sparse model, J's CSR pattern over those blocks (the entries of block ``side`` of row r
+    in the column order of body row_body(r, side): take[k] is the index in the blocks' ravel of
+    entry k)."""
+
+    def __init__(self, model: Model) -> None:
+        self.flat = flatten(model, python_forces=True, rows_only=True)  # forces are not read here
+        self.data = make_data(self.flat, dense=False)
+        nb, w = model.nbody, model.body_width
+        four = bool(np.any(self.flat.row_bk < nb))  # a coupling's row with four bodies
+        self.block_width = (4 if four else 2) * w
+        self.take = self.indices = self.indptr = None
+        if model.sparse:
+            self.take, self.indices, self.indptr = _blocks_pattern(self.flat, nb, w, self.block_width)
+
+
+def rows_form(model: Model) -> RowsForm:
+    """The model's RowsForm, built once and kept by the Model (Model.cached): a pure function of
+    the frozen model, so every run and thread shares it; the Model rather than a run's RunData holds
+    it because constraint_values, constraint_residual and the joint springs take the model alone."""
+    return model.cached("rows_form", RowsForm)
+
+
+def _blocks_pattern(flat: FlatModel, nb: int, w: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR pattern of J from its rows' body blocks (step_kernels.constraint_blocks_into's layout,
+    read as row_blocks_dot does: a row whose two bodies coincide holds body j's block, the dense
+    row's): for each row its bodies ascending, w columns each."""
+    bi, bj = np.asarray(flat.row_bi), np.asarray(flat.row_bj)
+    bodies = np.stack([np.where(bi != bj, bi, nb), bj, np.asarray(flat.row_bk), np.asarray(flat.row_bl)], axis=1)
+    order = np.argsort(bodies, axis=1, kind="stable")
+    bodies = np.take_along_axis(bodies, order, axis=1)
+    keep = bodies < nb  # row-major: rows in order, each row's bodies ascending
+    rows = np.broadcast_to(np.arange(flat.nc)[:, None], bodies.shape)
+    m = np.arange(w)
+    take = ((rows * width + order * w)[keep][:, None] + m).ravel()
+    indices = ((bodies * w)[keep][:, None] + m).ravel()
+    indptr = np.concatenate(([0], np.cumsum(keep.sum(axis=1) * w)))
+    return take.astype(np.int64), indices.astype(np.int32), indptr.astype(np.int32)
 
 
 def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ the origin with identity rotation, so that joint kernels need no special case fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -183,6 +184,17 @@ class Model:
                 f"the Model is frozen after compile: '{name}' cannot be set (a run's state belongs in its RunData)"
             )
         object.__setattr__(self, name, value)
+        self.__dict__.pop("_cache", None)  # built from the model as it was: build it again
+
+    def cached(self, key: str, build: Callable[[Model], Any]) -> Any:
+        """``build(self)``, built on first use and kept (for what is a pure function of the model,
+        e.g. the compiled constraint rows' FlatModel, mbsim.model.flat.rows_form): nothing changes
+        the model after compile and assembly, and setting an attribute before freeze drops what was
+        kept."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            cache[key] = build(self)
+        return cache[key]
 
     def __post_init__(self) -> None:
         w = self.body_width
@@ -279,3 +291,13 @@ class Model:
             [f"{b}.{c}" for b in self.body_names for c in qn],
             [f"{b}.{c}" for b in self.body_names for c in vn],
         )
+
+
+def inverse_sqrt_mass_blocks(model: Model) -> np.ndarray:
+    """(nbody, w, w) the diagonal blocks of M^-1/2 (symmetric square roots by eigh; the
+    rank-robust methods' scaling J M^-1/2)."""
+    blocks = np.zeros_like(np.asarray(model.mass_diag_blocks, dtype=float))
+    for b, block in enumerate(model.mass_diag_blocks):
+        values, vectors = np.linalg.eigh(block)
+        blocks[b] = (vectors / np.sqrt(values)) @ vectors.T
+    return blocks

@@ -1,10 +1,10 @@
 """Compiled stages of a right-hand side over a FlatModel, writing into a FlatData.
 
 One kernel per stage (MuJoCo's pipeline): body frames -> applied and inertial forces ->
-constraint values, Jacobian and acceleration right side. They compute what
-mbsim.model.dynamics and mbsim.model.constraints compute, with the same primitive kernels
-(mbsim.model.kernels ``*_at``), the same order of operations where it is cheap to keep
-(results agree with the Python path to round-off), and allocate nothing. Declared in
+constraint values, Jacobian and acceleration right side, over the primitive kernels
+(mbsim.model.kernels ``*_at``), allocating nothing. The constraint rows exist here once:
+Python's single evaluations (mbsim.model.constraints: constraint_values, constraint_residual,
+the joint springs' coordinates) run them through the def entry constraint_rows. Declared in
 step_kernels.pxd (with the inline row helpers row_nbody, row_body, row_has_body, row_dot).
 
 Symbols as in mbsim.model.constraints: phi = value - offset - c(t), J with respect to the
@@ -12,6 +12,8 @@ velocities (rotational columns in body axes), gamma = -bias + c''(t), phi_t = -c
 """
 
 from libc.math cimport M_PI
+
+import numpy as np
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
 from mbsim.model.force_kernels cimport loads_at, spring_dampers_at
@@ -99,7 +101,7 @@ cdef inline void _coupling_blocks(FlatModel F, double[:, ::1] J, Py_ssize_t r, c
             col = side * w if blocks else b * w
             for m in range(w):
                 J[r, col + m] = 0.0
-    # the order of mbsim.model.constraints.assemble_jacobian: a_i, a_j, b_i, b_j
+    # parts a then b, body i then j of each: a body shared by both parts sums in this order
     for k in range(4):
         b = bi[p + k // 2] if k % 2 == 0 else bj[p + k // 2]
         if b >= nb:
@@ -212,6 +214,83 @@ cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::
         Jb,
         True,
     )
+
+
+# Python's one entry to the rows (mbsim.model.constraints: constraint_values, constraint_residual,
+# spring_rows): the frames of one state copied into D (``frames``: a mbsim.model.model.Frames, 2D
+# arrays d columns wide), or computed from ``q`` at zero velocity (frames None), then
+# primitives_into over the constraint table, or over the joint-spring table (``springs``), its
+# deflections unwrapped against ``reference`` (spring_kernels.unwrap_at), into the caller's phi,
+# phi_t, gamma and J (dense nc x nv, or the rows' body blocks: ``blocks``, constraint_blocks_into's
+# layout). The GIL is held throughout: D is scratch no other call reads, so one D serves a model's
+# every thread.
+def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, double[::1] phi_t,
+                    double[::1] gamma, double[:, ::1] J, bint blocks, bint springs=False,
+                    double[::1] reference=None, q=None):
+    cdef Py_ssize_t d = F.dim, n = F.nbody + 1, nrows = F.nspr if springs else F.nc
+    cdef Py_ssize_t b, a, c
+    cdef const double[:, :] pos, vel, om3
+    cdef const double[:, :, :] rot
+    cdef const double[:] om2, ang
+    cdef const double[::1] q_
+    if phi.shape[0] != nrows or phi_t.shape[0] != nrows or gamma.shape[0] != nrows or J.shape[0] != nrows:
+        raise ValueError(f"constraint_rows: expected {nrows} rows")
+    # J's columns: nv, or the body blocks, 2 w a row (4 w when a coupling's row has four bodies)
+    cdef Py_ssize_t ncol = F.nv
+    if blocks:
+        ncol = 2 * (6 if d == 3 else 3)
+        for b in range(F.nc if not springs else 0):
+            if F.row_bk[b] < F.nbody:
+                ncol = 2 * ncol
+                break
+    if J.shape[1] != ncol:
+        raise ValueError(f"constraint_rows: expected J of {ncol} columns")
+    if frames is None:  # frames of (q, 0) by the compiled kinematics (model.frames' own)
+        q_ = np.ascontiguousarray(q, dtype=np.float64)
+        if q_.shape[0] != F.nq:
+            raise ValueError(f"constraint_rows: expected q of {F.nq}")
+        frames_into(F, D, q_, np.zeros(F.nv))
+    else:
+        pos, vel, rot = frames.pos, frames.vel, frames.rot
+        om3 = frames.omega if d == 3 else frames.pos  # (2D: omega is checked below)
+        if (pos.shape[0] != n or pos.shape[1] != d or vel.shape[0] != n or vel.shape[1] != d or rot.shape[0] != n
+                or rot.shape[1] != d or rot.shape[2] != d or om3.shape[0] != n or om3.shape[1] != d):
+            raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included), {d}D")
+        # the 2D frames fill the upper-left part of D's 3D layout (the 2D kernels read no more)
+        for b in range(n):
+            for a in range(d):
+                D.pos[b, a] = pos[b, a]
+                D.vel[b, a] = vel[b, a]
+                for c in range(d):
+                    D.rot[b, a, c] = rot[b, a, c]
+        if d == 3:
+            for b in range(n):
+                for a in range(3):
+                    D.omega[b, a] = om3[b, a]
+            if frames.omega_body is not None:
+                om3 = frames.omega_body
+                if om3.shape[0] != n or om3.shape[1] != 3:
+                    raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
+                for b in range(n):
+                    for a in range(3):
+                        D.omega_body[b, a] = om3[b, a]
+        else:
+            om2, ang = frames.omega, frames.angle
+            if om2.shape[0] != n or ang.shape[0] != n:
+                raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
+            for b in range(n):
+                D.omega2[b] = om2[b]
+                D.angle[b] = ang[b]
+    if springs:
+        primitives_into(F, D, t, F.spr_kind, F.spr_bi, F.spr_bj, F.spr_vec, F.spr_row, F.spr_nrow, F.spr_offset,
+                        F.spr_drive, F.spr_wrap, phi, phi_t, gamma, J, blocks)
+        if reference is not None:
+            if reference.shape[0] != nrows:
+                raise ValueError(f"constraint_rows: expected a reference of {nrows}")
+            unwrap_at(F.spr_row, F.spr_nrow, F.spr_wrap, reference, phi)
+    else:
+        primitives_into(F, D, t, F.prim_kind, F.prim_bi, F.prim_bj, F.prim_vec, F.prim_row, F.prim_nrow,
+                        F.prim_offset, F.prim_drive, F.prim_wrap, phi, phi_t, gamma, J, blocks)
 
 
 # Joint-spring deflections, unwrapped against D.spr_ref (spring_kernels.unwrap_at), into D.spr_value

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.model.dynamics import inverse_sqrt_mass_blocks
-from mbsim.model.model import Model
+from mbsim.model.model import Model, inverse_sqrt_mass_blocks
 from mbsim.model.sparse import is_sparse
 
 

@@ -7,13 +7,14 @@ where Phi = 0), with drives and springs switched on where the type has a coordin
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 
 import numpy as np
 import pytest
 
 from mbsim.model.compile import compile_model
-from mbsim.model.constraints import assemble_jacobian, constraint_values, evaluate_groups
+from mbsim.model.constraints import constraint_residual, constraint_values, spring_rows
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.scene.load import RawScene
 from mbsim.scene.spec import build_spec
@@ -137,11 +138,21 @@ def test_spring_coordinate_jacobian_matches_finite_differences(joint_type, dimen
     q, v = _random_state(model, rng)
     eps = 1e-6
 
-    def coord(qq):
-        return evaluate_groups(springs.groups, model.frames(qq, v), 0.0, springs.ncoord, dimension)[0]
+    springs = model.springs[0]
+    w = model.body_width
+    reference = spring_rows(model, model.frames(q, v), 0.0, -springs.rest)[0]  # unwrapped near q
 
-    _, _, _, blocks = evaluate_groups(springs.groups, model.frames(q, v), 0.0, springs.ncoord, dimension)
-    J = np.asarray(assemble_jacobian(blocks, springs.ncoord, model.nbody, model.body_width, False))
+    def coord(qq):
+        return spring_rows(model, model.frames(qq, v), 0.0, reference)[0]
+
+    # the body blocks (row r: body i's, then body j's) scattered into a dense J
+    value, blocks = spring_rows(model, model.frames(q, v), 0.0, reference)
+    np.testing.assert_array_equal(value, reference)
+    J = np.zeros((springs.ncoord, model.nv))
+    for bi, bj, r0, n in zip(springs.item_bi, springs.item_bj, springs.item_row, springs.item_nrow, strict=True):
+        for side, b in ((0, bi), (1, bj)):
+            if b < model.nbody:
+                J[r0 : r0 + n, b * w : (b + 1) * w] += blocks[r0 : r0 + n, side * w : (side + 1) * w]
     J_fd = np.column_stack(
         [(coord(model.retract(q, e)) - coord(model.retract(q, -e))) / (2 * eps) for e in eps * np.eye(model.nv)]
     )
@@ -163,11 +174,72 @@ def test_joint_holds_at_start_and_removes_the_right_freedoms(joint_type, dimensi
     assert np.linalg.matrix_rank(np.asarray(cv.jacobian), tol=1e-9) == expected_rows
 
 
-def test_sparse_and_dense_jacobians_agree():
-    model = _model("revolute", 3, False, seed=2)
+def _fd_jacobian(model, q, t, eps=1e-6):
+    """Central differences of Phi along each velocity direction (retraction of q)."""
+    return np.column_stack(
+        [
+            (constraint_residual(model, model.retract(q, e), t) - constraint_residual(model, model.retract(q, -e), t))
+            / (2 * eps)
+            for e in eps * np.eye(model.nv)
+        ]
+    )
+
+
+FOUR_BODY_COUPLING = {
+    "mbsim": 1, "name": "screw", "dimension": 3, "time": {"end": 1.0, "step": 0.01},
+    "bodies": [{"name": n, "mass": 1.0, "inertia": [0.3, 0.4, 0.5], "position": p}
+               for n, p in (("a", [0.5, 0, 0]), ("b", [1.5, 0, 0]), ("c", [0, 1.5, -0.5]), ("d", [0, 1.5, -1.5]))],
+    "joints": [
+        {"name": "hinge", "type": "revolute", "body1": "ground", "body2": "a", "point": [0, 0, 0], "axis": [0, 0, 1]},
+        {"name": "twist", "type": "revolute", "body1": "a", "body2": "b", "point": [1, 0, 0], "axis": [1, 0, 0]},
+        {"name": "swing", "type": "revolute", "body1": "ground", "body2": "c", "point": [0, 1.5, 0], "axis": [0, 1, 0]},
+        {"name": "slide", "type": "prismatic", "body1": "c", "body2": "d", "point": [0, 1.5, -1], "axis": [0, 0, 1],
+         "drive": {"position": DRIVE}},
+    ],
+    "couplings": [{"name": "screw", "joint": "slide", "leader": "twist", "ratio": 0.2, "offset": 0.01}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("scene", ["revolute", "revolute-2d", "four-body coupling"])
+def test_sparse_jacobian_matches_finite_differences(scene):
+    """A sparse model's J (CSR from the rows' body blocks; a coupling's row over four bodies) is the
+    derivative of Phi, and its phi, phi_t, gamma are the dense model's."""
+    if scene.startswith("revolute"):
+        model = _model("revolute", 2 if scene.endswith("2d") else 3, False, seed=2)
+    else:
+        model = compile_model(build_spec(RawScene(data=FOUR_BODY_COUPLING, file="<test>")))
+    sparse = dataclasses.replace(model, sparse=True)
     rng = np.random.default_rng(1)
-    q, v = _random_state(model, rng)
-    _, _, _, blocks = evaluate_groups(model.groups, model.frames(q, v), 0.3, model.nc, 3)
-    dense = assemble_jacobian(blocks, model.nc, model.nbody, model.body_width, False)
-    sparse = assemble_jacobian(blocks, model.nc, model.nbody, model.body_width, True)
-    np.testing.assert_array_equal(np.asarray(dense), sparse.toarray())
+    for _ in range(3):
+        q, v = _random_state(model, rng)
+        cv = constraint_values(sparse, sparse.frames(q, v), 0.3)
+        assert cv.jacobian.shape == (model.nc, model.nv)
+        J = cv.jacobian.toarray()
+        J_fd = _fd_jacobian(sparse, q, 0.3)
+        np.testing.assert_allclose(J, J_fd, atol=1e-7 * max(1.0, np.abs(J_fd).max()))
+        assert np.abs(J_fd).max() > 0.1
+        dense = constraint_values(model, model.frames(q, v), 0.3)
+        np.testing.assert_allclose(J, dense.jacobian, rtol=0, atol=1e-14)
+        for key in ("phi", "phi_t", "gamma"):
+            np.testing.assert_allclose(getattr(cv, key), getattr(dense, key), rtol=0, atol=1e-14)
+
+
+def test_a_wrapped_angle_row_counts_its_angle_modulo_a_turn():
+    """A 3D revolute's driven angle row is wrapped to [-pi, pi): body 2 turned about the joint axis
+    by delta (several turns included) changes Phi by delta modulo 2 pi, and a turn of 2 pi not at all."""
+    model = _model("revolute", 3, True, seed=4)
+    (row,) = [r for r, label in enumerate(model.row_labels) if "drive" in label]
+    frame = model.joints[0].frame
+    b, axis = frame.body_j, frame.axis_j  # the joint axis in body 2's axes
+    q = model.q0.copy()
+    for t in (0.0, 0.7, 3.0):
+        phi0 = constraint_residual(model, q, t)[row]
+        assert -np.pi <= phi0 < np.pi
+        for delta in (0.4, -2.5, 2 * np.pi, 3 * 2 * np.pi + 1.0, -5 * np.pi):
+            dx = np.zeros(model.nv)
+            dx[6 * b + 3 : 6 * b + 6] = delta * axis
+            phi = constraint_residual(model, model.retract(q, dx), t)[row]
+            assert -np.pi <= phi < np.pi
+            expected = (phi0 + delta + np.pi) % (2 * np.pi) - np.pi
+            gap = (phi - expected + np.pi) % (2 * np.pi) - np.pi  # equal modulo 2 pi (pi and -pi alike)
+            assert abs(gap) < 1e-9, (t, delta, phi, expected)
