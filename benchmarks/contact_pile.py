@@ -125,8 +125,8 @@ class _StepTimers:
 
     Wraps, while active: the solver's ``detector.detect`` (contact detection), ``_contact_rows``
     (contact Jacobians) and ``_solve_lcp`` (the LCP with its warm-start bookkeeping), and the
-    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``mbsim.solvers.contact_lcp.pgs``
-    (the whole PGS call) and the compiled sweep kernels ``mbsim.solvers.lcp._pgs_csr`` /
+    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``mbsim.solvers.numerics.contact_lcp.pgs``
+    (the whole PGS call) and the compiled sweep kernels ``mbsim.solvers.numerics.lcp._pgs_csr`` /
     ``_pgs_dense``, which ``pgs`` looks up at call time. Each wrapper adds two ``perf_counter``
     calls. ``acc`` holds seconds per part since the last ``reset``; ``results`` the (PGS result, A)
     of each ``pgs`` call since then.
@@ -158,8 +158,8 @@ class _StepTimers:
         return timed
 
     def __enter__(self) -> _StepTimers:
-        import mbsim.solvers.contact_lcp as contact_lcp_module
-        import mbsim.solvers.lcp as lcp_module
+        import mbsim.solvers.numerics.contact_lcp as contact_lcp_module
+        import mbsim.solvers.numerics.lcp as lcp_module
         import mbsim.solvers.timestepping as ts_module
 
         s = self.solver
@@ -279,7 +279,7 @@ def _pgs_warmup() -> None:
     """Call the compiled PGS kernels once (dense and CSR) before anything is timed."""
     import scipy.sparse as sp
 
-    from mbsim.solvers.lcp import pgs
+    from mbsim.solvers.numerics.lcp import pgs
 
     A = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 1.0]])
     for matrix in (A, sp.csr_matrix(A)):
@@ -449,7 +449,7 @@ def _pile_variants(solver, state, h, half, iterations, default_iterations, steps
 
 
 def _function_name(key: tuple[str, int, str]) -> str:
-    """'mbsim/solvers/lcp.py:139(_pgs_csr)' style name of a pstats key, paths shortened."""
+    """'mbsim/solvers/numerics/lcp.py:139(_pgs_csr)' style name of a pstats key, paths shortened."""
     file, line, name = key
     if file == "~":
         return name

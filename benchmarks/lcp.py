@@ -72,7 +72,7 @@ class LCPResults:
 def _lemke_failure(M: np.ndarray, q: np.ndarray, contacts: int) -> dict:
     """What Lemke's failing LCP looks like, and whether a 1e-12 I shift lets Lemke solve it (the shifted
     solution's natural residual is taken on the original M, q)."""
-    from mbsim.solvers.lcp import LCPError, complementarity_error, lemke
+    from mbsim.solvers.numerics.lcp import LCPError, complementarity_error, lemke
 
     k = contacts
     out = {
@@ -93,7 +93,7 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
     """One run with every step recorded and the solver's LCP calls counted."""
     import h5py
 
-    import mbsim.solvers.contact_lcp as contact_lcp_module
+    import mbsim.solvers.numerics.contact_lcp as contact_lcp_module
     from mbsim.scene.spec import load_scene
     from mbsim.simulate import prepare, run
 

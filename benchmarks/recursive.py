@@ -95,7 +95,8 @@ def _measure_one(n: int, directory: str, quick: bool, with_lagrange: bool) -> Ro
     from mbsim.model.model import State
     from mbsim.scene.spec import load_scene
     from mbsim.simulate import prepare
-    from mbsim.solvers import recursive, soa_kernels
+    from mbsim.solvers import recursive
+    from mbsim.solvers.recursive import soa_kernels
 
     batch_s, batches = (0.05, 3) if quick else (0.3, 5)
     start = time.perf_counter()

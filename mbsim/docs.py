@@ -28,7 +28,7 @@ from mbsim.scene.spec import (
     TIME_FIELDS,
 )
 from mbsim.solvers import SOLVERS
-from mbsim.solvers.integrators import INTEGRATORS
+from mbsim.solvers.ode.integrators import INTEGRATORS
 
 
 def scene_reference() -> str:

@@ -28,7 +28,7 @@ from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
 from mbsim.solvers.base import StepInfo
-from mbsim.solvers.projection import assemble
+from mbsim.solvers.numerics.projection import assemble
 
 
 @dataclass

@@ -35,9 +35,8 @@ LAYER = {
 # modules that must not import anything from mbsim
 PURE = {
     "model/spatial.py",
-    "solvers/lcp.py",
-    "solvers/optimize.py",
-    "solvers/soa_kernels.py",
+    "solvers/numerics/lcp.py",
+    "solvers/gauss/optimize.py",
     "model/contact/obb.py",
     "model/contact/octree.py",
     "model/contact/sdf.py",
@@ -131,13 +130,13 @@ def test_only_cli_imports_click_and_exits(path):
 PROTOCOL_USERS = [
     "simulate.py",
     "compare.py",
-    *(f"solvers/{p.name}" for p in sorted((PACKAGE / "solvers").glob("*.py"))),
+    *(str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "solvers").rglob("*.py"))),
 ]
 # hasattr/getattr on objects that are not mbsim's: (module, the probed name): scipy's integrator
 # objects (their internals), scipy.integrate itself (an integrator by name) and a YAML parser's exception
 FOREIGN_ATTRIBUTE_CHECKS = {
-    ("solvers/integrators.py", "solver"),
-    ("solvers/integrators.py", "scipy.integrate"),
+    ("solvers/ode/integrators.py", "solver"),
+    ("solvers/ode/integrators.py", "scipy.integrate"),
     ("compare.py", "exc"),
 }
 
@@ -186,7 +185,7 @@ def test_one_file_per_joint_type_holds_all_of_that_type() -> None:
     names = set(JOINT_TYPES)
     for path in _modules():
         rel = str(path.relative_to(PACKAGE))
-        if rel.startswith("model/joints/") or rel == "solvers/soa_kernels.py":
+        if rel.startswith("model/joints/") or rel == "solvers/recursive/soa_kernels.py":
             continue
         # the importers translate URDF/MJCF joint types into mbsim's, and `base: fixed` is a
         # model entry's base mode (models:, mbsim import --base), not a joint type
@@ -263,12 +262,12 @@ STAGES = [
     ("joint springs", "model/dynamics.py", "SpringGroups.add_forces", {"spring_kernels"}),
     ("constraint rows", "model/constraints.py", "constraint_values", {"step_kernels"}),
     ("joint-spring coordinates", "model/constraints.py", "spring_rows", {"step_kernels"}),
-    ("fixed-step integrators", "solvers/integrators.py", "FixedStep.__call__", {"integrate"}),
-    ("embedded pairs RK45, DOP853", "solvers/integrators.py", "EmbeddedPair.step", {"integrate"}),
-    ("variational step", "solvers/variational.py", "Solver.step", {"variational_kernels"}),
-    ("ODE acceleration solve", "solvers/ode.py", "OdeSolver.acceleration", {"ode_kernels"}),
-    ("ODE right-hand side", "solvers/ode.py", "OdeSolver.derivative", {"ode_kernels"}),
-    ("ODE evaluation (recorded rows)", "solvers/ode.py", "OdeSolver.evaluate", {"ode_kernels"}),
+    ("fixed-step integrators", "solvers/ode/integrators.py", "FixedStep.__call__", {"integrate"}),
+    ("embedded pairs RK45, DOP853", "solvers/ode/integrators.py", "EmbeddedPair.step", {"integrate"}),
+    ("variational step", "solvers/variational/__init__.py", "Solver.step", {"variational_kernels"}),
+    ("ODE acceleration solve", "solvers/ode/__init__.py", "OdeSolver.acceleration", {"ode_kernels"}),
+    ("ODE right-hand side", "solvers/ode/__init__.py", "OdeSolver.derivative", {"ode_kernels"}),
+    ("ODE evaluation (recorded rows)", "solvers/ode/__init__.py", "OdeSolver.evaluate", {"ode_kernels"}),
 ]
 # numpy calls that mean kinematics or dynamics arithmetic (array plumbing -- zeros, concatenate,
 # indexing -- and a power as a dot product are Python's job)

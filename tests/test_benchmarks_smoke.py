@@ -205,8 +205,8 @@ def test_contact_section_short_run(bench, tmp_path):
     """Section 5 on short runs: 27 spheres for 0.06 s (30 steps), the two LCP scenes for 0.05 s;
     the pile lands and stays in the box, every solver setting runs, the timers are taken off, and
     the section is reported."""
-    import mbsim.solvers.contact_lcp as contact_lcp_module
-    import mbsim.solvers.lcp as lcp_module
+    import mbsim.solvers.numerics.contact_lcp as contact_lcp_module
+    import mbsim.solvers.numerics.lcp as lcp_module
     import mbsim.solvers.timestepping as ts_module
 
     kernels = (contact_lcp_module.pgs, ts_module._schur_product, lcp_module._pgs_csr, lcp_module._pgs_dense)

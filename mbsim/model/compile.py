@@ -180,7 +180,7 @@ def _couplings(spec: SceneSpec, ctx: Context, joint_parts: list[tuple]) -> list[
 
 
 def compile_model(spec: SceneSpec) -> Model:
-    """Build the Model of a checked scene (initial state as given; see solvers.projection.assemble)."""
+    """Build the Model of a checked scene (initial state as given; see solvers.numerics.projection.assemble)."""
     ctx = spec.ctx
     d = spec.dimension
     nb = len(spec.bodies)

@@ -3,7 +3,7 @@
 ``flatten(model)`` turns what a right-hand side needs -- bodies, constraint primitives, joint
 springs, force elements, drive and load expressions -- into one ``FlatModel`` of numpy
 arrays (MuJoCo's mjModel: sizes ``n<object>``, arrays ``<object>_<attribute>``), read by
-mbsim.model.step_kernels and mbsim.solvers.ode_kernels. ``make_data`` allocates a
+mbsim.model.step_kernels and mbsim.solvers.ode.ode_kernels. ``make_data`` allocates a
 ``FlatData``: every buffer a step writes (MuJoCo's mjData), so that a step allocates nothing
 and one FlatModel can serve two runs at once.
 
@@ -357,7 +357,7 @@ def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
 
 
 def robust_size(nv: int, nc: int) -> int:
-    """The length of FlatData.robust_work (mbsim.solvers.robust_kernels.buffers lays it out)."""
+    """The length of FlatData.robust_work (mbsim.solvers.numerics.robust_kernels.buffers lays it out)."""
     n = nv + nc
     return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 3 * nv + nc + n * n + 2 * n
 
@@ -371,7 +371,7 @@ def make_data(
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
     ``dense=False``: without the dense constraint Jacobian and what is built from it (J, minv_jt,
     S: empty), whose nc x nv and nc x nc entries a 3,000-link chain counts in gigabytes; for a
-    caller whose kernels never read them (mbsim.solvers.recursive_kernels)."""
+    caller whose kernels never read them (mbsim.solvers.recursive.recursive_kernels)."""
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
     ncoord = flat.nspr

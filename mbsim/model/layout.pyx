@@ -175,9 +175,9 @@ cdef class FlatData:
         joint_gen: (njoint, 6) scratch of the joint reactions; seg: (7,) a block's report.
         solve_stats: (9,) what the acceleration solves of a step report (iterations summed, rank
             min, residual max): [0:3] the step being taken, [3:6] k1's solve, [6:9] the last
-            step taken (mbsim.solvers.ode_kernels).
+            step taken (mbsim.solvers.ode.ode_kernels).
         robust_work: the rank-robust methods' buffers in one array (size 0 unless
-            ``make_data(flat, robust=True)``; mbsim.solvers.robust_kernels.ROBUST_BUFFERS:
+            ``make_data(flat, robust=True)``; mbsim.solvers.numerics.robust_kernels.ROBUST_BUFFERS:
             one array rather than fifteen, because every compiled call passes all of D's
             arrays); kkt_rank: (1,) LAPACK's rank output.
     """

@@ -5,7 +5,7 @@ mbsim.diagnostics.row_columns: time, q, v, body positions, velocities, orientati
 angles (2D), angular velocities (world axes), the energies, the constraint violations, the
 contact and solver columns, the quaternion norm error (3D), the joint reactions and the drive
 forces. It reads the state's frames, forces, constraint values and multipliers from the
-FlatData, as the right-hand side at that state left them (mbsim.solvers.ode_kernels calls it
+FlatData, as the right-hand side at that state left them (mbsim.solvers.ode.ode_kernels calls it
 right after that evaluation), and allocates nothing. Declared in record_kernels.pxd.
 """
 

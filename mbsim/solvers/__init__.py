@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from types import ModuleType
 
-from mbsim.solvers import lapack_loader
+from mbsim.solvers.numerics import lapack_loader
 
 lapack_loader.load()  # before the kernel modules cimport it (see lapack_loader)
 
@@ -22,7 +22,7 @@ from mbsim.solvers import (  # noqa: E402
     timestepping,
     variational,
 )
-from mbsim.solvers.integrators import INTEGRATORS  # noqa: E402
+from mbsim.solvers.ode.integrators import INTEGRATORS  # noqa: E402
 
 SOLVERS: dict[str, ModuleType] = {
     m.NAME: m

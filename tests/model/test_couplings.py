@@ -16,7 +16,7 @@ from mbsim.model import kernels
 from mbsim.model.constraints import constraint_residual, constraint_values
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare, run
-from mbsim.solvers import ode_kernels
+from mbsim.solvers.ode import ode_kernels
 
 BOX = {"mass": 2.0, "inertia": [0.3, 0.4, 0.5]}
 

@@ -18,7 +18,7 @@ from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.scene.load import RawScene
 from mbsim.scene.spec import build_spec
 from mbsim.simulate import prepare
-from mbsim.solvers import ode_kernels
+from mbsim.solvers.ode import ode_kernels
 
 # spring-dampers of the scenes below: (body1, body2, point1, point2, k, c, rest or None)
 SPRINGS = {

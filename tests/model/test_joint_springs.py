@@ -21,7 +21,7 @@ from mbsim.model.dynamics import applied_forces
 from mbsim.scene.load import RawScene
 from mbsim.scene.spec import build_spec
 from mbsim.simulate import prepare, run
-from mbsim.solvers import ode_kernels
+from mbsim.solvers.ode import ode_kernels
 
 # 3D: body a turns about the oblique axis N through P (ground to a), body b slides on a along M
 N3 = np.array([0.3, -0.4, 0.866])

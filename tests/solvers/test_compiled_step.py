@@ -1,4 +1,4 @@
-"""The compiled step (mbsim.solvers.ode_kernels over mbsim.model.flat) on mechanisms that use every
+"""The compiled step (mbsim.solvers.ode.ode_kernels over mbsim.model.flat) on mechanisms that use every
 primitive kind, drives, joint springs (a torsion spring wound past half a turn), spring-dampers and
 applied loads given by expressions of time and state: its acceleration solve (the only one) against
 independent references (finite differences of the constraint values, the equations of motion, a
@@ -23,7 +23,7 @@ from mbsim.model.flat import FlatModel, dense_reason, flatten
 from mbsim.model.model import State
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
-from mbsim.solvers import ode_kernels
+from mbsim.solvers.ode import ode_kernels
 
 
 def write_yaml_scene(scene: dict, path: Path) -> Path:
@@ -338,7 +338,7 @@ def test_models_without_a_compiled_form_step_in_python(tmp_path):
 
 
 def test_adaptive_integrators_step_in_compiled_blocks(tmp_path, monkeypatch):
-    """scipy:DOP853 steps in compiled blocks (mbsim.solvers.integrate, issue 29) around the compiled
+    """scipy:DOP853 steps in compiled blocks (mbsim.solvers.ode.integrate, issue 29) around the compiled
     right-hand side: the derivative equals the Python path's at arbitrary states to round-off
     (measured 1e-14 relative), and a whole run (joint springs, drives with a kink, loads) at
     tolerance 1e-12 gives the Python path's (scipy's loop, Python right-hand side) states to 1e-9.
@@ -450,7 +450,7 @@ def test_envelope_cholesky_is_the_dense_one():
     """lapack_kernels.cholesky_envelope on a symmetric positive definite matrix with an irregular
     envelope gives the dense factor bit for bit (it skips only products with zeros), and its solve
     the dense solve's numbers."""
-    from mbsim.solvers.lapack_kernels import (
+    from mbsim.solvers.numerics.lapack_kernels import (
         cholesky_envelope,
         cholesky_envelope_solve,
         cholesky_in_place,

@@ -1,6 +1,6 @@
-"""The integrators, written once (mbsim.solvers.integrate), against independent references:
+"""The integrators, written once (mbsim.solvers.ode.integrate), against independent references:
 scipy's RK45 and DOP853 (same accepted steps, states and dense output; also through the Python
-path's stepper, mbsim.solvers.integrators, with a corrected state between steps), the order of
+path's stepper, mbsim.solvers.ode.integrators, with a corrected state between steps), the order of
 convergence of the fixed-step ones on closed-form cases, the bounded energy of semi-implicit
 Euler on an oscillator, and an mbsim run under the compiled DOP853 against the pendulum's energy
 conservation."""
@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 from mbsim.errors import SimulationError
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare, run
-from mbsim.solvers import integrate, integrators, ode_kernels
+from mbsim.solvers.ode import integrate, integrators, ode_kernels
 
 SCENES = __import__("pathlib").Path(__file__).resolve().parents[2] / "scenes"
 

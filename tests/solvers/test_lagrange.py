@@ -297,7 +297,7 @@ def test_implicit_integrators_survive_coordinates_f_does_not_depend_on(integrato
     is infinite (the flyball governor, recursive under scipy:Radau at 1e-10, failed with NaNs at
     t = 5.2 s); mbsim's differences (integrators.jacobian_by_differences) keep a fixed relative step.
     Van der Pol with mu = 1000 makes the solver take many Jacobians."""
-    from mbsim.solvers.integrators import AdaptiveStepper
+    from mbsim.solvers.ode.integrators import AdaptiveStepper
 
     class System:
         def derivative(self, t, y):

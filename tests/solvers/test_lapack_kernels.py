@@ -1,4 +1,4 @@
-"""mbsim.solvers.lapack_kernels (Cython over scipy.linalg.cython_lapack) against numpy's and scipy's
+"""mbsim.solvers.numerics.lapack_kernels (Cython over scipy.linalg.cython_lapack) against numpy's and scipy's
 own LAPACK calls: the compiled steps and the Python path must get the same numbers to round-off."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from mbsim.solvers.lapack_kernels import (
+from mbsim.solvers.numerics.lapack_kernels import (
     cholesky_envelope,
     cholesky_envelope_solve,
     cholesky_in_place,

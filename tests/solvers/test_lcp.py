@@ -1,4 +1,4 @@
-"""LCP solvers (mbsim.solvers.lcp): PGS and Lemke against each other, against enumeration of
+"""LCP solvers (mbsim.solvers.numerics.lcp): PGS and Lemke against each other, against enumeration of
 the complementary index sets, and against analytic small cases (bilateral rows, a friction box)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from mbsim.solvers.lcp import LCPError, LCPResult, brute_force_lcp, complementarity_error, lemke, pgs
+from mbsim.solvers.numerics.lcp import LCPError, LCPResult, brute_force_lcp, complementarity_error, lemke, pgs
 
 INF = np.inf
 

@@ -546,10 +546,11 @@ COMPILED_CASES = {
 @pytest.mark.parametrize("integrator", ["rk4", "euler", "semi_implicit_euler"])
 @pytest.mark.parametrize("case", list(COMPILED_CASES))
 def test_compiled_steps_equal_the_python_steps(case, integrator, tmp_path):
-    """The compiled right-hand side (mbsim.solvers.recursive_kernels) and the Python one (Solver.forward_dynamics,
-    kept for the driven joints) under the same integrator (mbsim.solvers.integrate): joint coordinates, velocities
-    and work after 150 steps agree to round-off (measured: bit-equal without force elements, but for the last step,
-    shortened by round-off to land on t_end; with them 2.5e-16 rad, 1e-14 rad/s, 7e-18 J: their sums run in
+    """The compiled right-hand side (mbsim.solvers.recursive.recursive_kernels) and the Python one
+    (Solver.forward_dynamics, kept for the driven joints) under the same integrator
+    (mbsim.solvers.ode.integrate): joint coordinates, velocities and work after 150 steps agree to
+    round-off (measured: bit-equal without force elements, but for the last step, shortened by
+    round-off to land on t_end; with them 2.5e-16 rad, 1e-14 rad/s, 7e-18 J: their sums run in
     another order)."""
     path = tmp_path / "scene.yaml"
     path.write_text(yaml.safe_dump(COMPILED_CASES[case](), sort_keys=False))
@@ -645,7 +646,7 @@ def _scipy_steps(solver, method: str, start, t_end: float, h: float, rtol: float
 @pytest.mark.parametrize("case", ["chain12", "floating"])
 def test_compiled_embedded_pairs_take_scipys_steps(case, method, tmp_path, monkeypatch):
     """recursive under scipy:RK45 / scipy:DOP853 at a moderate tolerance (1e-5) steps in compiled
-    blocks (the pair of mbsim.solvers.integrate over the compiled right-hand side, carried across
+    blocks (the pair of mbsim.solvers.ode.integrate over the compiled right-hand side, carried across
     blocks); its Python path steps the same pair over the Python right-hand side. Both take the
     steps of scipy's own solver on the Python right-hand side (an independent integrator), with the
     quaternions rescaled between steps (``floating``): the same accepted times and states to

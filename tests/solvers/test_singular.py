@@ -322,7 +322,7 @@ def test_redundant_multipliers_are_the_pseudo_inverse_solution():
     from mbsim.model.dynamics import generalized_forces
     from mbsim.scene.spec import load_scene
     from mbsim.simulate import prepare
-    from mbsim.solvers import ode_kernels
+    from mbsim.solvers.ode import ode_kernels
 
     model, solver = prepare(load_scene(str(PARALLELOGRAM)))
     F, D, P = solver._flat, solver._data, solver._params
@@ -357,7 +357,7 @@ def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
     from mbsim.scene.load import load_raw_scene
     from mbsim.scene.spec import build_spec
     from mbsim.simulate import prepare
-    from mbsim.solvers import ode_kernels
+    from mbsim.solvers.ode import ode_kernels
 
     model, solver = prepare(build_spec(load_raw_scene(SLIDER, ["solver.method=null_space"])))
     F, D, P = solver._flat, solver._data, solver._params

@@ -20,7 +20,7 @@ from mbsim.model.model import State
 from mbsim.model.spatial import quat_to_matrix
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
-from mbsim.solvers import variational_kernels as vk
+from mbsim.solvers.variational import variational_kernels as vk
 
 SCENES = Path(__file__).resolve().parents[2] / "scenes"
 CHAIN = SCENES / "four_box_chain.yaml"

@@ -9,7 +9,7 @@ and ``coordinate_primitive(frame)`` (the equation that measures its coordinate).
 
 For the recursive method (mbsim.solvers.recursive) a joint type also says how it moves its
 child relative to its parent in joint coordinates: ``tree_motion(frame, reversed)`` names one
-of the motions the compiled recursions know (mbsim.solvers.soa_kernels: ``fixed``,
+of the motions the compiled recursions know (mbsim.solvers.recursive.soa_kernels: ``fixed``,
 ``revolute`` -- a turn about a parent-fixed axis --, ``prismatic``, ``cylindrical``,
 ``universal``, ``spherical``), its axes and the names of its coordinates; and
 ``tree_coordinates(pose)`` reads those coordinates back from a relative pose. A joint type
@@ -114,7 +114,7 @@ class TreeMotion:
     """How the recursive method moves a joint's child relative to its parent.
 
     Attributes:
-        motion: the kernels' motion (mbsim.solvers.soa_kernels.MOTIONS).
+        motion: the kernels' motion (mbsim.solvers.recursive.soa_kernels.MOTIONS).
         ax1: (3,) unit axis in the parent's frame (revolute, prismatic, cylindrical, universal's first).
         ax2: (3,) unit axis in the child's frame (universal's second).
         q_names, v_names: the joint coordinates and their velocities, in kernel order.

@@ -42,7 +42,7 @@ iteration, a direction of s ~ 1e-4 that is not lost) and needs up to ~1500 itera
 Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``tol``,
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
 /diagnostics/solver/iterations; non-convergence ends the run (exit 3). The one implementation is
-compiled: mbsim.solvers.robust_kernels.augmented_lagrangian_accelerations (its stall test STALL,
+compiled: mbsim.solvers.numerics.robust_kernels.augmented_lagrangian_accelerations (its stall test STALL,
 STALL_RANK).
 """
 
@@ -53,9 +53,8 @@ import numpy as np
 from mbsim.errors import SimulationError
 from mbsim.model.model import Model
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number
-from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, OdeSolver, common_arguments
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, OdeSolver, common_arguments, ode_kernels
 
 NAME = "augmented_lagrangian"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}

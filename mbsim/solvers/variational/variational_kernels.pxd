@@ -1,4 +1,4 @@
-# The variational method's typed structures (mbsim.solvers.variational_kernels): its constants
+# The variational method's typed structures (mbsim.solvers.variational.variational_kernels): its constants
 # (VarModel), the buffers of one run (VarData), and the evaluators of the model's joints and forces
 # its one compiled step calls (FlatEvaluator over a FlatModel and a FlatData, mbsim.model.layout;
 # PyEvaluator over the model's Python functions, for models flatten does not take). Arrays are

@@ -1,6 +1,6 @@
 """The time integrators, written once: fixed steps and scipy's adaptive embedded pairs, compiled.
 
-Fixed step (mbsim.solvers.integrators names them): ``euler`` (explicit), ``semi_implicit_euler``
+Fixed step (mbsim.solvers.ode.integrators names them): ``euler`` (explicit), ``semi_implicit_euler``
 (symplectic Euler: v first, then q with the new v), ``rk4`` (classical Runge-Kutta). Adaptive:
 ``RK45`` (Dormand-Prince 5(4)) and ``DOP853`` with exactly scipy's algorithm
 (scipy/integrate/_ivp/rk.py: select_initial_step, the RMS error norm, SAFETY 0.9, MIN_FACTOR 0.2,
@@ -12,7 +12,7 @@ The right-hand side is a :class:`System` (its ``derivative`` a C method called w
 the ODE methods (ode_kernels.OdeSystem) and ``recursive`` (recursive_kernels) subclass it. A
 :class:`Work` holds a run's stage buffers and the adaptive integrator's state (t, y, f, h).
 Python reaches them through ``PySystem`` (a Python callable as the right-hand side: the Python
-path of every method, mbsim.solvers.integrators, and the tests) and the def functions at the end.
+path of every method, mbsim.solvers.ode.integrators, and the tests) and the def functions at the end.
 """
 
 import numpy as np
@@ -88,7 +88,7 @@ cdef class System:
 cdef class PySystem(System):
     """A Python right-hand side as a System: fun(t, y) -> dy/dt, and for semi-implicit Euler
     q_rate(q, v) -> dq/dt (None: dq/dt = v, nq = nv). The Python path's steps
-    (mbsim.solvers.integrators) and the tests. An exception raised by fun or q_rate (a
+    (mbsim.solvers.ode.integrators) and the tests. An exception raised by fun or q_rate (a
     SimulationError, an interrupt) fails the stage and is kept in ``error``: the def functions
     below raise it once the step has stopped."""
 
@@ -181,7 +181,7 @@ cdef class Work:
 
 cdef bint fixed_step(System S, Work W, int method, double t, double h, const double[::1] y,
                      double[::1] out) noexcept nogil:
-    """One step of ``method`` from (t, y) into out (mbsim.solvers.integrators): euler, semi-implicit
+    """One step of ``method`` from (t, y) into out (mbsim.solvers.ode.integrators): euler, semi-implicit
     Euler (v with the first stage's acceleration, then q with the new v, the rest as Euler) or rk4.
     The first stage goes through S.first_derivative. False when a stage fails."""
     cdef Py_ssize_t nq = S.nq, nv = S.nv

@@ -24,7 +24,7 @@ import numpy as np
 
 from mbsim.errors import SimulationError
 from mbsim.model.sparse import is_sparse
-from mbsim.solvers.lcp import LCPError, complementarity_error, lemke, pgs
+from mbsim.solvers.numerics.lcp import LCPError, complementarity_error, lemke, pgs
 
 
 def rigid_friction(model, ctx) -> list[float]:

@@ -26,7 +26,7 @@ as for every method (reactions from the continuous equations at the node, minimu
 The work of non-conservative forces is F(u_m, u_d) . (u_{k+1} - u_k) per step; drives add
 Lambda_k^T C_t (the constraint impulse times the node velocity).
 
-The step exists once, compiled (mbsim.solvers.variational_kernels): Newton, the kinetic terms, the
+The step exists once, compiled (mbsim.solvers.variational.variational_kernels): Newton, the kinetic terms, the
 Legendre transforms and, over a FlatModel, the model's joints and forces and the recorded rows, in
 blocks of steps. A model flatten does not take (compliant contacts, issue 31) steps through
 the same compiled step one step at a time, its joints and forces evaluated by the model's Python
@@ -46,10 +46,10 @@ from mbsim.model.flat import FlatModel, flatten, make_data
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number, Raw
-from mbsim.solvers import variational_kernels as vk
 from mbsim.solvers.base import Block, SolverBase, read_options
-from mbsim.solvers.linalg import MinNorm
+from mbsim.solvers.numerics.linalg import MinNorm
 from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK
+from mbsim.solvers.variational import variational_kernels as vk
 
 NAME = "variational"
 CAPABILITIES = {"rigid_contacts": False, "integrators": False}

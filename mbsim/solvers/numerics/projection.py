@@ -27,7 +27,7 @@ from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Field, Number
-from mbsim.solvers.linalg import correction
+from mbsim.solvers.numerics.linalg import correction
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),

@@ -8,7 +8,7 @@ kernels over a FlatModel and a FlatData (mbsim.model.layout, with the rank-robus
 reactions of a row) without the GIL, and ``advance`` steps and records whole blocks with it;
 PyEvaluator calls Python functions (for models flatten does not take: compliant contacts, issue
 31) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
-transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.lapack_kernels: gesv,
+transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.numerics.lapack_kernels: gesv,
 and gelsd for the singular Legendre system).
 
 Coordinates u = mbsim's q (3D per body: centre of mass r, quaternion p; 2D: x, y, angle); the
@@ -24,9 +24,9 @@ from libc.math cimport INFINITY, NAN, fabs, isfinite
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
 from mbsim.model.step_kernels cimport applied_forces_into, constraints_into, forces_into, frames_into
-from mbsim.solvers.lapack_kernels cimport lstsq_symmetric_into, solve_into
-from mbsim.solvers.ode_kernels cimport update_spring_references
-from mbsim.solvers.robust_kernels cimport null_space_accelerations
+from mbsim.solvers.numerics.lapack_kernels cimport lstsq_symmetric_into, solve_into
+from mbsim.solvers.ode.ode_kernels cimport update_spring_references
+from mbsim.solvers.numerics.robust_kernels cimport null_space_accelerations
 
 from mbsim.model.layout import as_field, field_of, rebuild
 

@@ -2,7 +2,7 @@
 
 The methods ``lagrange``, ``augmented_lagrangian``, ``null_space`` and ``gauss`` differ only in
 how they find the accelerations (and multipliers) of the constrained system at one state; that
-solve exists once, compiled (mbsim.solvers.ode_kernels.accelerations over a FlatModel, chosen by
+solve exists once, compiled (mbsim.solvers.ode.ode_kernels.accelerations over a FlatModel, chosen by
 P[METHOD]): the compiled blocks call it, and so does Python for a single evaluation (the recorded
 initial row, a run that is not block-stepped, scipy's Radau and BDF) through
 ode_kernels.accelerations_at / evaluation, with the forces of the groups that have no compiled
@@ -10,8 +10,8 @@ form (compliant contacts, issue 31) computed by the model's Python functions and
 What stays in Python: gauss's optimizers slsqp and pso (other algorithms:
 :meth:`OdeSolver.accelerations`), and lagrange's sparse LU for sparse models above DENSE_LIMIT.
 Everything else is here, once: the state y = (q, v, work) goes through the integrator
-(mbsim.solvers.integrators), quaternions are rescaled to unit norm, and positions then
-velocities are projected onto the constraints (mbsim.solvers.projection) when the
+(mbsim.solvers.ode.integrators), quaternions are rescaled to unit norm, and positions then
+velocities are projected onto the constraints (mbsim.solvers.numerics.projection) when the
 ``projection`` option says so.
 """
 
@@ -29,11 +29,16 @@ from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.flat import DENSE_LIMIT, FlatModel, compiled_form, dense_reason, flatten, make_data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
-from mbsim.solvers import integrate, ode_kernels
 from mbsim.solvers.base import Block, SolverBase
-from mbsim.solvers.integrators import stepper
-from mbsim.solvers.linalg import dependent_rows, inverse_mass_times
-from mbsim.solvers.projection import PROJECTION_FIELDS, ProjectionOptions, project_positions, project_velocities
+from mbsim.solvers.numerics.linalg import dependent_rows, inverse_mass_times
+from mbsim.solvers.numerics.projection import (
+    PROJECTION_FIELDS,
+    ProjectionOptions,
+    project_positions,
+    project_velocities,
+)
+from mbsim.solvers.ode import integrate, ode_kernels
+from mbsim.solvers.ode.integrators import stepper
 
 # a compiled block: most steps and rows before Python looks at signals and progress again
 BLOCK_STEPS = 200
@@ -132,7 +137,7 @@ class OdeSolver(SolverBase):
             limit_reason = dense_reason(model, DENSE_LIMIT) if self.COMPILED == "lagrange" else ""
             flat = limit_reason or flatten(model, python_forces=True)
             if isinstance(flat, FlatModel):
-                # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.integrate) run in
+                # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.ode.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
                 # the joint springs' references: the run's own array (RunData.spring_reference), viewed
                 reference = self.data.spring_reference[0] if model.springs else None

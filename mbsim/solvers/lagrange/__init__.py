@@ -9,9 +9,9 @@ is solved through the Schur complement S = J M^-1 J^T (lambda = S^-1 (J M^-1 Q -
 v_dot = M^-1 (Q - J^T lambda)); alpha = beta = 0 is the plain index-1 form, positive values
 are Baumgarte's stabilisation. After each step, quaternions are rescaled to unit norm and
 positions then velocities are projected onto the constraints in the mass-matrix norm
-(papers/unilateral-constraints-lcp-projection-correction.txt §3, mbsim.solvers.projection).
+(papers/unilateral-constraints-lcp-projection-correction.txt §3, mbsim.solvers.numerics.projection).
 
-The solve is compiled (mbsim.solvers.ode_kernels.lagrange_accelerations, S factored within its
+The solve is compiled (mbsim.solvers.ode.ode_kernels.lagrange_accelerations, S factored within its
 envelope); a sparse model above mbsim.model.flat.DENSE_LIMIT solves by sparse LU here instead.
 
 Symbols: M mass matrix, Q generalized forces, J = Phi_q (w.r.t. velocities), gamma the
@@ -27,10 +27,9 @@ from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import Context, Field, Number, Sub
-from mbsim.solvers import ode_kernels
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import factorize, inverse_mass_times
-from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
+from mbsim.solvers.numerics.linalg import factorize, inverse_mass_times
+from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments, ode_kernels
 
 NAME = "lagrange"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True}
@@ -76,7 +75,7 @@ class Solver(OdeSolver):
         self, t: float, q: np.ndarray, v: np.ndarray, frames: Frames, Q: np.ndarray, cv: ConstraintValues
     ) -> Accelerations:
         """The solve of a sparse model above DENSE_LIMIT (sparse LU; every other model's is the compiled
-        one, mbsim.solvers.ode_kernels.lagrange_accelerations): the compiled step keeps J, M^-1 J^T and
+        one, mbsim.solvers.ode.ode_kernels.lagrange_accelerations): the compiled step keeps J, M^-1 J^T and
         S dense, which such a model's memory does not allow."""
         m = self.model
         J, gamma = cv.jacobian, cv.gamma

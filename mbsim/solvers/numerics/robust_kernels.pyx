@@ -1,10 +1,10 @@
 """Compiled acceleration solves of the rank-robust methods and their pseudo-inverse correction.
 
 What mbsim.solvers.null_space, gauss (optimizer kkt) and augmented_lagrangian compute at one
-state, and what mbsim.solvers.linalg.MinNorm's correction does for their projections, over a
+state, and what mbsim.solvers.numerics.linalg.MinNorm's correction does for their projections, over a
 FlatModel into a FlatData made with ``robust=True`` (mbsim.model.flat). The same formulas in
 the same order, the SVD and the least-squares solve by the LAPACK routines the Python path
-calls (mbsim.solvers.lapack_kernels), so that both agree to round-off; see the methods'
+calls (mbsim.solvers.numerics.lapack_kernels), so that both agree to round-off; see the methods'
 modules for the mathematics. Each solve returns its iterations (0 for the direct ones) or -1
 when it cannot finish (LAPACK did not converge, the multiplier iteration did not): the caller
 then takes the step through the Python path, which raises the error with its message.
@@ -22,7 +22,7 @@ from libc.stdlib cimport free, malloc
 
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.step_kernels cimport inverse_mass_times, row_body, row_nbody
-from mbsim.solvers.lapack_kernels cimport (
+from mbsim.solvers.numerics.lapack_kernels cimport (
     cholesky_envelope_raw,
     cholesky_envelope_solve_ptr,
     lstsq_symmetric_raw,
@@ -187,7 +187,7 @@ cdef void _mass_into(FlatModel F, double* A, Py_ssize_t lda) noexcept nogil:
 cdef Py_ssize_t gauss_kkt_accelerations(FlatModel F, FlatData D, double rank_tol, double[::1] vdot,
                                         double[::1] stats) noexcept nogil:
     """[M J^T; J 0] [v_dot; lambda] = [Q; gamma] in the least-squares sense, minimum norm
-    (LAPACK gelsd, rcond = rank_tol: mbsim.solvers.optimize.kkt_least_squares)."""
+    (LAPACK gelsd, rcond = rank_tol: mbsim.solvers.gauss.optimize.kkt_least_squares)."""
     cdef Py_ssize_t nv = F.nv, nc = F.nc
     cdef Py_ssize_t n = nv + nc
     cdef RobustBuffers B = buffers(F, D)

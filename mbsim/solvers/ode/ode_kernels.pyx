@@ -16,7 +16,7 @@ constraint Jacobian, gamma the acceleration right side, S = J M^-1 J^T, lambda m
 Parameters ``P`` (float64 array, the indices below): method, integrator, alpha, beta, rank_tol,
 projection position/velocity/iterations/tol, robust (pseudo-inverse projections), and the
 augmented Lagrangian's penalty, omega, mu, tol, max_iter. The methods: lagrange (here), and
-null_space, gauss with optimizer kkt and augmented_lagrangian (mbsim.solvers.robust_kernels).
+null_space, gauss with optimizer kkt and augmented_lagrangian (mbsim.solvers.numerics.robust_kernels).
 
 Full-rank fast path of the rank-robust solves (:func:`certified_full_rank`): away from singular
 positions the pseudo-inverse of J M^-1/2 has nothing to cut, and null_space's and gauss's
@@ -53,7 +53,7 @@ from mbsim.model.step_kernels cimport (
     row_dot,
     spring_deflections_into,
 )
-from mbsim.solvers.integrate cimport (
+from mbsim.solvers.ode.integrate cimport (
     A_EVAL_FAILED,
     A_OK,
     I_DOP853,
@@ -68,8 +68,8 @@ from mbsim.solvers.integrate cimport (
     adaptive_step,
     fixed_step,
 )
-from mbsim.solvers.lapack_kernels cimport cholesky_envelope, cholesky_envelope_solve, cholesky_envelope_solve_raw
-from mbsim.solvers.robust_kernels cimport (
+from mbsim.solvers.numerics.lapack_kernels cimport cholesky_envelope, cholesky_envelope_solve, cholesky_envelope_solve_raw
+from mbsim.solvers.numerics.robust_kernels cimport (
     RobustBuffers,
     augmented_lagrangian_accelerations,
     buffers,
@@ -143,7 +143,7 @@ cdef bint schur_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
     """M^-1 J^T into D.minv_jt and the lower Cholesky factor of S = J M^-1 J^T into D.S, in the
     factored order F.s_rows (position i holds constraint row s_rows[i]). Returns False on a rank
     loss: a pivot <= 0, or a pivot^2 <= rank_tol times its row's diagonal S_ii, i.e. a row within
-    an angle sqrt(rank_tol) of the span of the rows before it (mbsim.solvers.linalg.Schur). The
+    an angle sqrt(rank_tol) of the span of the rows before it (mbsim.solvers.numerics.linalg.Schur). The
     test is per row, so it does not tighten with the number of rows as a ratio across rows does.
     Only the blocks of each row's two bodies are visited: the others are zero in J and stay zero
     in D.minv_jt."""
@@ -515,7 +515,7 @@ cdef bint _first_stage(FlatModel F, FlatData D, const double[::1] P, double t, c
 
 cdef class OdeSystem(System):
     """The right-hand side (derivative) of a FlatModel into its FlatData with the parameters P, as
-    the integrators' System (mbsim.solvers.integrate): y = (q, v, work)."""
+    the integrators' System (mbsim.solvers.ode.integrate): y = (q, v, work)."""
 
     def __init__(self, FlatModel F, FlatData D, double[::1] P):
         self.F, self.D, self.P = F, D, P
@@ -539,7 +539,7 @@ cdef class OdeSystem(System):
 
 
 def system(FlatModel F, FlatData D, double[::1] P):
-    """The right-hand side as an integrate.System (mbsim.solvers.integrate.solve / fixed)."""
+    """The right-hand side as an integrate.System (mbsim.solvers.ode.integrate.solve / fixed)."""
     return OdeSystem(F, D, P)
 
 
@@ -615,7 +615,7 @@ cdef double _max_abs(const double[::1] x) noexcept nogil:
 cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
                   Py_ssize_t* used, double* violation) noexcept nogil:
     """Mass-weighted projection of q (Newton steps), then of v, in place
-    (mbsim.solvers.projection). Returns ok; the Newton steps into used[0], max |Phi| at the
+    (mbsim.solvers.numerics.projection). Returns ok; the Newton steps into used[0], max |Phi| at the
     returned q into violation[0] (-1: q not projected)."""
     cdef Py_ssize_t nv = F.nv, nc = F.nc
     cdef Py_ssize_t iterations, k, c

@@ -31,9 +31,9 @@ after another at each fold) the second fold took steps of 1e-8 s for minutes. Wi
 gap the crossings fall between steps (20 s, 20 folds: 1,453 steps, B0 within 6e-5 m).
 
 Cost: one SVD of the (nc x nv) Jacobian per right-hand side, dense (LAPACK gesdd; the one
-implementation is compiled: mbsim.solvers.robust_kernels.null_space_accelerations). The compiled step takes
+implementation is compiled: mbsim.solvers.numerics.robust_kernels.null_space_accelerations). The compiled step takes
 lagrange's Schur-complement solve instead where it certifies that the SVD would cut nothing
-(mbsim.solvers.ode_kernels.certified_full_rank): the same accelerations at lagrange's cost away
+(mbsim.solvers.ode.ode_kernels.certified_full_rank): the same accelerations at lagrange's cost away
 from singular positions.
 """
 

@@ -8,7 +8,7 @@ joint, revolute: angle; prismatic: position; cylindrical: position, angle; unive
 angles; spherical: a quaternion (velocities: the relative angular velocity in the outboard
 body's axes); fixed: none; and a free joint (centre of mass and quaternion, velocities as in
 body coordinates; planar: x, y, angle) for every body that no joint path ties to the ground.
-Each evaluation runs three compiled sweeps (mbsim.solvers.soa_kernels): kinematics base to tip
+Each evaluation runs three compiled sweeps (mbsim.solvers.recursive.soa_kernels): kinematics base to tip
 (poses, spatial velocities V_k, joint maps H*, Coriolis terms a_k, eqs. (6)-(9)); the applied
 forces of the model (gravity, force elements, compliant contacts: mbsim.model.forces, the same
 code every method uses) evaluated at those body states; then the articulated-body recursion
@@ -18,9 +18,9 @@ the symbolic derivatives of the drive) and the others are free, solved together 
 hybrid problem); the drive forces are the joint forces T_k = H_k f_k of the driven joints minus
 their springs. Joint springs and dampers act on the joint coordinates directly.
 
-Time integration uses the integrators written once (mbsim.solvers.integrate: the fixed steps
+Time integration uses the integrators written once (mbsim.solvers.ode.integrate: the fixed steps
 and the embedded pairs RK45 / DOP853, in compiled blocks over the compiled right-hand side, or
-through mbsim.solvers.integrators over the Python one; Radau and BDF are scipy's); after each
+through mbsim.solvers.ode.integrators over the Python one; Radau and BDF are scipy's); after each
 step the quaternions of spherical and free joints are rescaled to unit norm and the driven
 coordinates are set to their prescribed values. Recording: body positions, orientations and
 velocities come from the recursion; the constraint diagnostics are the scene's joint equations
@@ -43,12 +43,11 @@ from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
-from mbsim.solvers import integrate
-from mbsim.solvers import recursive_kernels as rk
-from mbsim.solvers import soa_kernels as soa
 from mbsim.solvers.base import Block, SolverBase, read_options
-from mbsim.solvers.integrators import stepper
-from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK
+from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK, integrate
+from mbsim.solvers.ode.integrators import stepper
+from mbsim.solvers.recursive import recursive_kernels as rk
+from mbsim.solvers.recursive import soa_kernels as soa
 
 NAME = "recursive"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "armature": True}
@@ -90,7 +89,7 @@ class _Shifted:
 
 @dataclass
 class JointSpace:
-    """The tree in joint coordinates: the kernels' arrays (mbsim.solvers.soa_kernels), one row per
+    """The tree in joint coordinates: the kernels' arrays (mbsim.solvers.recursive.soa_kernels), one row per
     body in scene order, and the bookkeeping between joints, coordinates and the scene.
 
     Attributes:
@@ -275,7 +274,7 @@ def joint_space(model: Model) -> JointSpace:
 
 @dataclass
 class Kinematics:
-    """Output of the kinematics sweep (see mbsim.solvers.soa_kernels.kinematics), ground row last."""
+    """Output of the kinematics sweep (see mbsim.solvers.recursive.soa_kernels.kinematics), ground row last."""
 
     quat: np.ndarray
     rot: np.ndarray
@@ -363,7 +362,7 @@ class Solver(SolverBase):
         self._compiled = self._compile()
 
     def _compile(self):
-        """The compiled step's arrays (mbsim.solvers.recursive_kernels), or None with the reason
+        """The compiled step's arrays (mbsim.solvers.recursive.recursive_kernels), or None with the reason
         in ``compiled_reason`` (then the Python path steps)."""
         space, m = self.space, self.model
         if self.integrator not in rk.INTEGRATORS:
@@ -460,7 +459,7 @@ class Solver(SolverBase):
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
-        """Compiled steps and recorded rows (mbsim.solvers.recursive_kernels.advance); joint
+        """Compiled steps and recorded rows (mbsim.solvers.recursive.recursive_kernels.advance); joint
         coordinates meet the joints by construction: no violation to watch. Under scipy:RK45 /
         scipy:DOP853 each step is one accepted step of the compiled pair (h its first step)."""
         flat, data, tree, work, rows, out, pair = self._compiled

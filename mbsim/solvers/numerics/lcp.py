@@ -11,7 +11,7 @@ which the paper solves with "the Lemke algorithm or projected Gauss-Seidel". Bot
 
   which holds standard LCP rows (lo = 0, hi = inf), bilateral rows (lo = -inf, hi = inf) and
   Coulomb friction boxes whose bounds +-mu x_n follow the current normal impulse. The sweep
-  over rows is compiled (mbsim.solvers.lcp_kernels), on a dense A or on a scipy.sparse CSR A.
+  over rows is compiled (mbsim.solvers.numerics.lcp_kernels), on a dense A or on a scipy.sparse CSR A.
 - :func:`lemke`: Lemke's complementary pivoting (covering vector d = 1) for the standard LCP
 
       w = M z + q >= 0,  z >= 0,  z^T w = 0,
@@ -32,7 +32,7 @@ from itertools import combinations
 
 import numpy as np
 
-from mbsim.solvers.lcp_kernels import _pgs_csr, _pgs_dense
+from mbsim.solvers.numerics.lcp_kernels import _pgs_csr, _pgs_dense
 
 __all__ = ["LCPError", "LCPResult", "brute_force_lcp", "complementarity_error", "lemke", "pgs"]
 

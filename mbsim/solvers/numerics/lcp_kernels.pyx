@@ -1,5 +1,5 @@
-"""Compiled sweeps of the projected Gauss-Seidel solver (mbsim.solvers.lcp.pgs), on a dense A
-and on a CSR A; ``pgs`` checks the arguments and calls them through mbsim.solvers.lcp's names."""
+"""Compiled sweeps of the projected Gauss-Seidel solver (mbsim.solvers.numerics.lcp.pgs), on a dense A
+and on a CSR A; ``pgs`` checks the arguments and calls them through mbsim.solvers.numerics.lcp's names."""
 
 
 # Row i: r = (A x + b)_i, x_i <- clip(x_i - omega r / A_ii, lo_i, hi_i), a friction row

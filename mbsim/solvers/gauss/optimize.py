@@ -11,7 +11,7 @@ are not), so any exact optimizer finds the same accelerations.
 
 - ``kkt``: the KKT system of the unscaled problem solved in the least-squares sense (SVD,
   LAPACK gelsd), rank-robust: compiled, the one implementation is
-  mbsim.solvers.robust_kernels.gauss_kkt_accelerations.
+  mbsim.solvers.numerics.robust_kernels.gauss_kkt_accelerations.
 - ``slsqp``: scipy.optimize's SLSQP on the scaled problem, redundant rows removed first.
 - ``pso``: the improved particle swarm of papers/singular-positions-gauss-pso.txt §2.2, then
   a local refinement (:func:`particle_swarm`).

@@ -5,7 +5,7 @@ with the new v), ``rk4`` (classical Runge-Kutta). Adaptive: ``scipy:RK45``, ``sc
 (scipy's algorithm and coefficients, compiled), ``scipy:Radau``, ``scipy:BDF`` (scipy's own
 ``OdeSolver.step()``) with ``rtol``/``atol``; one accepted step of theirs is one mbsim step.
 
-Every integrator but Radau and BDF is written once, in mbsim.solvers.integrate; the compiled
+Every integrator but Radau and BDF is written once, in mbsim.solvers.ode.integrate; the compiled
 blocks of the methods call it directly, and the Python path (models that do not flatten, steps
 handed over by a block, event_driven between events) through :class:`FixedStep` and
 :class:`EmbeddedPair` here, whose right-hand side calls back into Python.
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.solvers import integrate
+from mbsim.solvers.ode import integrate
 
 # scipy.integrate (and scipy.optimize below it) is imported when a run uses one: validate stays quick
 SCIPY_METHODS = ("scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF")
@@ -62,12 +62,12 @@ def jacobian_by_differences(derivative: Any) -> Any:
 
 FIXED = ("euler", "semi_implicit_euler", "rk4")
 INTEGRATORS = (*FIXED, *SCIPY_METHODS)
-# the integrators compiled once (mbsim.solvers.integrate): every fixed step and the embedded pairs
+# the integrators compiled once (mbsim.solvers.ode.integrate): every fixed step and the embedded pairs
 COMPILED = (*FIXED, "scipy:RK45", "scipy:DOP853")
 
 
 def compiled_code(integrator: str) -> int:
-    """The code of a compiled integrator (mbsim.solvers.integrate.INTEGRATORS): ``rk4``,
+    """The code of a compiled integrator (mbsim.solvers.ode.integrate.INTEGRATORS): ``rk4``,
     ``scipy:DOP853`` ... (KeyError for Radau and BDF, which stay scipy's)."""
     if integrator not in COMPILED:
         raise KeyError(integrator)

@@ -7,7 +7,7 @@ constraints, the true one minimises the constraint function (Gauss' "Zwang")
 
 a strictly convex quadratic program in the generalized coordinates: its minimiser is unique
 even where J loses rank (singular positions, redundant joints), only the multipliers are not.
-Optimizers (option ``optimizer``, mbsim.solvers.optimize):
+Optimizers (option ``optimizer``, mbsim.solvers.gauss.optimize):
 
 - ``kkt`` (default): the KKT system [M J^T; J 0] solved in the least-squares sense (SVD; singular
   values below ``rank_tol``, default 1e-9, times the largest dropped: a singular value s of J
@@ -15,7 +15,7 @@ Optimizers (option ``optimizer``, mbsim.solvers.optimize):
   largest. With 1e-12 the IFToMM N four-bar (N = 4) under scipy:DOP853 at 1e-10 stopped at a fold
   with its step size collapsed, as null_space with its old rank tolerance; with 1e-9 it passes
   within 4e-9 m). The compiled step takes lagrange's Schur-complement solve instead where it
-  certifies that the least-squares solve would drop nothing (mbsim.solvers.ode_kernels.
+  certifies that the least-squares solve would drop nothing (mbsim.solvers.ode.ode_kernels.
   certified_full_rank): the same accelerations at lagrange's cost away from singular positions.
   Under an adaptive integrator rcond is set once per step in the middle of the KKT matrix's
   singular-value gap around rank_tol, as null_space does with its cut (before_adaptive_step);
@@ -41,9 +41,9 @@ from mbsim.model.constraints import ConstraintValues
 from mbsim.model.model import Frames, Model
 from mbsim.scene.fields import MAX_ITERATIONS, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import read_options
-from mbsim.solvers.linalg import MinNorm
+from mbsim.solvers.gauss.optimize import SwarmOptions, particle_swarm, slsqp
+from mbsim.solvers.numerics.linalg import MinNorm
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, Accelerations, OdeSolver, common_arguments
-from mbsim.solvers.optimize import SwarmOptions, particle_swarm, slsqp
 
 NAME = "gauss"
 CAPABILITIES = {"rigid_contacts": False, "integrators": True, "rank_loss": True}
@@ -96,7 +96,7 @@ class Solver(OdeSolver):
     EXTRA_DIAGNOSTICS = {"acceleration_residual": "max", "optimizer_result": "last"}
 
     def __init__(self, model: Model, optimizer: str, slsqp_options: dict, swarm: SwarmOptions, seed: int, **common):
-        # kkt is a direct solve, compiled (mbsim.solvers.robust_kernels); the optimizers stay in Python
+        # kkt is a direct solve, compiled (mbsim.solvers.numerics.robust_kernels); the optimizers stay in Python
         self.COMPILED = "gauss_kkt" if optimizer == "kkt" else None
         super().__init__(model, **common)
         self.optimizer = optimizer

@@ -2,8 +2,8 @@
 
 The method's right-hand side -- the kinematics sweep, the force elements (spring-dampers and
 applied loads, with their expressions compiled: mbsim.model.step_kernels), the joint springs and
-dampers, and the articulated-body sweep (mbsim.solvers.soa_kernels) -- is a ``TreeSystem``, the
-System of the integrators written once (mbsim.solvers.integrate: the fixed steps and the
+dampers, and the articulated-body sweep (mbsim.solvers.recursive.soa_kernels) -- is a ``TreeSystem``, the
+System of the integrators written once (mbsim.solvers.ode.integrate: the fixed steps and the
 embedded pairs RK45 / DOP853 with scipy's step control). A step runs them, then rescales the
 quaternions, exactly as the Python path does, writing into the buffers of a ``TreeData`` and the
 integrator's ``Work`` and allocating nothing. Python is entered once per block of steps (up to
@@ -20,7 +20,7 @@ from libc.math cimport fabs, isfinite, sqrt
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport element_potential, rotation_columns_into, state_columns_into
 from mbsim.model.step_kernels cimport constraint_blocks_into, element_forces_into, row_blocks_dot
-from mbsim.solvers.integrate cimport (
+from mbsim.solvers.ode.integrate cimport (
     A_OK,
     I_DOP853,
     I_EULER,
@@ -34,11 +34,11 @@ from mbsim.solvers.integrate cimport (
     adaptive_step,
     fixed_step,
 )
-from mbsim.solvers.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
+from mbsim.solvers.recursive.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
 from mbsim.model.layout import as_field, field_of, rebuild
 
-# the integrators with a compiled step (scene names -> mbsim.solvers.integrate's codes)
+# the integrators with a compiled step (scene names -> mbsim.solvers.ode.integrate's codes)
 INTEGRATORS = {
     "euler": I_EULER,
     "semi_implicit_euler": I_SEMI_IMPLICIT_EULER,
@@ -67,7 +67,7 @@ cdef class Tree:
             reaction is reported on body2's side), body2, the joint point in body2's axes (3D), and
             the body whose axes the local reaction is given in (recursive.py ``_reactions``).
         nq, nv; elements: 1 when the model has force elements (spring-dampers, loads); integrator
-            (INTEGRATORS: mbsim.solvers.integrate's code).
+            (INTEGRATORS: mbsim.solvers.ode.integrate's code).
     """
 
     _fields = ('order', 'parent', 'jtype', 'qadr', 'vadr', 'rp', 'rc', 'qrel0', 'ax1', 'ax2', 'ang0', 'nvj', 'mass', 'inertia', 'gravity', 'presc', 'qdd_presc', 'armature', 'quat_q', 'quat_v', 'scalar_q', 'scalar_v', 'spr_v', 'spr_q', 'spr_k', 'spr_c', 'spr_rest', 'body_inertia', 'owner', 'body_joint', 'carrier', 'back', 'body2', 'joint_point', 'joint_body', 'nq', 'nv', 'elements', 'integrator')
@@ -129,11 +129,11 @@ cdef class TreeData:
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba`` (soa_kernels.AbaWork),
     a step's y, ynew and k1 (nq + nv + 1,: k1 the derivative at a recorded state, the integrator's
-    stages are its Work's, mbsim.solvers.integrate); a recorded row's scratch: vbody (the
+    stages are its Work's, mbsim.solvers.ode.integrate); a recorded row's scratch: vbody (the
     model's body velocities), jrows (nc, 2 w: each joint equation's two body blocks of J,
     step_kernels.constraint_blocks_into) and joint_force (njoint, 6); seg (4,): a run of steps' report;
     k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
-    step's first stage, as in mbsim.solvers.ode_kernels)."""
+    step's first stage, as in mbsim.solvers.ode.ode_kernels)."""
 
     _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ynew', 'k1', 'vbody', 'jrows', 'joint_force', 'seg', 'k1_valid')
 
@@ -321,7 +321,7 @@ cdef void q_rate_into(Tree T, const double[::1] q, const double[::1] v, double[:
 
 cdef class TreeSystem(System):
     """The method's right-hand side (derivative) of F, D, T into W as the integrators' System
-    (mbsim.solvers.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
+    (mbsim.solvers.ode.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
     after the step (tree_steps)."""
 
     cdef FlatModel F
@@ -371,7 +371,7 @@ cdef int tree_steps(
     step is one accepted step (scipy's step control, the last one landing on K.t_bound; h its
     first step when it starts afresh: it is not at t), continued from the state the step left,
     with the derivative recomputed where the quaternions' rescaling moved it (as the Python path's
-    mbsim.solvers.integrators.EmbeddedPair does). Stops before a step that would leave a
+    mbsim.solvers.ode.integrators.EmbeddedPair does). Stops before a step that would leave a
     non-finite state (NOT_FINITE) or fell below the smallest step (STEP_FAILED): the Python path
     takes it and reports. ``out`` (float64, 4): t, work, steps taken, the size of the last step.
     Returns the status. S: the system of T into W."""
@@ -578,7 +578,7 @@ def advance(
     double[::1] v, double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
     Py_ssize_t max_rows, Py_ssize_t max_block, double[:, ::1] rows, double[::1] out, Work work_=None,
 ):
-    """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode_kernels.advance
+    """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode.ode_kernels.advance
     (without constraint violations to watch: joint coordinates meet the joints by construction):
     a row after every step whose number is a multiple of ``every`` and after the last, with the
     step number in its last column; at most ``max_block`` steps, ``max_rows`` rows, and no step

@@ -59,10 +59,10 @@ from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.contact_lcp import contact_lcp, rigid_friction
-from mbsim.solvers.linalg import MinNorm, inverse_mass_times
+from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
+from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
+from mbsim.solvers.numerics.projection import project_positions, project_velocities
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
-from mbsim.solvers.projection import project_positions, project_velocities
 
 NAME = "timestepping"
 CAPABILITIES = {"rigid_contacts": True, "integrators": False}
@@ -235,7 +235,7 @@ class Solver(SolverBase):
         return -(mn.U @ ((mn.U.T @ b_E) / mn.s**2))
 
     def _solve_lcp(self, A, b, batch, k, t):
-        """The contact LCP (mbsim.solvers.contact_lcp), PGS warm-started from the previous step's
+        """The contact LCP (mbsim.solvers.numerics.contact_lcp), PGS warm-started from the previous step's
         impulses of the same contact features (sorted keys, searchsorted)."""
         d = self.d
         mu = self.friction[batch.entry]

@@ -71,10 +71,10 @@ from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers import null_space
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.contact_lcp import contact_lcp, rigid_friction
-from mbsim.solvers.integrators import stepper
-from mbsim.solvers.linalg import MinNorm, correction, inverse_mass_times
+from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
+from mbsim.solvers.numerics.linalg import MinNorm, correction, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
+from mbsim.solvers.ode.integrators import stepper
 from mbsim.solvers.timestepping import PGS_FIELDS
 
 NAME = "event_driven"

@@ -3,7 +3,7 @@
 # FlatData. P: the parameter vector (float64, NPARAMS) indexed by the enum below.
 
 from mbsim.model.layout cimport FlatModel, FlatData
-from mbsim.solvers.integrate cimport System, Work
+from mbsim.solvers.ode.integrate cimport System, Work
 
 # the parameter vector P (Python reads the same values as METHOD ... NPARAMS)
 cdef enum:
@@ -56,7 +56,7 @@ cdef void update_spring_references(FlatModel F, FlatData D, double t, const doub
 # into power[0]
 cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
                         const double[::1] v, double[::1] vdot, double* power) noexcept nogil
-# the right-hand side as the integrators' System (mbsim.solvers.integrate); P writable (the rank cut)
+# the right-hand side as the integrators' System (mbsim.solvers.ode.integrate); P writable (the rank cut)
 cdef class OdeSystem(System):
     cdef FlatModel F
     cdef FlatData D

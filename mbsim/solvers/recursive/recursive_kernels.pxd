@@ -2,10 +2,10 @@
 # a step reads) and one run's buffers (TreeData, what it writes), typed as FlatModel/FlatData are
 # (mbsim.model.layout): memoryviews for the kernels, numpy arrays for Python.
 
-from mbsim.solvers.soa_kernels cimport AbaWork
+from mbsim.solvers.recursive.soa_kernels cimport AbaWork
 
 # statuses of tree_steps/advance (OK, NOT_FINITE, STEP_FAILED); the integrators are
-# mbsim.solvers.integrate's (Tree.integrator: its codes)
+# mbsim.solvers.ode.integrate's (Tree.integrator: its codes)
 cdef enum:
     S_OK = 0
     S_NOT_FINITE = 1
