@@ -61,7 +61,7 @@ cdef class FlatModel:
             body and the joint point in its axes; driven_rows: (ndriven,) the drive rows
             (mbsim.diagnostics.reactions).
         body_inv_sqrt_mass: (nbody, w, w) blocks of M^-1/2 (the rank-robust methods' scaling,
-            mbsim.model.dynamics.inverse_sqrt_mass_blocks).
+            mbsim.model.model.inverse_sqrt_mass_blocks).
         s_rows (nc,): the order in which S = J M^-1 J^T is factored, position i holding
             constraint row s_rows[i] (_schur_pattern); in those positions: s_ptr (nc + 1,), s_col
             the lower triangle's pattern of S (CSR, columns ascending): positions j <= i whose rows

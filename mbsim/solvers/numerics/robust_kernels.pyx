@@ -187,7 +187,7 @@ cdef void _mass_into(FlatModel F, double* A, Py_ssize_t lda) noexcept nogil:
 cdef Py_ssize_t gauss_kkt_accelerations(FlatModel F, FlatData D, double rank_tol, double[::1] vdot,
                                         double[::1] stats) noexcept nogil:
     """[M J^T; J 0] [v_dot; lambda] = [Q; gamma] in the least-squares sense, minimum norm
-    (LAPACK gelsd, rcond = rank_tol: mbsim.solvers.gauss.optimize.kkt_least_squares)."""
+    (LAPACK gelsd, rcond = rank_tol)."""
     cdef Py_ssize_t nv = F.nv, nc = F.nc
     cdef Py_ssize_t n = nv + nc
     cdef RobustBuffers B = buffers(F, D)
@@ -382,7 +382,7 @@ cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, cons
             free(first)
             return iteration
         slow = slow + 1 if change >= _STALL * last_change else 0
-        # a direction lost to the penalty (augmented_lagrangian.lost_direction)?
+        # a direction lost to the penalty: the change shrinks by a constant ratio, 1 / (1 + alpha s^2)?
         if slow >= 2:
             ratio = change / last_change
             s2 = (1.0 / ratio - 1.0) / alpha if ratio > 0.0 else INFINITY
