@@ -3,7 +3,13 @@
 # (FlatData, mjData). Arrays are typed memoryviews for the kernels; Python reads the numpy
 # arrays they view (layout.pyx: __getattr__).
 
-cdef class FlatModel:
+cdef class Record:
+    cdef dict _fields
+    cdef object constant(self, dict fields, str name, str dtype)
+    cdef object buffer(self, dict fields, str name, str dtype)
+    cdef object value(self, dict fields, str name)
+
+cdef class FlatModel(Record):
     cdef readonly Py_ssize_t dim
     cdef readonly Py_ssize_t nbody
     cdef readonly Py_ssize_t nq
@@ -70,9 +76,8 @@ cdef class FlatModel:
     cdef const long long[::1] s_col
     cdef const long long[::1] row_first
     cdef const long long[::1] row_last
-    cdef dict _arrays
 
-cdef class FlatData:
+cdef class FlatData(Record):
     cdef double[:, ::1] pos
     cdef double[:, :, ::1] rot
     cdef double[:, ::1] vel
@@ -118,4 +123,3 @@ cdef class FlatData:
     cdef double[::1] solve_stats
     cdef double[::1] robust_work
     cdef int[::1] kkt_rank
-    cdef dict _arrays

@@ -1,5 +1,6 @@
-"""The typed structures of the compiled core: FlatModel, everything a compiled right-hand side
-reads, and FlatData, every buffer one run writes (see mbsim.model.flat for their fields).
+"""The typed structures of the compiled core: Record, their base, FlatModel, everything a
+compiled right-hand side reads, and FlatData, every buffer one run writes (see mbsim.model.flat
+for their fields).
 
 Each is a ``cdef class`` whose arrays are typed memoryviews (layout.pxd), so the kernels index
 them as C arrays; read from Python, an array attribute is the numpy array it views, shared, not
@@ -10,7 +11,7 @@ and C order, since the kernels write into the array the caller keeps.
 import numpy as np
 
 
-def as_field(value, str dtype, bint const):
+def _as_field(value, str dtype, bint const):
     """``value`` as the C-ordered array of ``dtype`` a field views. A buffer the kernels write
     (``const`` False) must already be one: a converted copy would leave the caller's array stale."""
     if const:
@@ -20,20 +21,52 @@ def as_field(value, str dtype, bint const):
     return value
 
 
-def field_of(dict arrays, str name):
-    """The array field ``name`` (the structures' __getattr__)."""
-    try:
-        return arrays[name]
-    except KeyError:
-        raise AttributeError(name) from None
-
-
-def rebuild(cls, fields):
+def _rebuild(cls, fields):
     """Unpickle a structure (its __reduce__): the same fields, the same class."""
     return cls(**fields)
 
 
-cdef class FlatModel:
+cdef class Record:
+    """The base of every typed structure (FlatModel, FlatData; recursive's Tree, TreeData;
+    variational's VarModel, VarData): a subclass declares its typed fields in its .pxd and binds
+    each in ``__init__(**fields)`` through ``constant``, ``buffer`` or ``value``; Record keeps
+    every field by name in that order, so that Python reads an array field as the numpy array the
+    kernels' view shares (``__getattr__``), ``_asdict`` lists them and a structure pickles (a
+    sweep's Dask worker) as its fields."""
+
+    def __cinit__(self, *args, **kwargs):
+        self._fields = {}
+
+    cdef object constant(self, dict fields, str name, str dtype):
+        """Field ``name`` as a read-only C-ordered array of ``dtype`` (converted if need be)."""
+        value = self._fields[name] = _as_field(fields[name], dtype, True)
+        return value
+
+    cdef object buffer(self, dict fields, str name, str dtype):
+        """Field ``name``: a buffer the kernels write, given with its exact dtype and C order."""
+        value = self._fields[name] = _as_field(fields[name], dtype, False)
+        return value
+
+    cdef object value(self, dict fields, str name):
+        """Field ``name`` as given (a size, a flag, a scratch object)."""
+        value = self._fields[name] = fields[name]
+        return value
+
+    def __getattr__(self, name):
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def _asdict(self):
+        """Every field by name, in the order ``__init__`` binds them."""
+        return dict(self._fields)
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self._asdict())
+
+
+cdef class FlatModel(Record):
     """Everything a compiled right-hand side reads; shapes with n* the item counts.
 
     Attributes:
@@ -70,89 +103,76 @@ cdef class FlatModel:
             envelope reaches column i (the back substitution's range).
     """
 
-    _fields = ('dim', 'nbody', 'nq', 'nv', 'nc', 'body_inv_mass', 'body_inertia', 'body_weight', 'prim_kind', 'prim_bi', 'prim_bj', 'prim_vec', 'prim_row', 'prim_nrow', 'prim_offset', 'prim_drive', 'prim_wrap', 'nspr', 'spr_kind', 'spr_bi', 'spr_bj', 'spr_vec', 'spr_row', 'spr_nrow', 'spr_offset', 'spr_drive', 'spr_wrap', 'spr_stiffness', 'spr_damping', 'spr_rest', 'sd_b1', 'sd_b2', 'sd_s1', 'sd_s2', 'sd_k', 'sd_c', 'sd_rest', 'ld_body', 'ld_point', 'ld_body_frame', 'ld_torque', 'ld_expr', 'prog_op', 'prog_dst', 'prog_args', 'prog_imm', 'prog_start', 'prog_stop', 'prog_result', 'nreg', 'row_bi', 'row_bj', 'row_bk', 'row_bl', 'body_mass_block', 'rx_joint', 'rx_body', 'joint_body', 'joint_point', 'driven_rows', 'body_inv_sqrt_mass', 's_rows', 's_ptr', 's_col', 'row_first', 'row_last')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.dim = fields['dim']
-        self.nbody = fields['nbody']
-        self.nq = fields['nq']
-        self.nv = fields['nv']
-        self.nc = fields['nc']
-        self.body_inv_mass = arrays['body_inv_mass'] = as_field(fields['body_inv_mass'], 'float64', True)
-        self.body_inertia = arrays['body_inertia'] = as_field(fields['body_inertia'], 'float64', True)
-        self.body_weight = arrays['body_weight'] = as_field(fields['body_weight'], 'float64', True)
-        self.prim_kind = arrays['prim_kind'] = as_field(fields['prim_kind'], 'int64', True)
-        self.prim_bi = arrays['prim_bi'] = as_field(fields['prim_bi'], 'int64', True)
-        self.prim_bj = arrays['prim_bj'] = as_field(fields['prim_bj'], 'int64', True)
-        self.prim_vec = arrays['prim_vec'] = as_field(fields['prim_vec'], 'float64', True)
-        self.prim_row = arrays['prim_row'] = as_field(fields['prim_row'], 'int64', True)
-        self.prim_nrow = arrays['prim_nrow'] = as_field(fields['prim_nrow'], 'int64', True)
-        self.prim_offset = arrays['prim_offset'] = as_field(fields['prim_offset'], 'float64', True)
-        self.prim_drive = arrays['prim_drive'] = as_field(fields['prim_drive'], 'int64', True)
-        self.prim_wrap = arrays['prim_wrap'] = as_field(fields['prim_wrap'], 'int64', True)
-        self.nspr = fields['nspr']
-        self.spr_kind = arrays['spr_kind'] = as_field(fields['spr_kind'], 'int64', True)
-        self.spr_bi = arrays['spr_bi'] = as_field(fields['spr_bi'], 'int64', True)
-        self.spr_bj = arrays['spr_bj'] = as_field(fields['spr_bj'], 'int64', True)
-        self.spr_vec = arrays['spr_vec'] = as_field(fields['spr_vec'], 'float64', True)
-        self.spr_row = arrays['spr_row'] = as_field(fields['spr_row'], 'int64', True)
-        self.spr_nrow = arrays['spr_nrow'] = as_field(fields['spr_nrow'], 'int64', True)
-        self.spr_offset = arrays['spr_offset'] = as_field(fields['spr_offset'], 'float64', True)
-        self.spr_drive = arrays['spr_drive'] = as_field(fields['spr_drive'], 'int64', True)
-        self.spr_wrap = arrays['spr_wrap'] = as_field(fields['spr_wrap'], 'int64', True)
-        self.spr_stiffness = arrays['spr_stiffness'] = as_field(fields['spr_stiffness'], 'float64', True)
-        self.spr_damping = arrays['spr_damping'] = as_field(fields['spr_damping'], 'float64', True)
-        self.spr_rest = arrays['spr_rest'] = as_field(fields['spr_rest'], 'float64', True)
-        self.sd_b1 = arrays['sd_b1'] = as_field(fields['sd_b1'], 'int64', True)
-        self.sd_b2 = arrays['sd_b2'] = as_field(fields['sd_b2'], 'int64', True)
-        self.sd_s1 = arrays['sd_s1'] = as_field(fields['sd_s1'], 'float64', True)
-        self.sd_s2 = arrays['sd_s2'] = as_field(fields['sd_s2'], 'float64', True)
-        self.sd_k = arrays['sd_k'] = as_field(fields['sd_k'], 'float64', True)
-        self.sd_c = arrays['sd_c'] = as_field(fields['sd_c'], 'float64', True)
-        self.sd_rest = arrays['sd_rest'] = as_field(fields['sd_rest'], 'float64', True)
-        self.ld_body = arrays['ld_body'] = as_field(fields['ld_body'], 'int64', True)
-        self.ld_point = arrays['ld_point'] = as_field(fields['ld_point'], 'float64', True)
-        self.ld_body_frame = arrays['ld_body_frame'] = as_field(fields['ld_body_frame'], 'int64', True)
-        self.ld_torque = arrays['ld_torque'] = as_field(fields['ld_torque'], 'int64', True)
-        self.ld_expr = arrays['ld_expr'] = as_field(fields['ld_expr'], 'int64', True)
-        self.prog_op = arrays['prog_op'] = as_field(fields['prog_op'], 'int64', True)
-        self.prog_dst = arrays['prog_dst'] = as_field(fields['prog_dst'], 'int64', True)
-        self.prog_args = arrays['prog_args'] = as_field(fields['prog_args'], 'int64', True)
-        self.prog_imm = arrays['prog_imm'] = as_field(fields['prog_imm'], 'float64', True)
-        self.prog_start = arrays['prog_start'] = as_field(fields['prog_start'], 'int64', True)
-        self.prog_stop = arrays['prog_stop'] = as_field(fields['prog_stop'], 'int64', True)
-        self.prog_result = arrays['prog_result'] = as_field(fields['prog_result'], 'int64', True)
-        self.nreg = fields['nreg']
-        self.row_bi = arrays['row_bi'] = as_field(fields['row_bi'], 'int64', True)
-        self.row_bj = arrays['row_bj'] = as_field(fields['row_bj'], 'int64', True)
-        self.row_bk = arrays['row_bk'] = as_field(fields['row_bk'], 'int64', True)
-        self.row_bl = arrays['row_bl'] = as_field(fields['row_bl'], 'int64', True)
-        self.body_mass_block = arrays['body_mass_block'] = as_field(fields['body_mass_block'], 'float64', True)
-        self.rx_joint = arrays['rx_joint'] = as_field(fields['rx_joint'], 'int64', True)
-        self.rx_body = arrays['rx_body'] = as_field(fields['rx_body'], 'int64', True)
-        self.joint_body = arrays['joint_body'] = as_field(fields['joint_body'], 'int64', True)
-        self.joint_point = arrays['joint_point'] = as_field(fields['joint_point'], 'float64', True)
-        self.driven_rows = arrays['driven_rows'] = as_field(fields['driven_rows'], 'int64', True)
-        self.body_inv_sqrt_mass = arrays['body_inv_sqrt_mass'] = as_field(fields['body_inv_sqrt_mass'], 'float64', True)
-        self.s_rows = arrays['s_rows'] = as_field(fields['s_rows'], 'int64', True)
-        self.s_ptr = arrays['s_ptr'] = as_field(fields['s_ptr'], 'int64', True)
-        self.s_col = arrays['s_col'] = as_field(fields['s_col'], 'int64', True)
-        self.row_first = arrays['row_first'] = as_field(fields['row_first'], 'int64', True)
-        self.row_last = arrays['row_last'] = as_field(fields['row_last'], 'int64', True)
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.dim = self.value(fields, 'dim')
+        self.nbody = self.value(fields, 'nbody')
+        self.nq = self.value(fields, 'nq')
+        self.nv = self.value(fields, 'nv')
+        self.nc = self.value(fields, 'nc')
+        self.body_inv_mass = self.constant(fields, 'body_inv_mass', 'float64')
+        self.body_inertia = self.constant(fields, 'body_inertia', 'float64')
+        self.body_weight = self.constant(fields, 'body_weight', 'float64')
+        self.prim_kind = self.constant(fields, 'prim_kind', 'int64')
+        self.prim_bi = self.constant(fields, 'prim_bi', 'int64')
+        self.prim_bj = self.constant(fields, 'prim_bj', 'int64')
+        self.prim_vec = self.constant(fields, 'prim_vec', 'float64')
+        self.prim_row = self.constant(fields, 'prim_row', 'int64')
+        self.prim_nrow = self.constant(fields, 'prim_nrow', 'int64')
+        self.prim_offset = self.constant(fields, 'prim_offset', 'float64')
+        self.prim_drive = self.constant(fields, 'prim_drive', 'int64')
+        self.prim_wrap = self.constant(fields, 'prim_wrap', 'int64')
+        self.nspr = self.value(fields, 'nspr')
+        self.spr_kind = self.constant(fields, 'spr_kind', 'int64')
+        self.spr_bi = self.constant(fields, 'spr_bi', 'int64')
+        self.spr_bj = self.constant(fields, 'spr_bj', 'int64')
+        self.spr_vec = self.constant(fields, 'spr_vec', 'float64')
+        self.spr_row = self.constant(fields, 'spr_row', 'int64')
+        self.spr_nrow = self.constant(fields, 'spr_nrow', 'int64')
+        self.spr_offset = self.constant(fields, 'spr_offset', 'float64')
+        self.spr_drive = self.constant(fields, 'spr_drive', 'int64')
+        self.spr_wrap = self.constant(fields, 'spr_wrap', 'int64')
+        self.spr_stiffness = self.constant(fields, 'spr_stiffness', 'float64')
+        self.spr_damping = self.constant(fields, 'spr_damping', 'float64')
+        self.spr_rest = self.constant(fields, 'spr_rest', 'float64')
+        self.sd_b1 = self.constant(fields, 'sd_b1', 'int64')
+        self.sd_b2 = self.constant(fields, 'sd_b2', 'int64')
+        self.sd_s1 = self.constant(fields, 'sd_s1', 'float64')
+        self.sd_s2 = self.constant(fields, 'sd_s2', 'float64')
+        self.sd_k = self.constant(fields, 'sd_k', 'float64')
+        self.sd_c = self.constant(fields, 'sd_c', 'float64')
+        self.sd_rest = self.constant(fields, 'sd_rest', 'float64')
+        self.ld_body = self.constant(fields, 'ld_body', 'int64')
+        self.ld_point = self.constant(fields, 'ld_point', 'float64')
+        self.ld_body_frame = self.constant(fields, 'ld_body_frame', 'int64')
+        self.ld_torque = self.constant(fields, 'ld_torque', 'int64')
+        self.ld_expr = self.constant(fields, 'ld_expr', 'int64')
+        self.prog_op = self.constant(fields, 'prog_op', 'int64')
+        self.prog_dst = self.constant(fields, 'prog_dst', 'int64')
+        self.prog_args = self.constant(fields, 'prog_args', 'int64')
+        self.prog_imm = self.constant(fields, 'prog_imm', 'float64')
+        self.prog_start = self.constant(fields, 'prog_start', 'int64')
+        self.prog_stop = self.constant(fields, 'prog_stop', 'int64')
+        self.prog_result = self.constant(fields, 'prog_result', 'int64')
+        self.nreg = self.value(fields, 'nreg')
+        self.row_bi = self.constant(fields, 'row_bi', 'int64')
+        self.row_bj = self.constant(fields, 'row_bj', 'int64')
+        self.row_bk = self.constant(fields, 'row_bk', 'int64')
+        self.row_bl = self.constant(fields, 'row_bl', 'int64')
+        self.body_mass_block = self.constant(fields, 'body_mass_block', 'float64')
+        self.rx_joint = self.constant(fields, 'rx_joint', 'int64')
+        self.rx_body = self.constant(fields, 'rx_body', 'int64')
+        self.joint_body = self.constant(fields, 'joint_body', 'int64')
+        self.joint_point = self.constant(fields, 'joint_point', 'float64')
+        self.driven_rows = self.constant(fields, 'driven_rows', 'int64')
+        self.body_inv_sqrt_mass = self.constant(fields, 'body_inv_sqrt_mass', 'float64')
+        self.s_rows = self.constant(fields, 's_rows', 'int64')
+        self.s_ptr = self.constant(fields, 's_ptr', 'int64')
+        self.s_col = self.constant(fields, 's_col', 'int64')
+        self.row_first = self.constant(fields, 'row_first', 'int64')
+        self.row_last = self.constant(fields, 'row_last', 'int64')
 
 
-cdef class FlatData:
+cdef class FlatData(Record):
     """The buffers of one run (written by the compiled step; see FlatModel for the shapes' n).
 
     Attributes:
@@ -182,62 +202,49 @@ cdef class FlatData:
             arrays); kkt_rank: (1,) LAPACK's rank output.
     """
 
-    _fields = ('pos', 'rot', 'vel', 'omega_body', 'omega', 'omega2', 'angle', 'Q', 'Qn', 'phi', 'phi_t', 'gamma', 'J', 'minv_jt', 'S', 'lam', 'rhs', 's_work', 'minv_q', 'spr_value', 'spr_jac', 'spr_ref', 'spr_rate', 'spr_bias', 'row_val', 'row_jac_i', 'row_jac_j', 'row_bias', 'regs', 'vec3', 'y', 'ynew', 'ytmp', 'k1', 'k2', 'k3', 'k4', 'q_scratch', 'dx', 'k1_valid', 'joint_gen', 'seg', 'solve_stats', 'robust_work', 'kkt_rank')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.pos = arrays['pos'] = as_field(fields['pos'], 'float64', False)
-        self.rot = arrays['rot'] = as_field(fields['rot'], 'float64', False)
-        self.vel = arrays['vel'] = as_field(fields['vel'], 'float64', False)
-        self.omega_body = arrays['omega_body'] = as_field(fields['omega_body'], 'float64', False)
-        self.omega = arrays['omega'] = as_field(fields['omega'], 'float64', False)
-        self.omega2 = arrays['omega2'] = as_field(fields['omega2'], 'float64', False)
-        self.angle = arrays['angle'] = as_field(fields['angle'], 'float64', False)
-        self.Q = arrays['Q'] = as_field(fields['Q'], 'float64', False)
-        self.Qn = arrays['Qn'] = as_field(fields['Qn'], 'float64', False)
-        self.phi = arrays['phi'] = as_field(fields['phi'], 'float64', False)
-        self.phi_t = arrays['phi_t'] = as_field(fields['phi_t'], 'float64', False)
-        self.gamma = arrays['gamma'] = as_field(fields['gamma'], 'float64', False)
-        self.J = arrays['J'] = as_field(fields['J'], 'float64', False)
-        self.minv_jt = arrays['minv_jt'] = as_field(fields['minv_jt'], 'float64', False)
-        self.S = arrays['S'] = as_field(fields['S'], 'float64', False)
-        self.lam = arrays['lam'] = as_field(fields['lam'], 'float64', False)
-        self.rhs = arrays['rhs'] = as_field(fields['rhs'], 'float64', False)
-        self.s_work = arrays['s_work'] = as_field(fields['s_work'], 'float64', False)
-        self.minv_q = arrays['minv_q'] = as_field(fields['minv_q'], 'float64', False)
-        self.spr_value = arrays['spr_value'] = as_field(fields['spr_value'], 'float64', False)
-        self.spr_jac = arrays['spr_jac'] = as_field(fields['spr_jac'], 'float64', False)
-        self.spr_ref = arrays['spr_ref'] = as_field(fields['spr_ref'], 'float64', False)
-        self.spr_rate = arrays['spr_rate'] = as_field(fields['spr_rate'], 'float64', False)
-        self.spr_bias = arrays['spr_bias'] = as_field(fields['spr_bias'], 'float64', False)
-        self.row_val = arrays['row_val'] = as_field(fields['row_val'], 'float64', False)
-        self.row_jac_i = arrays['row_jac_i'] = as_field(fields['row_jac_i'], 'float64', False)
-        self.row_jac_j = arrays['row_jac_j'] = as_field(fields['row_jac_j'], 'float64', False)
-        self.row_bias = arrays['row_bias'] = as_field(fields['row_bias'], 'float64', False)
-        self.regs = arrays['regs'] = as_field(fields['regs'], 'float64', False)
-        self.vec3 = arrays['vec3'] = as_field(fields['vec3'], 'float64', False)
-        self.y = arrays['y'] = as_field(fields['y'], 'float64', False)
-        self.ynew = arrays['ynew'] = as_field(fields['ynew'], 'float64', False)
-        self.ytmp = arrays['ytmp'] = as_field(fields['ytmp'], 'float64', False)
-        self.k1 = arrays['k1'] = as_field(fields['k1'], 'float64', False)
-        self.k2 = arrays['k2'] = as_field(fields['k2'], 'float64', False)
-        self.k3 = arrays['k3'] = as_field(fields['k3'], 'float64', False)
-        self.k4 = arrays['k4'] = as_field(fields['k4'], 'float64', False)
-        self.q_scratch = arrays['q_scratch'] = as_field(fields['q_scratch'], 'float64', False)
-        self.dx = arrays['dx'] = as_field(fields['dx'], 'float64', False)
-        self.k1_valid = arrays['k1_valid'] = as_field(fields['k1_valid'], 'int64', False)
-        self.joint_gen = arrays['joint_gen'] = as_field(fields['joint_gen'], 'float64', False)
-        self.seg = arrays['seg'] = as_field(fields['seg'], 'float64', False)
-        self.solve_stats = arrays['solve_stats'] = as_field(fields['solve_stats'], 'float64', False)
-        self.robust_work = arrays['robust_work'] = as_field(fields['robust_work'], 'float64', False)
-        self.kkt_rank = arrays['kkt_rank'] = as_field(fields['kkt_rank'], 'int32', False)
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.pos = self.buffer(fields, 'pos', 'float64')
+        self.rot = self.buffer(fields, 'rot', 'float64')
+        self.vel = self.buffer(fields, 'vel', 'float64')
+        self.omega_body = self.buffer(fields, 'omega_body', 'float64')
+        self.omega = self.buffer(fields, 'omega', 'float64')
+        self.omega2 = self.buffer(fields, 'omega2', 'float64')
+        self.angle = self.buffer(fields, 'angle', 'float64')
+        self.Q = self.buffer(fields, 'Q', 'float64')
+        self.Qn = self.buffer(fields, 'Qn', 'float64')
+        self.phi = self.buffer(fields, 'phi', 'float64')
+        self.phi_t = self.buffer(fields, 'phi_t', 'float64')
+        self.gamma = self.buffer(fields, 'gamma', 'float64')
+        self.J = self.buffer(fields, 'J', 'float64')
+        self.minv_jt = self.buffer(fields, 'minv_jt', 'float64')
+        self.S = self.buffer(fields, 'S', 'float64')
+        self.lam = self.buffer(fields, 'lam', 'float64')
+        self.rhs = self.buffer(fields, 'rhs', 'float64')
+        self.s_work = self.buffer(fields, 's_work', 'float64')
+        self.minv_q = self.buffer(fields, 'minv_q', 'float64')
+        self.spr_value = self.buffer(fields, 'spr_value', 'float64')
+        self.spr_jac = self.buffer(fields, 'spr_jac', 'float64')
+        self.spr_ref = self.buffer(fields, 'spr_ref', 'float64')
+        self.spr_rate = self.buffer(fields, 'spr_rate', 'float64')
+        self.spr_bias = self.buffer(fields, 'spr_bias', 'float64')
+        self.row_val = self.buffer(fields, 'row_val', 'float64')
+        self.row_jac_i = self.buffer(fields, 'row_jac_i', 'float64')
+        self.row_jac_j = self.buffer(fields, 'row_jac_j', 'float64')
+        self.row_bias = self.buffer(fields, 'row_bias', 'float64')
+        self.regs = self.buffer(fields, 'regs', 'float64')
+        self.vec3 = self.buffer(fields, 'vec3', 'float64')
+        self.y = self.buffer(fields, 'y', 'float64')
+        self.ynew = self.buffer(fields, 'ynew', 'float64')
+        self.ytmp = self.buffer(fields, 'ytmp', 'float64')
+        self.k1 = self.buffer(fields, 'k1', 'float64')
+        self.k2 = self.buffer(fields, 'k2', 'float64')
+        self.k3 = self.buffer(fields, 'k3', 'float64')
+        self.k4 = self.buffer(fields, 'k4', 'float64')
+        self.q_scratch = self.buffer(fields, 'q_scratch', 'float64')
+        self.dx = self.buffer(fields, 'dx', 'float64')
+        self.k1_valid = self.buffer(fields, 'k1_valid', 'int64')
+        self.joint_gen = self.buffer(fields, 'joint_gen', 'float64')
+        self.seg = self.buffer(fields, 'seg', 'float64')
+        self.solve_stats = self.buffer(fields, 'solve_stats', 'float64')
+        self.robust_work = self.buffer(fields, 'robust_work', 'float64')
+        self.kkt_rank = self.buffer(fields, 'kkt_rank', 'int32')

@@ -2,6 +2,7 @@
 # a step reads) and one run's buffers (TreeData, what it writes), typed as FlatModel/FlatData are
 # (mbsim.model.layout): memoryviews for the kernels, numpy arrays for Python.
 
+from mbsim.model.layout cimport Record
 from mbsim.solvers.recursive.soa_kernels cimport AbaWork
 
 # statuses of tree_steps/advance (OK, NOT_FINITE, STEP_FAILED); the integrators are
@@ -12,7 +13,7 @@ cdef enum:
     S_STEP_FAILED = 2  # an adaptive step fell below its smallest (the Python path reports it)
 
 
-cdef class Tree:
+cdef class Tree(Record):
     cdef const long long[::1] order
     cdef const long long[::1] parent
     cdef const long long[::1] jtype
@@ -52,10 +53,9 @@ cdef class Tree:
     cdef readonly Py_ssize_t nv
     cdef readonly Py_ssize_t elements
     cdef readonly Py_ssize_t integrator
-    cdef dict _arrays
 
 
-cdef class TreeData:
+cdef class TreeData(Record):
     cdef double[:, ::1] quat
     cdef double[:, :, ::1] rot
     cdef double[:, ::1] o
@@ -80,4 +80,3 @@ cdef class TreeData:
     cdef double[:, ::1] joint_force
     cdef double[::1] seg
     cdef long long[::1] k1_valid
-    cdef dict _arrays

@@ -36,7 +36,6 @@ from mbsim.solvers.ode.integrate cimport (
 )
 from mbsim.solvers.recursive.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
-from mbsim.model.layout import as_field, field_of, rebuild
 
 # the integrators with a compiled step (scene names -> mbsim.solvers.ode.integrate's codes)
 INTEGRATORS = {
@@ -50,7 +49,7 @@ INTEGRATORS = {
 OK, NOT_FINITE, STEP_FAILED = S_OK, S_NOT_FINITE, S_STEP_FAILED
 
 
-cdef class Tree:
+cdef class Tree(Record):
     """The tree's arrays (mbsim.solvers.recursive.JointSpace, the model's mass properties).
 
     Attributes:
@@ -70,62 +69,49 @@ cdef class Tree:
             (INTEGRATORS: mbsim.solvers.ode.integrate's code).
     """
 
-    _fields = ('order', 'parent', 'jtype', 'qadr', 'vadr', 'rp', 'rc', 'qrel0', 'ax1', 'ax2', 'ang0', 'nvj', 'mass', 'inertia', 'gravity', 'presc', 'qdd_presc', 'armature', 'quat_q', 'quat_v', 'scalar_q', 'scalar_v', 'spr_v', 'spr_q', 'spr_k', 'spr_c', 'spr_rest', 'body_inertia', 'owner', 'body_joint', 'carrier', 'back', 'body2', 'joint_point', 'joint_body', 'nq', 'nv', 'elements', 'integrator')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.order = arrays['order'] = as_field(fields['order'], 'int64', True)
-        self.parent = arrays['parent'] = as_field(fields['parent'], 'int64', True)
-        self.jtype = arrays['jtype'] = as_field(fields['jtype'], 'int64', True)
-        self.qadr = arrays['qadr'] = as_field(fields['qadr'], 'int64', True)
-        self.vadr = arrays['vadr'] = as_field(fields['vadr'], 'int64', True)
-        self.rp = arrays['rp'] = as_field(fields['rp'], 'float64', True)
-        self.rc = arrays['rc'] = as_field(fields['rc'], 'float64', True)
-        self.qrel0 = arrays['qrel0'] = as_field(fields['qrel0'], 'float64', True)
-        self.ax1 = arrays['ax1'] = as_field(fields['ax1'], 'float64', True)
-        self.ax2 = arrays['ax2'] = as_field(fields['ax2'], 'float64', True)
-        self.ang0 = arrays['ang0'] = as_field(fields['ang0'], 'float64', True)
-        self.nvj = arrays['nvj'] = as_field(fields['nvj'], 'int64', True)
-        self.mass = arrays['mass'] = as_field(fields['mass'], 'float64', True)
-        self.inertia = arrays['inertia'] = as_field(fields['inertia'], 'float64', True)
-        self.gravity = arrays['gravity'] = as_field(fields['gravity'], 'float64', True)
-        self.presc = arrays['presc'] = as_field(fields['presc'], 'int8', True)
-        self.qdd_presc = arrays['qdd_presc'] = as_field(fields['qdd_presc'], 'float64', True)
-        self.armature = arrays['armature'] = as_field(fields['armature'], 'float64', True)
-        self.quat_q = arrays['quat_q'] = as_field(fields['quat_q'], 'int64', True)
-        self.quat_v = arrays['quat_v'] = as_field(fields['quat_v'], 'int64', True)
-        self.scalar_q = arrays['scalar_q'] = as_field(fields['scalar_q'], 'int64', True)
-        self.scalar_v = arrays['scalar_v'] = as_field(fields['scalar_v'], 'int64', True)
-        self.spr_v = arrays['spr_v'] = as_field(fields['spr_v'], 'int64', True)
-        self.spr_q = arrays['spr_q'] = as_field(fields['spr_q'], 'int64', True)
-        self.spr_k = arrays['spr_k'] = as_field(fields['spr_k'], 'float64', True)
-        self.spr_c = arrays['spr_c'] = as_field(fields['spr_c'], 'float64', True)
-        self.spr_rest = arrays['spr_rest'] = as_field(fields['spr_rest'], 'float64', True)
-        self.body_inertia = arrays['body_inertia'] = as_field(fields['body_inertia'], 'float64', True)
-        self.owner = arrays['owner'] = as_field(fields['owner'], 'int64', True)
-        self.body_joint = arrays['body_joint'] = as_field(fields['body_joint'], 'int64', True)
-        self.carrier = arrays['carrier'] = as_field(fields['carrier'], 'int64', True)
-        self.back = arrays['back'] = as_field(fields['back'], 'int8', True)
-        self.body2 = arrays['body2'] = as_field(fields['body2'], 'int64', True)
-        self.joint_point = arrays['joint_point'] = as_field(fields['joint_point'], 'float64', True)
-        self.joint_body = arrays['joint_body'] = as_field(fields['joint_body'], 'int64', True)
-        self.nq = fields['nq']
-        self.nv = fields['nv']
-        self.elements = fields['elements']
-        self.integrator = fields['integrator']
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.order = self.constant(fields, 'order', 'int64')
+        self.parent = self.constant(fields, 'parent', 'int64')
+        self.jtype = self.constant(fields, 'jtype', 'int64')
+        self.qadr = self.constant(fields, 'qadr', 'int64')
+        self.vadr = self.constant(fields, 'vadr', 'int64')
+        self.rp = self.constant(fields, 'rp', 'float64')
+        self.rc = self.constant(fields, 'rc', 'float64')
+        self.qrel0 = self.constant(fields, 'qrel0', 'float64')
+        self.ax1 = self.constant(fields, 'ax1', 'float64')
+        self.ax2 = self.constant(fields, 'ax2', 'float64')
+        self.ang0 = self.constant(fields, 'ang0', 'float64')
+        self.nvj = self.constant(fields, 'nvj', 'int64')
+        self.mass = self.constant(fields, 'mass', 'float64')
+        self.inertia = self.constant(fields, 'inertia', 'float64')
+        self.gravity = self.constant(fields, 'gravity', 'float64')
+        self.presc = self.constant(fields, 'presc', 'int8')
+        self.qdd_presc = self.constant(fields, 'qdd_presc', 'float64')
+        self.armature = self.constant(fields, 'armature', 'float64')
+        self.quat_q = self.constant(fields, 'quat_q', 'int64')
+        self.quat_v = self.constant(fields, 'quat_v', 'int64')
+        self.scalar_q = self.constant(fields, 'scalar_q', 'int64')
+        self.scalar_v = self.constant(fields, 'scalar_v', 'int64')
+        self.spr_v = self.constant(fields, 'spr_v', 'int64')
+        self.spr_q = self.constant(fields, 'spr_q', 'int64')
+        self.spr_k = self.constant(fields, 'spr_k', 'float64')
+        self.spr_c = self.constant(fields, 'spr_c', 'float64')
+        self.spr_rest = self.constant(fields, 'spr_rest', 'float64')
+        self.body_inertia = self.constant(fields, 'body_inertia', 'float64')
+        self.owner = self.constant(fields, 'owner', 'int64')
+        self.body_joint = self.constant(fields, 'body_joint', 'int64')
+        self.carrier = self.constant(fields, 'carrier', 'int64')
+        self.back = self.constant(fields, 'back', 'int8')
+        self.body2 = self.constant(fields, 'body2', 'int64')
+        self.joint_point = self.constant(fields, 'joint_point', 'float64')
+        self.joint_body = self.constant(fields, 'joint_body', 'int64')
+        self.nq = self.value(fields, 'nq')
+        self.nv = self.value(fields, 'nv')
+        self.elements = self.value(fields, 'elements')
+        self.integrator = self.value(fields, 'integrator')
 
 
-cdef class TreeData:
+cdef class TreeData(Record):
     """The buffers of one run: the kinematics sweep's (soa_kernels.kinematics), ext (nb, 6),
     tau (nv,), the articulated-body sweep's qdd, f, alpha and scratch ``aba`` (soa_kernels.AbaWork),
     a step's y, ynew and k1 (nq + nv + 1,: k1 the derivative at a recorded state, the integrator's
@@ -135,44 +121,31 @@ cdef class TreeData:
     k1_valid (1,): 1 while k1 holds the derivative at y (a recorded state's evaluation is the next
     step's first stage, as in mbsim.solvers.ode.ode_kernels)."""
 
-    _fields = ('quat', 'rot', 'o', 'com', 'V', 'vcom', 'angle', 'Hs', 'acor', 'rel', 'ext', 'tau', 'qdd', 'f', 'alpha', 'aba', 'y', 'ynew', 'k1', 'vbody', 'jrows', 'joint_force', 'seg', 'k1_valid')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.quat = arrays['quat'] = as_field(fields['quat'], 'float64', False)
-        self.rot = arrays['rot'] = as_field(fields['rot'], 'float64', False)
-        self.o = arrays['o'] = as_field(fields['o'], 'float64', False)
-        self.com = arrays['com'] = as_field(fields['com'], 'float64', False)
-        self.V = arrays['V'] = as_field(fields['V'], 'float64', False)
-        self.vcom = arrays['vcom'] = as_field(fields['vcom'], 'float64', False)
-        self.angle = arrays['angle'] = as_field(fields['angle'], 'float64', False)
-        self.Hs = arrays['Hs'] = as_field(fields['Hs'], 'float64', False)
-        self.acor = arrays['acor'] = as_field(fields['acor'], 'float64', False)
-        self.rel = arrays['rel'] = as_field(fields['rel'], 'float64', False)
-        self.ext = arrays['ext'] = as_field(fields['ext'], 'float64', False)
-        self.tau = arrays['tau'] = as_field(fields['tau'], 'float64', False)
-        self.qdd = arrays['qdd'] = as_field(fields['qdd'], 'float64', False)
-        self.f = arrays['f'] = as_field(fields['f'], 'float64', False)
-        self.alpha = arrays['alpha'] = as_field(fields['alpha'], 'float64', False)
-        self.aba = fields['aba']
-        self.y = arrays['y'] = as_field(fields['y'], 'float64', False)
-        self.ynew = arrays['ynew'] = as_field(fields['ynew'], 'float64', False)
-        self.k1 = arrays['k1'] = as_field(fields['k1'], 'float64', False)
-        self.vbody = arrays['vbody'] = as_field(fields['vbody'], 'float64', False)
-        self.jrows = arrays['jrows'] = as_field(fields['jrows'], 'float64', False)
-        self.joint_force = arrays['joint_force'] = as_field(fields['joint_force'], 'float64', False)
-        self.seg = arrays['seg'] = as_field(fields['seg'], 'float64', False)
-        self.k1_valid = arrays['k1_valid'] = as_field(fields['k1_valid'], 'int64', False)
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.quat = self.buffer(fields, 'quat', 'float64')
+        self.rot = self.buffer(fields, 'rot', 'float64')
+        self.o = self.buffer(fields, 'o', 'float64')
+        self.com = self.buffer(fields, 'com', 'float64')
+        self.V = self.buffer(fields, 'V', 'float64')
+        self.vcom = self.buffer(fields, 'vcom', 'float64')
+        self.angle = self.buffer(fields, 'angle', 'float64')
+        self.Hs = self.buffer(fields, 'Hs', 'float64')
+        self.acor = self.buffer(fields, 'acor', 'float64')
+        self.rel = self.buffer(fields, 'rel', 'float64')
+        self.ext = self.buffer(fields, 'ext', 'float64')
+        self.tau = self.buffer(fields, 'tau', 'float64')
+        self.qdd = self.buffer(fields, 'qdd', 'float64')
+        self.f = self.buffer(fields, 'f', 'float64')
+        self.alpha = self.buffer(fields, 'alpha', 'float64')
+        self.aba = self.value(fields, 'aba')
+        self.y = self.buffer(fields, 'y', 'float64')
+        self.ynew = self.buffer(fields, 'ynew', 'float64')
+        self.k1 = self.buffer(fields, 'k1', 'float64')
+        self.vbody = self.buffer(fields, 'vbody', 'float64')
+        self.jrows = self.buffer(fields, 'jrows', 'float64')
+        self.joint_force = self.buffer(fields, 'joint_force', 'float64')
+        self.seg = self.buffer(fields, 'seg', 'float64')
+        self.k1_valid = self.buffer(fields, 'k1_valid', 'int64')
 
 
 def make_tree_data(

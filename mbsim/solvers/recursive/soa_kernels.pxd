@@ -2,9 +2,12 @@
 # the joint codes and what each kernel computes). What other compiled modules cimport: the joint
 # codes, the articulated-body scratch AbaWork and the two sweeps that write into given arrays.
 
+from mbsim.model.layout cimport Record
+
 # a row of a 3x3 / 6x6 block (a pointer to its first element indexes as M[i][j])
 ctypedef double row3[3]
 ctypedef double row6[6]
+
 
 # joint codes (the Python names FIXED ... PLANAR_FREE hold the same numbers)
 cdef enum:
@@ -19,7 +22,7 @@ cdef enum:
 
 
 # the scratch arrays of the articulated-body sweep of a tree of nb bodies, nv velocities
-cdef class AbaWork:
+cdef class AbaWork(Record):
     cdef readonly Py_ssize_t nb
     cdef readonly Py_ssize_t nv
     cdef double[:, :, ::1] P
@@ -27,7 +30,6 @@ cdef class AbaWork:
     cdef double[:, ::1] aprime
     cdef double[:, ::1] G
     cdef double[::1] nu
-    cdef dict _arrays
 
 
 cdef void kinematics_into_c(

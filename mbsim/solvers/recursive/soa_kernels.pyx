@@ -543,13 +543,13 @@ def aba_work(Py_ssize_t nb, Py_ssize_t nv):
     return AbaWork(nb, nv)
 
 
-cdef class AbaWork:
+cdef class AbaWork(Record):
     """The scratch arrays of :func:`articulated_body_into` for nb bodies and nv velocities: the
     articulated inertias P (nb+1, 6, 6) and biases z (nb+1, 6), a' (nb, 6), G (nv, 6) and
     D^-1 eps (nv,) (the fixed-size scratch lives on the C stack). Python reads them as numpy arrays."""
 
     def __init__(self, Py_ssize_t nb, Py_ssize_t nv):
-        cdef dict arrays = {
+        cdef dict fields = {
             "P": np.zeros((nb + 1, 6, 6)),
             "z": np.zeros((nb + 1, 6)),
             "aprime": np.zeros((nb, 6)),
@@ -557,18 +557,11 @@ cdef class AbaWork:
             "nu": np.zeros(nv),
         }
         self.nb, self.nv = nb, nv
-        self.P = arrays["P"]
-        self.z = arrays["z"]
-        self.aprime = arrays["aprime"]
-        self.G = arrays["G"]
-        self.nu = arrays["nu"]
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        try:
-            return self._arrays[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        self.P = self.buffer(fields, "P", "float64")
+        self.z = self.buffer(fields, "z", "float64")
+        self.aprime = self.buffer(fields, "aprime", "float64")
+        self.G = self.buffer(fields, "G", "float64")
+        self.nu = self.buffer(fields, "nu", "float64")
 
     def __reduce__(self):
         # scratch: a fresh one of the same sizes

@@ -4,7 +4,7 @@
 # PyEvaluator over the model's Python functions, for models flatten does not take). Arrays are
 # typed memoryviews for the kernels; Python reads the numpy arrays they view (__getattr__).
 
-from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.model.layout cimport FlatData, FlatModel, Record
 
 # advance's status codes (as ode_kernels')
 cdef enum:
@@ -21,7 +21,7 @@ cdef enum:
     STEP_LEGENDRE_FAILED = 3
     STEP_ERROR = 4
 
-cdef class VarModel:
+cdef class VarModel(Record):
     cdef readonly Py_ssize_t n
     cdef readonly Py_ssize_t nquat
     cdef readonly Py_ssize_t m
@@ -35,9 +35,8 @@ cdef class VarModel:
     cdef readonly double tol
     cdef readonly Py_ssize_t max_iter
     cdef readonly double rank_tol
-    cdef dict _arrays
 
-cdef class VarData:
+cdef class VarData(Record):
     cdef double[::1] p
     cdef double[::1] rate
     cdef double[::1] lam
@@ -77,7 +76,6 @@ cdef class VarData:
     cdef double[:, ::1] blk
     cdef double[::1] vdot
     cdef double[::1] v_new
-    cdef dict _arrays
 
 # The model's joints and applied forces for the step: ``joints`` puts phi, phi_t (nc,) and the
 # Jacobian J (nc, nv) at (u, t) at rest into its views, ``forces`` the generalized forces at

@@ -28,7 +28,6 @@ from mbsim.solvers.numerics.lapack_kernels cimport lstsq_symmetric_into, solve_i
 from mbsim.solvers.ode.ode_kernels cimport update_spring_references
 from mbsim.solvers.numerics.robust_kernels cimport null_space_accelerations
 
-from mbsim.model.layout import as_field, field_of, rebuild
 
 OK, FAILED, VIOLATION, RECORD_FAILED = VAR_OK, VAR_FAILED, VAR_VIOLATION, VAR_RECORD_FAILED  # as ode_kernels'
 TAKEN, NOT_CONVERGED, SINGULAR, LEGENDRE_FAILED, ERROR = (
@@ -36,43 +35,29 @@ TAKEN, NOT_CONVERGED, SINGULAR, LEGENDRE_FAILED, ERROR = (
 )
 
 
-cdef class VarModel:
+cdef class VarModel(Record):
     """The method's constants: sizes n = nq, nquat (3D: nbody), m = nquat + nc, nv; GT (4, 3, 4)
     with G(p) = sum_i p_i GT[i]; mass (nbody,), inertia (nbody, 3, 3) (2D: [0, 0]); mass_scale (n,);
     gravity_u (n,) the weights over u; forces_vary (1: forces besides gravity, evaluated at every
     iterate and their Jacobian by differences); tol, max_iter, rank_tol (the reactions of a row)."""
 
-    _fields = ('n', 'nquat', 'm', 'nv', 'GT', 'mass', 'inertia', 'mass_scale', 'gravity_u', 'forces_vary', 'tol',
-               'max_iter', 'rank_tol')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.n = fields['n']
-        self.nquat = fields['nquat']
-        self.m = fields['m']
-        self.nv = fields['nv']
-        self.GT = arrays['GT'] = as_field(fields['GT'], 'float64', True)
-        self.mass = arrays['mass'] = as_field(fields['mass'], 'float64', True)
-        self.inertia = arrays['inertia'] = as_field(fields['inertia'], 'float64', True)
-        self.mass_scale = arrays['mass_scale'] = as_field(fields['mass_scale'], 'float64', True)
-        self.gravity_u = arrays['gravity_u'] = as_field(fields['gravity_u'], 'float64', True)
-        self.forces_vary = fields['forces_vary']
-        self.tol = fields['tol']
-        self.max_iter = fields['max_iter']
-        self.rank_tol = fields['rank_tol']
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.n = self.value(fields, 'n')
+        self.nquat = self.value(fields, 'nquat')
+        self.m = self.value(fields, 'm')
+        self.nv = self.value(fields, 'nv')
+        self.GT = self.constant(fields, 'GT', 'float64')
+        self.mass = self.constant(fields, 'mass', 'float64')
+        self.inertia = self.constant(fields, 'inertia', 'float64')
+        self.mass_scale = self.constant(fields, 'mass_scale', 'float64')
+        self.gravity_u = self.constant(fields, 'gravity_u', 'float64')
+        self.forces_vary = self.value(fields, 'forces_vary')
+        self.tol = self.value(fields, 'tol')
+        self.max_iter = self.value(fields, 'max_iter')
+        self.rank_tol = self.value(fields, 'rank_tol')
 
 
-cdef class VarData:
+cdef class VarData(Record):
     """The node carried between steps -- p (n,) the momentum p_k^-, rate (n,) the last step's
     (b - a)/h, lam (m,), h (1,) the last step (0: none) -- and the step's buffers: lam_start (m,)
     lam before the step (restored if it fails); um, ud (n,) and v_mid (nv,) the midpoint state;
@@ -83,59 +68,46 @@ cdef class VarData:
     system, rank (1,) its rank; G1, G2, JG1, JG2 (3, 4), blk (4, 4) scratch of one body; vdot (nv,);
     v_new (nv,) the velocity at the node a step reached."""
 
-    _fields = ('p', 'rate', 'lam', 'h', 'lam_start', 'um', 'ud', 'v_mid', 'f_total', 'f_nc', 'a', 'b', 'D1', 'D2', 'F_total', 'F_nc', 'R1', 'work_u', 'force0', 'bk', 'Ca', 'Cu', 'C', 'Ct', 'Ca_t', 'Kt', 'rhs', 'pivots', 'K2', 'rhs2', 's2', 'rank', 'G1', 'G2', 'JG1', 'JG2', 'blk', 'vdot', 'v_new')
-
     def __init__(self, **fields):
-        cdef dict arrays = {}
-        self.p = arrays['p'] = as_field(fields['p'], 'float64', False)
-        self.rate = arrays['rate'] = as_field(fields['rate'], 'float64', False)
-        self.lam = arrays['lam'] = as_field(fields['lam'], 'float64', False)
-        self.h = arrays['h'] = as_field(fields['h'], 'float64', False)
-        self.lam_start = arrays['lam_start'] = as_field(fields['lam_start'], 'float64', False)
-        self.um = arrays['um'] = as_field(fields['um'], 'float64', False)
-        self.ud = arrays['ud'] = as_field(fields['ud'], 'float64', False)
-        self.v_mid = arrays['v_mid'] = as_field(fields['v_mid'], 'float64', False)
-        self.f_total = arrays['f_total'] = as_field(fields['f_total'], 'float64', False)
-        self.f_nc = arrays['f_nc'] = as_field(fields['f_nc'], 'float64', False)
-        self.a = arrays['a'] = as_field(fields['a'], 'float64', False)
-        self.b = arrays['b'] = as_field(fields['b'], 'float64', False)
-        self.D1 = arrays['D1'] = as_field(fields['D1'], 'float64', False)
-        self.D2 = arrays['D2'] = as_field(fields['D2'], 'float64', False)
-        self.F_total = arrays['F_total'] = as_field(fields['F_total'], 'float64', False)
-        self.F_nc = arrays['F_nc'] = as_field(fields['F_nc'], 'float64', False)
-        self.R1 = arrays['R1'] = as_field(fields['R1'], 'float64', False)
-        self.work_u = arrays['work_u'] = as_field(fields['work_u'], 'float64', False)
-        self.force0 = arrays['force0'] = as_field(fields['force0'], 'float64', False)
-        self.bk = arrays['bk'] = as_field(fields['bk'], 'float64', False)
-        self.Ca = arrays['Ca'] = as_field(fields['Ca'], 'float64', False)
-        self.Cu = arrays['Cu'] = as_field(fields['Cu'], 'float64', False)
-        self.C = arrays['C'] = as_field(fields['C'], 'float64', False)
-        self.Ct = arrays['Ct'] = as_field(fields['Ct'], 'float64', False)
-        self.Ca_t = arrays['Ca_t'] = as_field(fields['Ca_t'], 'float64', False)
-        self.Kt = arrays['Kt'] = as_field(fields['Kt'], 'float64', False)
-        self.rhs = arrays['rhs'] = as_field(fields['rhs'], 'float64', False)
-        self.pivots = arrays['pivots'] = as_field(fields['pivots'], 'intc', False)
-        self.K2 = arrays['K2'] = as_field(fields['K2'], 'float64', False)
-        self.rhs2 = arrays['rhs2'] = as_field(fields['rhs2'], 'float64', False)
-        self.s2 = arrays['s2'] = as_field(fields['s2'], 'float64', False)
-        self.rank = arrays['rank'] = as_field(fields['rank'], 'intc', False)
-        self.G1 = arrays['G1'] = as_field(fields['G1'], 'float64', False)
-        self.G2 = arrays['G2'] = as_field(fields['G2'], 'float64', False)
-        self.JG1 = arrays['JG1'] = as_field(fields['JG1'], 'float64', False)
-        self.JG2 = arrays['JG2'] = as_field(fields['JG2'], 'float64', False)
-        self.blk = arrays['blk'] = as_field(fields['blk'], 'float64', False)
-        self.vdot = arrays['vdot'] = as_field(fields['vdot'], 'float64', False)
-        self.v_new = arrays['v_new'] = as_field(fields['v_new'], 'float64', False)
-        self._arrays = arrays
-
-    def __getattr__(self, name):
-        return field_of(self._arrays, name)
-
-    def _asdict(self):
-        return {name: getattr(self, name) for name in self._fields}
-
-    def __reduce__(self):
-        return rebuild, (type(self), self._asdict())
+        self.p = self.buffer(fields, 'p', 'float64')
+        self.rate = self.buffer(fields, 'rate', 'float64')
+        self.lam = self.buffer(fields, 'lam', 'float64')
+        self.h = self.buffer(fields, 'h', 'float64')
+        self.lam_start = self.buffer(fields, 'lam_start', 'float64')
+        self.um = self.buffer(fields, 'um', 'float64')
+        self.ud = self.buffer(fields, 'ud', 'float64')
+        self.v_mid = self.buffer(fields, 'v_mid', 'float64')
+        self.f_total = self.buffer(fields, 'f_total', 'float64')
+        self.f_nc = self.buffer(fields, 'f_nc', 'float64')
+        self.a = self.buffer(fields, 'a', 'float64')
+        self.b = self.buffer(fields, 'b', 'float64')
+        self.D1 = self.buffer(fields, 'D1', 'float64')
+        self.D2 = self.buffer(fields, 'D2', 'float64')
+        self.F_total = self.buffer(fields, 'F_total', 'float64')
+        self.F_nc = self.buffer(fields, 'F_nc', 'float64')
+        self.R1 = self.buffer(fields, 'R1', 'float64')
+        self.work_u = self.buffer(fields, 'work_u', 'float64')
+        self.force0 = self.buffer(fields, 'force0', 'float64')
+        self.bk = self.buffer(fields, 'bk', 'float64')
+        self.Ca = self.buffer(fields, 'Ca', 'float64')
+        self.Cu = self.buffer(fields, 'Cu', 'float64')
+        self.C = self.buffer(fields, 'C', 'float64')
+        self.Ct = self.buffer(fields, 'Ct', 'float64')
+        self.Ca_t = self.buffer(fields, 'Ca_t', 'float64')
+        self.Kt = self.buffer(fields, 'Kt', 'float64')
+        self.rhs = self.buffer(fields, 'rhs', 'float64')
+        self.pivots = self.buffer(fields, 'pivots', 'intc')
+        self.K2 = self.buffer(fields, 'K2', 'float64')
+        self.rhs2 = self.buffer(fields, 'rhs2', 'float64')
+        self.s2 = self.buffer(fields, 's2', 'float64')
+        self.rank = self.buffer(fields, 'rank', 'intc')
+        self.G1 = self.buffer(fields, 'G1', 'float64')
+        self.G2 = self.buffer(fields, 'G2', 'float64')
+        self.JG1 = self.buffer(fields, 'JG1', 'float64')
+        self.JG2 = self.buffer(fields, 'JG2', 'float64')
+        self.blk = self.buffer(fields, 'blk', 'float64')
+        self.vdot = self.buffer(fields, 'vdot', 'float64')
+        self.v_new = self.buffer(fields, 'v_new', 'float64')
 
 
 def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, int_dtype=np.intc):
