@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsim.model.data import RunData
+from mbsim.model.data import Data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 
@@ -175,7 +175,7 @@ def reactions(model: Model, frames: Frames, ev: Evaluation) -> tuple[np.ndarray,
 
 
 def record_row(
-    model: Model, data: RunData, state: State, ev: Evaluation, info: StepInfo, stats: RunStats
+    model: Model, data: Data, state: State, ev: Evaluation, info: StepInfo, stats: RunStats
 ) -> dict[str, np.ndarray | float]:
     """One row of the result file (see mbsim.output.hdf5.ResultWriter) and update ``stats``
     (``data``: the run's state, its compliant contacts' counters)."""
@@ -183,7 +183,7 @@ def record_row(
     compliant = model.compliant
     contacts = ev.contacts
     if contacts is None:  # compliant contacts are forces: the evaluation just ran them at this state
-        contacts = (data.contact_count, data.contact_penetration) if compliant is not None else (0, 0.0)
+        contacts = (data.contacts.count, data.contacts.penetration) if compliant is not None else (0, 0.0)
     frames = ev.frames if ev.frames is not None else model.frames(state.q, state.v)
     pos_violation = float(np.max(np.abs(ev.phi))) if len(ev.phi) else 0.0
     vel_violation = float(np.max(np.abs(ev.phi_dot))) if len(ev.phi_dot) else 0.0

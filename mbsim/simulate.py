@@ -88,7 +88,7 @@ def prepare(spec: SceneSpec, strict: bool = False):
     except AssemblyError as exc:  # locate the joint in the scene file
         path = next((j.path for j in spec.joints if j.name == exc.joint), ("joints",))
         raise spec.raw.error(path, exc.reason) from None
-    model.freeze()  # from here on nothing writes the model: a run's state is its solver's RunData
+    model.freeze()  # from here on nothing writes the model: a run's state is its solver's Data
     interrupts.check()
     return model, solver
 

@@ -118,6 +118,29 @@ def test_no_jit_anywhere():
     assert users == [], f"numba imported by {users}"
 
 
+def test_typed_structures_share_one_base():
+    """Issue 29, item 3: every typed structure of the compiled core (a cdef class that declares
+    memoryview fields and no methods: not an integrator's state or an evaluator, which are objects
+    with behaviour) derives from layout.Record, which alone reads, lists and pickles fields."""
+    import re
+
+    loose = []
+    for path in PACKAGE.rglob("*.pxd"):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^cdef class (\w+)(\((\w+)\))?:\n((?:    .*\n|\n)*)", text, re.MULTILINE):
+            name, base, body = match.group(1), match.group(3), match.group(4)
+            record = "[::1]" in body and "(self" not in body and "cdef public" not in body
+            if record and name != "Record" and base is None:  # a subclass of System etc. has behaviour
+                loose.append(f"{path.name}: {name}")
+    assert loose == [], f"typed structures not deriving from layout.Record: {loose}"
+    own = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.pyx")
+        if p.name != "layout.pyx" and re.search(r"def (__getattr__|_asdict)\(", p.read_text(encoding="utf-8"))
+    ]
+    assert own == [], f"a second field accessor in {own} (layout.Record has the one)"
+
+
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_cli_imports_click_and_exits(path):
     if _part(path) == "cli":

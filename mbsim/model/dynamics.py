@@ -14,7 +14,7 @@ import numpy as np
 
 from mbsim.model import spring_kernels
 from mbsim.model.constraints import spring_rows
-from mbsim.model.data import RunData
+from mbsim.model.data import Data
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
@@ -26,7 +26,7 @@ class SpringGroups:
 
     3D revolute angles come out of atan2 in (-pi, pi]; a torsion spring wound past half a turn
     must not snap back, so those deflections are unwrapped against a reference, the deflection
-    at the last accepted step (kept per run in one array, RunData.spring_reference, which the
+    at the last accepted step (kept per run in one array, Data.spring_reference, which the
     compiled step's FlatData.spr_ref views; updated by :func:`update_spring_references`), valid
     while the angle moves by less than pi per step.
     """
@@ -72,7 +72,7 @@ class SpringGroups:
                                             jac, v, Qc, Qn)  # fmt: skip
 
 
-def update_spring_references(model: Model, data: RunData, q: np.ndarray, t: float) -> None:
+def update_spring_references(model: Model, data: Data, q: np.ndarray, t: float) -> None:
     """Call after every accepted step: the unwrapped deflections become the next references
     (written in place: the run's compiled step reads the same array)."""
     if any(s.wrapped for s in model.springs):
@@ -109,7 +109,7 @@ class AppliedForces:
 
 
 def applied_forces(
-    model: Model, data: RunData, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+    model: Model, data: Data, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
 ) -> AppliedForces:
     """Gravity, force elements and joint springs at one state (rotational parts in body axes)
     of a run (``data``: its spring references; the compliant contacts' counters are written there)."""
@@ -133,7 +133,7 @@ def applied_forces(
 
 def generalized_forces(
     model: Model,
-    data: RunData,
+    data: Data,
     frames: Frames,
     v: np.ndarray,
     t: float,

@@ -10,9 +10,12 @@ and one FlatModel can serve two runs at once.
 2D and 3D share one layout (rotations are stored 3x3, positions with 3 columns, the 2D
 kernels read the upper-left part) so that one compiled specialisation serves both.
 
-What is not flat yet (compliant mesh contact, issue 31) makes ``flatten`` return the reason
-instead, and the method steps through the Python path; so does a caller whose linear algebra is
-dense only, for a sparse model too large for it (``dense_reason``).
+A Model has one FlatModel (``model_form``: built once, kept by the frozen Model), which the
+solvers' steps and Python's single evaluations of the constraint rows (``rows_form``) share.
+What is not flat yet (compliant mesh contact, issue 31) is left out of it: the ODE methods add
+those forces from Python at every stage, the methods that need every force compiled step through
+the Python path (``python_reason``); so does a caller whose linear algebra is dense only, for a
+sparse model too large for it (``dense_reason``).
 """
 
 from __future__ import annotations
@@ -156,13 +159,26 @@ def compiled_form(group) -> bool:
     return isinstance(group, (SpringDamperGroup, Loads))
 
 
-def flatten(model: Model, python_forces: bool = False, rows_only: bool = False) -> FlatModel | str:
-    """The FlatModel of ``model``, or the reason it has none (then the Python path steps): a force
-    group without a compiled form. ``python_forces``: such groups are left out instead (the caller
-    adds their forces, mbsim.solvers.ode). Whether the caller's linear algebra takes it (a sparse
-    model's dense Jacobian) is the caller's question: dense_reason. ``rows_only``: without what
-    only the solvers' steps read (S's pattern, M^-1/2: empty), for RowsForm (a 1,000-link chain's
-    pattern is 0.1 s of Python)."""
+def python_reason(model: Model) -> str:
+    """Why a method that needs every force compiled steps ``model`` through the Python path: a
+    force group without a compiled form (compliant mesh contact, issue 31); "" when there is none."""
+    for group in model.forces:
+        if not compiled_form(group):
+            return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
+    return ""
+
+
+def model_form(model: Model) -> FlatModel:
+    """The model's FlatModel, built once and kept by the Model (Model.cached): a pure function of
+    the frozen model, so every run, solver and thread shares it. Force groups without a compiled
+    form are not in it (python_reason). Whether the caller's linear algebra takes it (a sparse
+    model's dense Jacobian) is the caller's question: dense_reason."""
+    return model.cached("flat", flatten)
+
+
+def flatten(model: Model) -> FlatModel:
+    """A new FlatModel of ``model`` (model_form keeps one per model); force groups without a
+    compiled form are left out (python_reason)."""
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
@@ -188,8 +204,6 @@ def flatten(model: Model, python_forces: bool = False, rows_only: bool = False) 
                 ld["torque"].append(group.torque)
                 ld["expr"].append(list(range(len(expressions), len(expressions) + len(exprs))))
                 expressions.extend(exprs)
-        elif not python_forces:  # compliant mesh contact (issue 31)
-            return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
     nsd, nld = len(sd["k"]), len(ld["body"])
     programs = compile_programs(expressions, VARIABLES[d])
     inertia = np.zeros((nb, 3, 3))
@@ -245,20 +259,15 @@ def flatten(model: Model, python_forces: bool = False, rows_only: bool = False) 
         joint_body=np.asarray(model.joint_body, dtype=np.int64),
         joint_point=_padded(list(model.joint_point), len(model.joints)),
         driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
-        body_inv_sqrt_mass=np.zeros((0, 0, 0)) if rows_only else inverse_sqrt_mass_blocks(model),
-        **(_no_schur_pattern() if rows_only else _schur_pattern(row_bodies, nb)),
+        body_inv_sqrt_mass=inverse_sqrt_mass_blocks(model),
+        **_schur_pattern(row_bodies, nb),
     )
-
-
-def _no_schur_pattern() -> dict[str, np.ndarray]:
-    """_schur_pattern's fields, empty (flatten's rows_only)."""
-    return {key: np.zeros(0, dtype=np.int64) for key in ("s_rows", "s_ptr", "s_col", "row_first", "row_last")}
 
 
 class RowsForm:
     """What Python's single evaluations of the constraint rows need (mbsim.model.constraints:
     constraint_values, constraint_residual, spring_rows), built once per Model (rows_form):
-    its FlatModel (rows_only: not for a solver's step), one scratch FlatData (the frames and a
+    the model's FlatModel (model_form), one scratch FlatData (the frames and a
     row's scratch, which step_kernels.constraint_rows alone writes, holding the GIL), the width of
     J's row blocks and,
     for a sparse model, J's CSR pattern over those blocks (the entries of block ``side`` of row r
@@ -266,7 +275,7 @@ class RowsForm:
     entry k)."""
 
     def __init__(self, model: Model) -> None:
-        self.flat = flatten(model, python_forces=True, rows_only=True)  # forces are not read here
+        self.flat = model_form(model)
         self.data = make_data(self.flat, dense=False)
         nb, w = model.nbody, model.body_width
         four = bool(np.any(self.flat.row_bk < nb))  # a coupling's row with four bodies
@@ -278,7 +287,7 @@ class RowsForm:
 
 def rows_form(model: Model) -> RowsForm:
     """The model's RowsForm, built once and kept by the Model (Model.cached): a pure function of
-    the frozen model, so every run and thread shares it; the Model rather than a run's RunData holds
+    the frozen model, so every run and thread shares it; the Model rather than a run's Data holds
     it because constraint_values, constraint_residual and the joint springs take the model alone."""
     return model.cached("rows_form", RowsForm)
 
@@ -366,7 +375,7 @@ def make_data(
     flat: FlatModel, robust: bool = False, dense: bool = True, spring_reference: np.ndarray | None = None
 ) -> FlatData:
     """Fresh buffers for one run of ``flat``; ``spring_reference``: the run's joint-spring
-    unwrapping state (mbsim.model.data.RunData.spring_reference), which spr_ref then views (the one
+    unwrapping state (mbsim.model.data.Data.spring_reference), which spr_ref then views (the one
     copy), else spr_ref's own at its t = 0 value, -rest.
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
     ``dense=False``: without the dense constraint Jacobian and what is built from it (J, minv_jt,

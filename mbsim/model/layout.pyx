@@ -184,7 +184,7 @@ cdef class FlatData(Record):
             lam, rhs: (nc,); s_work: (nc,) a vector in S's factored order (FlatModel.s_rows); minv_q: (nv,).
         spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, 2 w) their Jacobian in body
             blocks (mbsim.model.spring_kernels); spr_ref: (ncoord,) the unwrapped deflection of
-            the last accepted step (state carried between steps: the run's RunData.spring_reference
+            the last accepted step (state carried between steps: the run's Data.spring_reference
             when make_data is given it);
             spr_rate, spr_bias: scratch of the coordinates' (unused) rate and bias.
         row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.

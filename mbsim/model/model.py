@@ -175,13 +175,13 @@ class Model:
 
     def freeze(self) -> None:
         """Nothing sets the model's attributes after compile and assembly (mbsim.simulate.prepare):
-        what a run changes lives in its RunData (mbsim.model.data), so one model serves many runs."""
+        what a run changes lives in its Data (mbsim.model.data), so one model serves many runs."""
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self._frozen:
             raise AttributeError(
-                f"the Model is frozen after compile: '{name}' cannot be set (a run's state belongs in its RunData)"
+                f"the Model is frozen after compile: '{name}' cannot be set (a run's state belongs in its Data)"
             )
         object.__setattr__(self, name, value)
         self.__dict__.pop("_cache", None)  # built from the model as it was: build it again

@@ -15,7 +15,7 @@ import numpy as np
 
 from mbsim.diagnostics import row_columns
 from mbsim.errors import did_you_mean
-from mbsim.model.data import RunData
+from mbsim.model.data import Data
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.scene.fields import Context, Field, read_mapping
 from mbsim.scene.load import KeyPath
@@ -52,7 +52,7 @@ class Solver(Protocol):
     """Everything mbsim.simulate asks of a method (SolverBase gives the defaults)."""
 
     model: Model
-    data: RunData  # what this run changes (the model is never written after compile)
+    data: Data  # what this run changes (the model is never written after compile)
     integrator_label: str  # the integrator as the result file names it
     block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code
     adaptive: bool  # whether step() chooses its own step size (keeps its proposal h_next)
@@ -102,7 +102,7 @@ class SolverBase:
     override what differs."""
 
     model: Model
-    data: RunData
+    data: Data
     integrator_label: str = ""
     block_stepping: bool = False
     adaptive: bool = False

@@ -138,8 +138,8 @@ def test_coupling_rows_jacobian_and_bias_are_the_derivatives_of_their_value(tmp_
         assert np.max(np.abs(bias_fd)) > 0.1  # a bias to check (each scene's parts move)
         # the compiled step's rows at the same state (its D.J, D.phi, D.gamma after one derivative)
         y = np.concatenate((q, v, [0.0]))
-        assert ode_kernels.derivative(solver._flat, solver._data, solver._params, 0.0, y, np.zeros_like(y))
-        D = solver._data
+        assert ode_kernels.derivative(solver._flat, solver.data.flat, solver._params, 0.0, y, np.zeros_like(y))
+        D = solver.data.flat
         assert np.max(np.abs(D.J[rows] - J_fd)) <= 1e-7 * scale
         assert np.max(np.abs(-D.gamma[rows] - bias_fd)) <= 1e-6 * max(1.0, np.max(np.abs(bias_fd)))
         np.testing.assert_allclose(D.phi[rows], constraint_residual(model, q, 0.0)[rows], rtol=0, atol=1e-14)

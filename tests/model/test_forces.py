@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mbsim.model.compile import compile_model
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.scene.load import RawScene
@@ -132,7 +132,7 @@ def test_spring_damper_forces_are_the_gradient_of_the_potential_and_the_damping_
     for _ in range(4):
         q, v = _random_state(model, rng)
         elastic, damping, potential, power = _spring_reference(model, springs, q, v)
-        q_cons, q_nc, pot = group.evaluate(model.frames(q, v), 0.3, new_run_data(model))
+        q_cons, q_nc, pot = group.evaluate(model.frames(q, v), 0.3, new_data(model))
         scale = np.abs(elastic).max()
         np.testing.assert_allclose(q_cons[:nb].reshape(-1), elastic, rtol=0, atol=1e-7 * scale)
         np.testing.assert_allclose(q_nc[:nb].reshape(-1), damping, rtol=0, atol=1e-7 * np.abs(damping).max())
@@ -259,7 +259,7 @@ def test_the_compiled_step_applies_the_same_forces(d):
         t = float(rng.uniform(0, 1))
         y = np.concatenate((q, v, [0.0]))
         out = np.zeros_like(y)
-        assert ode_kernels.derivative(solver._flat, solver._data, solver._params, t, y, out)
+        assert ode_kernels.derivative(solver._flat, solver.data.flat, solver._params, t, y, out)
         v_dot = out[model.nq : model.nq + model.nv].reshape(-1, w)
         Q = np.einsum("nij,nj->ni", model.mass_diag_blocks, v_dot)
         if d == 3:  # less the gyroscopic term -omega x (I omega), body axes

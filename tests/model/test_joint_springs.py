@@ -16,7 +16,7 @@ import pytest
 
 from mbsim.errors import SceneError
 from mbsim.model.compile import compile_model
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces
 from mbsim.scene.load import RawScene
 from mbsim.scene.spec import build_spec
@@ -151,7 +151,7 @@ def test_spring_force_is_minus_the_gradient_of_its_potential_and_the_damper_take
     (springs,) = model.springs
     _, solver = prepare(build_spec(RawScene(data=_scene(d), file="<test>")))
     assert solver.compiled
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     M = np.zeros((model.nv, model.nv))
     for b, block in enumerate(model.mass_diag_blocks):
         w = model.body_width
@@ -165,7 +165,7 @@ def test_spring_force_is_minus_the_gradient_of_its_potential_and_the_damper_take
                          / (2 * eps) for x in u])  # fmt: skip
         assert np.abs(grad).max() > 1.0
         # the Python path: the springs' Q along the motions (gravity is off: the springs alone)
-        data = new_run_data(model)  # references at the run's start, -rest
+        data = new_data(model)  # references at the run's start, -rest
         static = applied_forces(model, data, model.frames(q, np.zeros(model.nv)), np.zeros(model.nv), 0.2)
         np.testing.assert_allclose(u @ static.conservative, -grad, rtol=1e-7, atol=1e-9)
         assert not static.nonconservative.any()
@@ -222,7 +222,7 @@ def _rotor() -> dict:
 )
 def test_a_torsion_spring_wound_through_three_turns_keeps_its_deflection_continuous(tmp_path, method, tol):
     """lagrange and variational step in compiled blocks (their FlatData.spr_ref views the run's
-    RunData.spring_reference), timestepping through SpringGroups and event_driven through its free
+    Data.spring_reference), timestepping through SpringGroups and event_driven through its free
     phase's compiled right-hand side (the run's loop updates the same array); variational is second
     order, the others closer."""
     scene = _rotor()

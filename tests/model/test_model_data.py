@@ -1,6 +1,6 @@
-"""The Model / RunData split (issue 13): compile and assembly produce a Model that nothing writes
+"""The Model / Data split (issue 13): compile and assembly produce a Model that nothing writes
 afterwards; everything a run changes -- joint-spring references, compliant-contact counters and
-detection buffers -- lives in the RunData of that run's solver, so one Model serves two runs at once."""
+detection buffers -- lives in the Data of that run's solver, so one Model serves two runs at once."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_the_model_is_frozen_after_compile_and_a_run_writes_nothing_into_it(scen
     for key in before:
         np.testing.assert_array_equal(after[key], before[key], err_msg=key)
     with h5py.File(tmp_path / "out.h5") as f:
-        assert f["diagnostics/contacts/count"][()].max() > 0  # from the run's RunData
+        assert f["diagnostics/contacts/count"][()].max() > 0  # from the run's Data
 
 
 def test_one_model_serves_two_runs_at_once(scene_path):
@@ -94,7 +94,7 @@ def test_one_model_serves_two_runs_at_once(scene_path):
         for _ in range(60):
             state, _, _ = solver.step(state, steps[k])
             solver.evaluate(state)
-            counts.append(solver.data.contact_count)
+            counts.append(solver.data.contacts.count)
         return state, counts
 
     expected = [alone(0), alone(1)]
@@ -106,7 +106,7 @@ def test_one_model_serves_two_runs_at_once(scene_path):
         for k, solver in enumerate(solvers):
             solver.evaluate(states[k])
         for k, solver in enumerate(solvers):  # read after both evaluated: a shared counter would show
-            counts[k].append(solver.data.contact_count)
+            counts[k].append(solver.data.contacts.count)
     for k in range(2):
         np.testing.assert_array_equal(states[k].q, expected[k][0].q)
         np.testing.assert_array_equal(states[k].v, expected[k][0].v)

@@ -17,9 +17,9 @@ import yaml
 from quick_loop import quick
 
 from mbsim.model.constraints import constraint_residual, constraint_values
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.dynamics import generalized_forces, update_spring_references
-from mbsim.model.flat import FlatModel, dense_reason, flatten
+from mbsim.model.flat import FlatModel, dense_reason, flatten, model_form, python_reason
 from mbsim.model.model import State
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
@@ -151,7 +151,7 @@ def test_the_accelerations_satisfy_the_equations_of_motion(prepared):
     stabilisation -2 mu Omega (J v + Phi_t) - Omega^2 Phi)."""
     model, solver = prepared
     rng = np.random.default_rng(7)
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     mass = model.mass_matrix.toarray() if hasattr(model.mass_matrix, "toarray") else model.mass_matrix
     al = solver.COMPILED == "augmented_lagrangian"
     for _ in range(3):
@@ -237,7 +237,7 @@ def test_compiled_block_matches_python_steps(tmp_path, integrator, method):
         block = solver.advance(start, 0.002, 0, 60, 59, 0.2, np.inf)  # steps 1..60
         compiled_reference = solver.data.spring_reference[0].copy()
         assert block.status == "ok" and block.steps == 60
-        solver.data = new_run_data(model)  # the Python steps start afresh
+        solver.data.spring_reference[0][:] = new_data(model).spring_reference[0]  # the Python steps start afresh
         state = start
         for _ in range(60):
             state, info, _ = solver.step(state, 0.002)
@@ -262,7 +262,7 @@ def test_torsion_spring_wound_past_half_a_turn_does_not_snap_back(tmp_path):
     model, solver = prepare(load_scene(str(path)))
     block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 0, 100, 99, 0.2, np.inf)
     assert block.steps == 100
-    deflection = solver._data.spr_value[: model.springs[0].ncoord]
+    deflection = solver.data.flat.spr_value[: model.springs[0].ncoord]
     assert np.all(np.abs(deflection) < 4.0)  # never re-wrapped to the other side of +-pi
 
 
@@ -306,7 +306,7 @@ def test_compiled_rows_match_the_python_records(tmp_path, monkeypatch, every, me
 def test_models_without_a_compiled_form_step_in_python(tmp_path):
     """What still steps in Python: the implicit integrators (scipy's loop), gauss's optimizers and
     compliant contact (its force group has no compiled form, issue 31: its forces by Python at every
-    stage, into the compiled acceleration solve; flatten leaves it out when asked to). A sparse model
+    stage, into the compiled acceleration solve; flatten leaves it out). A sparse model
     flattens (a dense-only caller refuses it: dense_reason); couplings are a compiled kind
     (tests/model/test_couplings)."""
     scene = scene_2d()
@@ -334,7 +334,7 @@ def test_models_without_a_compiled_form_step_in_python(tmp_path):
     }  # fmt: skip
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "c.yaml"))))
     assert solver.compiled and not solver.block_stepping and "has no compiled form" in solver.compiled_reason
-    assert isinstance(flatten(model), str) and isinstance(flatten(model, python_forces=True), FlatModel)
+    assert "has no compiled form" in python_reason(model) and isinstance(model_form(model), FlatModel)
 
 
 def test_adaptive_integrators_step_in_compiled_blocks(tmp_path, monkeypatch):
@@ -532,7 +532,7 @@ def test_the_schur_complement_is_factored_in_a_narrow_order():
     (FlatModel.s_rows) with an envelope a tenth the size, and the compiled solve still equals a
     dense solve of [M J^T; J 0] [v_dot; lambda] = [Q; gamma] (numpy) at random states."""
     model, solver = _prepared(A02, "lagrange")
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     nc = model.nc
     given_first = []
     for r in range(nc):  # the envelope in the scene's own order
@@ -577,7 +577,7 @@ def test_the_full_rank_fast_path_is_taken_only_away_from_singular_positions(meth
     accelerations are the free ones projected M-orthogonally onto J v_dot = 0 (the pseudo-inverse
     by numpy.linalg.lstsq on the scene's M and J)."""
     model, solver = _prepared(ROOT / "scenes" / "slider_crank_singular_2d.yaml", method)
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     kkt = method == "gauss"
     out = np.zeros(model.nq + model.nv + 1)
     start = np.concatenate((model.q0, model.v0, [0.0]))
@@ -596,7 +596,7 @@ def test_the_full_rank_fast_path_is_taken_only_away_from_singular_positions(meth
     expected = free - w @ y  # at the fold the constraints hold the bars against gravity: ~0
     np.testing.assert_allclose(out[nq : nq + nv], expected, rtol=0, atol=1e-12 * np.max(np.abs(free)))
     model, solver = _prepared(ROOT / "scenes" / "parallelogram_redundant_2d.yaml", method)
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     y = np.concatenate((model.q0, model.v0, [0.0]))
     assert ode_kernels.derivative(F, D, P, 0.0, y, np.zeros_like(y))
     assert not ode_kernels.certified_full_rank(F, D, P[ode_kernels.RANK_TOL], kkt)

@@ -87,7 +87,7 @@ def test_octree_culling_gives_the_same_forces_as_querying_every_point(tmp_path, 
     assert len(pair.points) > compliant.OCTREE_ABOVE and pair.tree is not None
     frames = model.frames(model.q0, model.v0)
     culled = applied_forces(model, solver.data, frames, model.v0, 0.0)
-    assert solver.data.contact_count > 0  # the ball is pressed in
+    assert solver.data.contacts.count > 0  # the ball is pressed in
     monkeypatch.setattr(compliant, "OCTREE_ABOVE", 10**9)
     brute = applied_forces(model, solver.data, frames, model.v0, 0.0)
     np.testing.assert_allclose(culled.conservative, brute.conservative, rtol=1e-12, atol=1e-9)

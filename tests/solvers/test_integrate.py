@@ -51,7 +51,7 @@ def test_adaptive_pairs_on_an_mbsim_right_hand_side(method):
     model, solver = prepare(spec)
     rng = np.random.default_rng(1)
     y0 = np.concatenate((model.q0, model.v0 + rng.normal(0, 0.5, model.nv), (0.0,)))
-    system = ode_kernels.system(solver._flat, solver._data, solver._params)
+    system = ode_kernels.system(solver._flat, solver.data.flat, solver._params)
     ts, ys, work = integrate.solve(system, integrate.INTEGRATORS[method], 0.0, y0, 1.0, 1e-5, 1e-7)
     sol = solve_ivp(solver.derivative, (0, 1.0), y0, method=method, rtol=1e-5, atol=1e-7)
     assert len(ts) == len(sol.t) > 4

@@ -53,7 +53,8 @@ def test_the_compiled_buffers_grow_linearly_with_the_links(chain, tmp_path):
     n = 400
     solver, peak = _traced_create(chain(tmp_path, n))
     assert solver.block_stepping, solver.compiled_reason
-    flat, data, _, work, rows, *_ = solver._compiled
+    flat, _, rows, *_ = solver._compiled
+    data, work = solver.data.flat, solver.data.tree
     assert (flat.nc, flat.nv) == (5 * n, 6 * n)
     assert data.J.size == data.minv_jt.size == data.S.size == 0  # the joint equations go row by row
     assert work.jrows.shape == (flat.nc, 12)

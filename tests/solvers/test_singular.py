@@ -325,7 +325,7 @@ def test_redundant_multipliers_are_the_pseudo_inverse_solution():
     from mbsim.solvers.ode import ode_kernels
 
     model, solver = prepare(load_scene(str(PARALLELOGRAM)))
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     rng = np.random.default_rng(11)
     q, v, t = model.q0, model.v0 + 0.3 * rng.standard_normal(model.nv), 0.0
     ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, q, v)
@@ -360,7 +360,7 @@ def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
     from mbsim.solvers.ode import ode_kernels
 
     model, solver = prepare(build_spec(load_raw_scene(SLIDER, ["solver.method=null_space"])))
-    F, D, P = solver._flat, solver._data, solver._params
+    F, D, P = solver._flat, solver.data.flat, solver._params
     tau = P[ode_kernels.RANK_TOL]
     start = np.concatenate((model.q0, model.v0, [0.0]))
     assert ode_kernels.step_cut(F, D, P, 0.0, start) == pytest.approx(0.1 * tau)

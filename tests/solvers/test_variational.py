@@ -40,7 +40,7 @@ def test_newton_jacobian_of_the_kinetic_terms_matches_finite_differences():
     for _ in range(3):
         a = np.concatenate([np.r_[rng.normal(size=3), q] for q in _random_quats(rng, 4)])
         b = a + 0.05 * rng.normal(size=a.size)
-        V, W = solver.var_model, solver.var_data
+        V, W = solver.var_model, solver.data.var
         _, _, jac = vk.kinetic(V, W, a, b, h, True)
         fd = np.empty_like(jac)
         eps = 1e-6
@@ -57,7 +57,7 @@ def test_start_momentum_is_the_legendre_transform():
     rng = np.random.default_rng(0)
     v = rng.normal(size=model.nv)
     rate = model.q_rate(model.q0, v)
-    p = vk.legendre(solver.var_model, solver.var_data, model.q0, rate)
+    p = vk.legendre(solver.var_model, solver.data.var, model.q0, rate)
     kinetic = 0.5 * float(v @ (model.mass_matrix @ v))
     assert p @ rate == pytest.approx(2 * kinetic, rel=1e-12)
 

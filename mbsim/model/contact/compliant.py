@@ -50,7 +50,7 @@ from mbsim.names import CONTACT_DATASETS, hdf5_name
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
 if TYPE_CHECKING:
-    from mbsim.model.data import RunData
+    from mbsim.model.data import Data
 
 _LOG = logging.getLogger("mbsim.cache")
 # even surface samples a contact may ask for: a million take trimesh ~20 s and 1 GB to spread, and
@@ -200,11 +200,11 @@ class CompliantContacts:
         self.pairs = pairs
         self.nbody = nbody
 
-    def pair_diagnostics(self, data: RunData) -> dict[str, float | np.ndarray]:
+    def pair_diagnostics(self, data: Data) -> dict[str, float | np.ndarray]:
         """Per pair, of the run's last evaluation: /diagnostics/contacts/NAME/count, max_penetration
         and class_counts."""
         row: dict[str, float | np.ndarray] = {}
-        for pair, (count, deepest, classes) in zip(self.pairs, data.contact_pairs, strict=True):
+        for pair, (count, deepest, classes) in zip(self.pairs, data.contacts.pairs, strict=True):
             group = f"diagnostics/contacts/{hdf5_name(pair.name)}"  # one link per name (mbsim.names)
             row[f"{group}/count"] = float(count)
             row[f"{group}/max_penetration"] = deepest
@@ -271,7 +271,7 @@ class CompliantContacts:
         p = f.pos[s] + np.einsum("ij,nj->ni", f.rot[s], pair.points[idx])  # world (einsum: no BLAS threads)
         return p, -d, np.einsum("ij,nj->ni", f.rot[m], grad_local)
 
-    def evaluate(self, f: Frames, t: float, data: RunData):
+    def evaluate(self, f: Frames, t: float, data: Data):
         """The pairs' forces; the counts and penetrations of this evaluation go to ``data``."""
         nb = self.nbody
         cons = np.zeros((nb + 1, 6))
@@ -281,15 +281,15 @@ class CompliantContacts:
         wrench = np.zeros((4, 6))
         for k, pair in enumerate(self.pairs):
             m, s = pair.master, pair.slave
-            found = self._penetrating(pair, f, data.contact_buffers[k])
+            found = self._penetrating(pair, f, data.contacts.buffers[k])
             if found is None:
-                data.contact_pairs[k] = (0, 0.0, None)
+                data.contacts.pairs[k] = (0, 0.0, None)
                 continue
             p, g, grad = found
             classes = None
             if pair.classes is not None:
                 classes = np.bincount(np.searchsorted(pair.classes, g, side="right"), minlength=len(pair.classes) + 1)
-            data.contact_pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
+            data.contacts.pairs[k] = (len(g), float(g.max()), classes.astype(float) if classes is not None else None)
             # eqs. (36)-(43), compiled (compliant_kernels.pair_forces): the elastic part along the
             # raw gradient of the interpolant, so that it is exactly conservative (|grad d| is
             # not 1 between grid nodes); damping and friction along the unit normal
@@ -304,7 +304,7 @@ class CompliantContacts:
             nonc[m] += wrench[3]
             count += len(g)
             deepest = max(deepest, float(g.max()))
-        data.contact_count, data.contact_penetration = count, deepest
+        data.contacts.count, data.contacts.penetration = count, deepest
         return cons, nonc, potential
 
 

@@ -19,7 +19,7 @@ from mbsim.model.model import Frames
 from mbsim.scene.fields import Context, Field
 
 if TYPE_CHECKING:
-    from mbsim.model.data import RunData
+    from mbsim.model.data import Data
 
 
 @dataclass
@@ -58,7 +58,7 @@ class BuildSetup:
 
 
 class ForceGroup(Protocol):
-    def evaluate(self, frames: Frames, t: float, data: RunData) -> tuple[np.ndarray | None, np.ndarray | None, float]:
+    def evaluate(self, frames: Frames, t: float, data: Data) -> tuple[np.ndarray | None, np.ndarray | None, float]:
         """(Q conservative, Q non-conservative, potential energy) at a state of the run ``data``
         (a group that keeps per-run state -- counters, buffers -- keeps it there, never on itself)."""
 

@@ -184,7 +184,7 @@ class Solver(SolverBase):
         self._free = null_space.Solver(
             model, integrator, rtol, atol, self.projection, options["max_step"], self.rank_tol
         )
-        # what this run changes, one RunData shared with the free phase: its compiled step views the
+        # what this run changes, one Data shared with the free phase: its compiled step views the
         # joint springs' references that the run's loop updates (a second one would leave them at t = 0)
         self.data = self._free.data
         self.detector = ContactDetector(model)

@@ -24,9 +24,9 @@ import numpy as np
 from mbsim.diagnostics import row_columns, row_width
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import ConstraintValues, constraint_values
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
-from mbsim.model.flat import DENSE_LIMIT, FlatModel, compiled_form, dense_reason, flatten, make_data
+from mbsim.model.flat import DENSE_LIMIT, FlatModel, compiled_form, dense_reason, make_data, model_form
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.scene.fields import Field, Number, Sub
 from mbsim.solvers.base import Block, SolverBase
@@ -113,7 +113,7 @@ class OdeSolver(SolverBase):
         rank_tol: float,
     ) -> None:
         self.model = model
-        self.data = new_run_data(model)  # what this run changes (the model is never written)
+        self.data = new_data(model)  # what this run changes (the model is never written)
         self.integrator = self.integrator_label = integrator
         self.projection = projection
         self.rank_tol = rank_tol
@@ -135,13 +135,13 @@ class OdeSolver(SolverBase):
             # above DENSE_LIMIT keeps the sparse LU of lagrange.py. The rank-robust methods' only
             # solves are the compiled ones (their SVD / KKT buffers are dense, as any dense solve's)
             limit_reason = dense_reason(model, DENSE_LIMIT) if self.COMPILED == "lagrange" else ""
-            flat = limit_reason or flatten(model, python_forces=True)
+            flat = limit_reason or model_form(model)
             if isinstance(flat, FlatModel):
                 # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.ode.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
-                # the joint springs' references: the run's own array (RunData.spring_reference), viewed
+                # the joint springs' references: the run's own array (Data.spring_reference), viewed
                 reference = self.data.spring_reference[0] if model.springs else None
-                self._flat, self._data = flat, make_data(flat, robust=self.robust, spring_reference=reference)
+                self._flat, self.data.flat = flat, make_data(flat, robust=self.robust, spring_reference=reference)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
                 self._rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
@@ -176,7 +176,7 @@ class OdeSolver(SolverBase):
         if not self.block_stepping:  # the right-hand side alone (adaptive integrators)
             ode_kernels.derivative(
                 self._flat,
-                self._data,
+                self.data.flat,
                 self._params,
                 0.0,
                 np.concatenate((q, v, (0.0,))),
@@ -185,7 +185,7 @@ class OdeSolver(SolverBase):
             return
         ode_kernels.advance(
             self._flat,
-            self._data,
+            self.data.flat,
             self._params,
             0.0,
             q,
@@ -238,7 +238,7 @@ class OdeSolver(SolverBase):
         BLOCK_STEPS steps, ROWS_PER_BLOCK rows and max_steps + 1 steps in all), stopping after a
         step whose position violation passes ``max_violation``. Under scipy:RK45 / scipy:DOP853 each
         step is one accepted step of the compiled pair (scipy's step control; h its first step)."""
-        D = self._data
+        D = self.data.flat
         q, v = state.q.copy(), state.v.copy()
         out, rows = self._block_out, self._rows
         code = ode_kernels.advance(
@@ -302,7 +302,7 @@ class OdeSolver(SolverBase):
     def _rank_loss(self, t: float, what: str) -> SimulationError:
         """A rank loss of J M^-1 J^T found by the compiled solve, with the equations involved (J in the
         run's FlatData)."""
-        rows = dependent_rows(np.asarray(self._data.J), self.model.row_labels)
+        rows = dependent_rows(np.asarray(self.data.flat.J), self.model.row_labels)
         return SimulationError(
             f"the constraint Jacobian is rank deficient in the {what} (a pivot of J M^-1 J^T at most "
             f"{self.rank_tol:g} times its row's diagonal); equations involved: "
@@ -322,7 +322,7 @@ class OdeSolver(SolverBase):
         parameter P[CUT]). True if it changed."""
         if self._flat is None:
             return False
-        cut = float(ode_kernels.step_cut(self._flat, self._data, self._params, t, np.ascontiguousarray(y, float)))
+        cut = float(ode_kernels.step_cut(self._flat, self.data.flat, self._params, t, np.ascontiguousarray(y, float)))
         self._params[ode_kernels.CUT] = cut
         changed, self._cut = cut != self._cut, cut
         return changed
@@ -358,10 +358,10 @@ class OdeSolver(SolverBase):
         force groups' forces added; multipliers and constraint values left in the run's FlatData, the
         solve counted. Raises the method's error when the solve fails."""
         extra, extra_power, _, _ = self._python_forces_at(t, q, v)
-        stats = self._data.solve_stats
+        stats = self.data.flat.solve_stats
         ode_kernels.reset_stats(stats, 0)
         ok, vdot, power = ode_kernels.accelerations_at(
-            self._flat, self._data, self._params, t, np.ascontiguousarray(q, float), np.ascontiguousarray(v, float),
+            self._flat, self.data.flat, self._params, t, np.ascontiguousarray(q, float), np.ascontiguousarray(v, float),
             extra,
         )  # fmt: skip
         if not ok:
@@ -417,10 +417,10 @@ class OdeSolver(SolverBase):
         if self._flat is not None:
             if not self._python_forces:  # the compiled right-hand side whole
                 out = np.empty(len(y))
-                stats = self._data.solve_stats
+                stats = self.data.flat.solve_stats
                 ode_kernels.reset_stats(stats, 0)
                 if not ode_kernels.derivative(
-                    self._flat, self._data, self._params, t, np.ascontiguousarray(y, float), out
+                    self._flat, self.data.flat, self._params, t, np.ascontiguousarray(y, float), out
                 ):
                     raise self.failure(t)
                 self._count_solve(stats)
@@ -439,7 +439,7 @@ class OdeSolver(SolverBase):
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
-            self._data.spr_ref[:] = self.data.spring_reference[0]
+            self.data.flat.spr_ref[:] = self.data.spring_reference[0]
         if self._adaptive is not None:
             if self._flat is not None and self._h_carried is not None:  # after a compiled block: its step size
                 h, self._h_carried = min(self._h_carried, m.t_end - state.t), None
@@ -478,12 +478,12 @@ class OdeSolver(SolverBase):
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._flat is not None:
             if m.springs:  # the references as the run's (Python steps may have moved them)
-                self._data.spr_ref[:] = self.data.spring_reference[0]
+                self.data.flat.spr_ref[:] = self.data.spring_reference[0]
             extra, extra_power, extra_potential, frames = self._python_forces_at(state.t, state.q, state.v)
-            stats = self._data.solve_stats
+            stats = self.data.flat.solve_stats
             ode_kernels.reset_stats(stats, 0)
             ok, vdot, power, lam, phi, phi_dot, J, kinetic, potential = ode_kernels.evaluation(
-                self._flat, self._data, self._params, state.t, np.ascontiguousarray(state.q, float),
+                self._flat, self.data.flat, self._params, state.t, np.ascontiguousarray(state.q, float),
                 np.ascontiguousarray(state.v, float), extra,
             )  # fmt: skip
             if not ok:

@@ -36,8 +36,8 @@ import numpy as np
 
 from mbsim.diagnostics import row_columns, row_width
 from mbsim.model.constraints import constraint_values
-from mbsim.model.data import new_run_data
-from mbsim.model.flat import flatten, make_data
+from mbsim.model.data import new_data
+from mbsim.model.flat import make_data, model_form, python_reason
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
@@ -325,7 +325,7 @@ class Solver(SolverBase):
         self, model: Model, space: JointSpace, integrator: str, rtol: float, atol: float, max_step: float | None
     ) -> None:
         self.model = model
-        self.data = new_run_data(model)  # what this run changes (the model is never written)
+        self.data = new_data(model)  # what this run changes (the model is never written)
         self.space = space
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
@@ -370,11 +370,10 @@ class Solver(SolverBase):
         elif space.driven:
             self.compiled_reason = "drives step through the Python path"
         else:
-            flat = flatten(m)
-            if isinstance(flat, str):
-                self.compiled_reason = flat
+            self.compiled_reason = python_reason(m)
         if self.compiled_reason:
             return None
+        flat = model_form(m)
         dofs, qdofs, k, c, rest = space.springs
         nj = len(m.joints)
         carrier = self._carrier
@@ -420,15 +419,17 @@ class Solver(SolverBase):
             elements=int(bool(m.forces)),
             integrator=rk.INTEGRATORS[self.integrator],
         )
-        work = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
+        # the run's buffers: the tree's, and the FlatData of the force elements and rows, without the
+        # dense constraint Jacobian (the kernels evaluate the joint equations row by row)
+        self.data.tree = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
+        self.data.flat = make_data(flat, dense=False)
         # the integrator's buffers, and an embedded pair's state across blocks
         rtol, atol, max_step = self._tolerances
         steps = integrate.Work(space.nq + space.nv + 1, tree.integrator, rtol, atol, max_step, m.t_end)
         width = row_width(self.row_columns()) + 1  # + the step number
         # at most ROWS_BYTES of rows a block (a 3,000-link chain's row is 650 kB: 25 rows, not 200)
         rows = np.zeros((max(1, min(ROWS_PER_BLOCK, ROWS_BYTES // (8 * width))), width))
-        # no dense constraint Jacobian: the kernels evaluate the joint equations row by row
-        return flat, make_data(flat, dense=False), tree, work, rows, np.zeros(5), steps
+        return flat, tree, rows, np.zeros(5), steps
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
         """The result file's row in joint coordinates, then the joints' reactions in body axes."""
@@ -451,10 +452,11 @@ class Solver(SolverBase):
         """A call of the compiled step that takes no step (compiled ahead of time: it checks the buffers' types)."""
         if self._compiled is None:
             return
-        flat, data, tree, work, rows, out, steps = self._compiled
+        flat, tree, rows, out, steps = self._compiled
         # no step and no row: any q, v of the right sizes (the start's joint coordinates cost 0.3 s at N = 3,000)
         q, v = np.zeros(self.nq), np.zeros(self.nv)
-        rk.advance(flat, data, tree, work, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, rows, out, steps)
+        data = self.data
+        rk.advance(flat, data.flat, tree, data.tree, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, rows, out, steps)
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
@@ -462,10 +464,11 @@ class Solver(SolverBase):
         """Compiled steps and recorded rows (mbsim.solvers.recursive.recursive_kernels.advance); joint
         coordinates meet the joints by construction: no violation to watch. Under scipy:RK45 /
         scipy:DOP853 each step is one accepted step of the compiled pair (h its first step)."""
-        flat, data, tree, work, rows, out, pair = self._compiled
+        flat, tree, rows, out, pair = self._compiled
         q, v = state.q.copy(), state.v.copy()
+        data = self.data
         code = rk.advance(
-            flat, data, tree, work, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
+            flat, data.flat, tree, data.tree, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
             BLOCK_STEPS, rows, out, pair,
         )  # fmt: skip
         if self._adaptive is not None:  # a step handed to Python starts its pair where the compiled one stood

@@ -8,7 +8,6 @@ from mbsim.model.layout cimport Record
 ctypedef double row3[3]
 ctypedef double row6[6]
 
-
 # joint codes (the Python names FIXED ... PLANAR_FREE hold the same numbers)
 cdef enum:
     J_FIXED = 0

@@ -53,7 +53,7 @@ import numpy as np
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
@@ -96,7 +96,7 @@ class Solver(SolverBase):
 
     def __init__(self, model: Model, options: dict, friction: list[float]) -> None:
         self.model = model
-        self.data = new_run_data(model)  # what this run changes (the model is never written)
+        self.data = new_data(model)  # what this run changes (the model is never written)
         self.d, self.w = model.dimension, model.body_width
         self.projection = projection_options(options["projection"])
         self.lcp = options["lcp"]

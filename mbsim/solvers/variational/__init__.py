@@ -40,9 +40,9 @@ import numpy as np
 from mbsim.diagnostics import row_columns, row_width
 from mbsim.errors import SimulationError
 from mbsim.model.constraints import constraint_values
-from mbsim.model.data import new_run_data
+from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
-from mbsim.model.flat import FlatModel, flatten, make_data
+from mbsim.model.flat import make_data, model_form, python_reason
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number, Raw
@@ -102,7 +102,7 @@ class Solver(SolverBase):
 
     def __init__(self, model: Model, tol: float, max_iter: int, rank_tol: float) -> None:
         self.model = model
-        self.data = new_run_data(model)  # what this run changes (the model is never written)
+        self.data = new_data(model)  # what this run changes (the model is never written)
         self.tol, self.max_iter, self.rank_tol = tol, max_iter, rank_tol
         self.nb, self.dim = model.nbody, model.dimension
         self.n = model.nq
@@ -126,8 +126,8 @@ class Solver(SolverBase):
             mass_scale=mass_scale.reshape(-1), gravity_u=gravity.reshape(-1), forces_vary=int(self.forces_vary),
             tol=tol, max_iter=max_iter, rank_tol=rank_tol,
         )  # fmt: skip
-        self.var_data = vk.make_var_data(self.n, self.m, model.nv, np.intc)  # LAPACK's C int (cython_lapack)
-        self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node var_data holds
+        self.data.var = vk.make_var_data(self.n, self.m, model.nv, np.intc)  # LAPACK's C int (cython_lapack)
+        self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node data.var holds
         self._compiled = self._compile()
         # what remains in Python: compliant contacts (issue 31) have no compiled form, so such a model's
         # joints and forces come from the model's Python functions into the same compiled step
@@ -138,17 +138,16 @@ class Solver(SolverBase):
         """The compiled blocks' evaluator and buffers over the FlatModel, or None (no FlatModel)."""
         m = self.model
         # dense linear algebra for every model: the Newton matrix is dense (n + m)^2 whatever the size
-        flat = flatten(m)
-        if not isinstance(flat, FlatModel):
-            self.compiled_reason = flat
+        self.compiled_reason = python_reason(m)
+        if self.compiled_reason:
             return None
-        self.compiled_reason = ""
+        flat = model_form(m)
         # robust: the reactions of a row are minimum-norm (evaluate); the springs' references are the run's
         reference = self.data.spring_reference[0] if m.springs else None
-        data = make_data(flat, robust=True, spring_reference=reference)
-        self.evaluator = vk.FlatEvaluator(flat, data)
+        self.data.flat = make_data(flat, robust=True, spring_reference=reference)
+        self.evaluator = vk.FlatEvaluator(flat, self.data.flat)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
-        return flat, data, rows, np.zeros(9)
+        return rows, np.zeros(9)
 
     @property
     def block_stepping(self) -> bool:
@@ -163,20 +162,20 @@ class Solver(SolverBase):
         """A call of the compiled step that takes no step (the structures' types checked once)."""
         if self._compiled is None:
             return
-        _, _, rows, out = self._compiled
+        rows, out = self._compiled
         q, v = self.model.q0.copy(), self.model.v0.copy()
-        vk.advance(self.evaluator, self.var_model, self.var_data, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, 0.0,
+        vk.advance(self.evaluator, self.var_model, self.data.var, 0.0, q, v, 0.0, 0.0, 0.0, 1, 0, 0, 0, 0, 0.0,
                    rows, out)  # fmt: skip
 
     def advance(
         self, state: State, h: float, done: int, every: int, max_steps: int, t_end: float, max_violation: float
     ) -> Block:
         """Compiled steps and rows (variational_kernels.advance) from the node of ``state``."""
-        _, _, rows, out = self._compiled
+        rows, out = self._compiled
         self._start(state)
         q, v = state.q.copy(), state.v.copy()
         code = vk.advance(
-            self.evaluator, self.var_model, self.var_data, state.t, q, v, state.work, h, t_end, every, done,
+            self.evaluator, self.var_model, self.data.var, state.t, q, v, state.work, h, t_end, every, done,
             max_steps, len(rows), BLOCK_STEPS, max_violation, rows, out,
         )  # fmt: skip
         steps = int(out[2])
@@ -212,19 +211,19 @@ class Solver(SolverBase):
     # ------------------------------------------------------------------ stepping
 
     def _start(self, state: State) -> None:
-        """The node of ``state`` in var_data: kept from the last step when it ended there, else a new
+        """The node of ``state`` in data.var: kept from the last step when it ended there, else a new
         one (momentum by the Legendre transform, eq. (37))."""
         node = self._node
         if node is not None and node[0] == state.t and np.array_equal(node[1], state.q):
             return
         rate = self.model.q_rate(state.q, state.v)
-        vk.start_node(self.evaluator, self.var_model, self.var_data, state.t, state.q, rate)
+        vk.start_node(self.evaluator, self.var_model, self.data.var, state.t, state.q, rate)
         self._node = (state.t, state.q.copy())
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """One step of the compiled step (variational_kernels.step_once); a step not taken raises."""
         self._start(state)
-        W = self.var_data
+        W = self.data.var
         outcome, work, iterations, residual, joints = vk.step_once(
             self.evaluator, self.var_model, W, state.t, h, state.work
         )
