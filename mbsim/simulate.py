@@ -163,7 +163,8 @@ def run(
     # and /v, gives its start state and converts its states to the model's body coordinates
     from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
 
-    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names())
+    columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
+    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names(), columns=columns)
     stats = RunStats()
     state = solver.initial_state()
     body = solver.body_coordinates
@@ -175,7 +176,6 @@ def run(
     last_progress = start
 
     extra_names = solver.extra_diagnostics
-    columns = solver.row_columns()  # of the rows advance() records
 
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)

@@ -47,6 +47,8 @@ from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 FORMAT_VERSION = 1
 _LIBVER = ("v108", "latest")
 _FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
+# the per-body and per-joint datasets of a model with at most this many stay open between flushes
+_KEEP_OPEN = 64
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
 
 
@@ -162,11 +164,14 @@ class ResultWriter:
         flush_seconds: float = 2.0,
         flush_rows: int = 2000,
         coordinates: tuple[list[str], list[str]] | None = None,
+        columns: list[tuple[str, tuple[int, ...]]] | None = None,
     ) -> None:
         """``claim``: the right to write the file (:func:`mbsim.output.safety.claim_result`; a
         path is claimed here). ``coordinates``: names of the columns of /q and /v when the
         method's own coordinates are not the model's body coordinates (default
-        ``model.coordinate_names()``)."""
+        ``model.coordinate_names()``). ``columns``: (key, shape of one row) of the datasets every
+        row has (mbsim.diagnostics.row_columns), created with the header; a key not among them
+        gets its datasets at the first flush that has rows of it."""
         self.claim = claim if isinstance(claim, ResultClaim) else claim_result(claim)
         self.path = self.claim.path
         self.model = model
@@ -181,10 +186,13 @@ class ResultWriter:
         # what the bodies look like, so that the result exports without its scene (CONTRACT §7)
         write_geometry(self.file, model.shapes, model.body_names, np.asarray(model.gravity, dtype=float))
         self._buffer: dict[str, list[np.ndarray]] = {}
-        self._datasets: dict[str, h5py.Dataset] = {}
-        # the per-body and per-joint datasets are not kept open between flushes (an open HDF5
-        # dataset holds ~85 kB: 1.5 GB for a 3,000-link chain's 18,000): rows, chunk rows, chunk bytes
-        self._closed: dict[str, tuple[int, int, int]] = {}
+        self._datasets: dict[str, h5py.Dataset] = {}  # the datasets kept open between flushes
+        # every dataset's rows, chunk rows and chunk bytes (what a flush writes and reserves)
+        self._sizes: dict[str, tuple[int, int, int]] = {}
+        # the per-body and per-joint datasets are not kept open between flushes when there are many
+        # (an open HDF5 dataset holds ~85 kB: 1.5 GB for a 3,000-link chain's 18,000); a small
+        # model's are (opening and closing one for each flush costs about as much as its write)
+        self._keep_open = 4 * model.nbody + 3 * len(model.joints) <= _KEEP_OPEN
         self._named: set[str] = set()  # the groups of bodies, joints, ... whose name attribute is set
         self._last_flush = time.perf_counter()
         self.flush_seconds = flush_seconds
@@ -197,6 +205,11 @@ class ResultWriter:
         # row still leaves the layout of CONTRACT §3 (with zero rows)
         for path, width in (("time", None), ("q", len(qn)), ("v", len(vn))):
             self._create(path, () if width is None else (width,), 256)
+        # the other datasets of every row too: created in memory with the header, they cost the
+        # set-up, not the first flush of the run's loop (the same datasets a flush would create)
+        for key, shape in columns or ():
+            if key not in self._datasets:
+                self._create_targets(key, np.zeros((1, *shape)))
         # on disk in one piece, readable (status "running") from the start, with the space of its
         # close reserved: a header that does not fit is exit 2 with nothing left behind
         self.file, self.space, self.identity = write_header(self.claim, self.file)
@@ -253,7 +266,23 @@ class ResultWriter:
             if "name" not in ds.parent.attrs:
                 ds.parent.attrs["name"] = name_from_hdf5(link)
         self._datasets[path] = ds
+        self._sizes[path] = (0, chunk_rows, chunk_rows * math.prod(chunks) * 8)
         return ds
+
+    def _create_target(self, key: str, path: str, data: np.ndarray) -> None:
+        """The dataset ``path`` of ``key`` for rows like ``data`` (n, ...); one of a body's or
+        joint's is closed again unless the model's are kept open."""
+        ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes))
+        if path != key and not self._keep_open:
+            del self._datasets[path]
+            ds.id.close()
+
+    def _create_targets(self, key: str, block: np.ndarray) -> None:
+        """The datasets of ``key`` for rows like ``block`` (as a flush creates them)."""
+        for path, data in self._targets(key, block):
+            if data.ndim > 1 and data.shape[1] == 0:
+                continue
+            self._create_target(key, path, data)
 
     def _new_bytes(self, rows: int) -> int:
         """An upper bound of what writing the first ``rows`` buffered rows adds to the file (whole
@@ -263,11 +292,8 @@ class ResultWriter:
             if not values or not rows:
                 continue
             for path, data in self._targets(key, values[0][:1]):
-                ds = self._datasets.get(path)
-                if ds is not None:
-                    n, chunk_rows, chunk_bytes = ds.shape[0], ds.chunks[0], math.prod(ds.chunks) * ds.dtype.itemsize
-                elif path in self._closed:
-                    n, chunk_rows, chunk_bytes = self._closed[path]
+                if path in self._sizes:
+                    n, chunk_rows, chunk_bytes = self._sizes[path]
                 elif data.ndim > 1 and data.shape[1] == 0:
                     continue
                 else:
@@ -341,24 +367,11 @@ class ResultWriter:
                     if block is None or not len(block):
                         continue
                     for path, data in self._targets(key, block):
-                        if path in self._closed:
-                            self._append_closed(path, data)
-                            continue
-                        if data.ndim > 1 and data.shape[1] == 0 and path not in self._datasets:
-                            continue
-                        ds = self._datasets.get(path)
-                        if ds is None:
-                            ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes))
-                            if path != key:  # one of a body's or joint's: closed, written as such
-                                chunk_bytes = math.prod(ds.chunks) * ds.dtype.itemsize
-                                self._closed[path] = (0, ds.chunks[0], chunk_bytes)
-                                del self._datasets[path]
-                                ds.id.close()
-                                self._append_closed(path, data)
+                        if path not in self._sizes:
+                            if data.ndim > 1 and data.shape[1] == 0:
                                 continue
-                        n = ds.shape[0]
-                        ds.resize(n + len(data), axis=0)
-                        ds[n:] = data
+                            self._create_target(key, path, data)
+                        self._append(path, data)
                 self._pending = 0
                 self.rows -= pending - rows  # rows that did not fit are not in the file
                 self.file.attrs["steps_recorded"] = self.rows
@@ -374,21 +387,24 @@ class ResultWriter:
                 f"{megabytes(left)} were left)"
             )
 
-    def _append_closed(self, path: str, data: np.ndarray) -> None:
-        """Append rows to a dataset that is not kept open: opened, extended, written and closed
-        again (HDF5's own calls: a third of h5py's Dataset object's cost)."""
+    def _append(self, path: str, data: np.ndarray) -> None:
+        """Append rows to a dataset: extended and written by HDF5's own calls (a third of h5py's
+        Dataset object's cost); one that is not kept open is opened for it and closed again."""
         data = np.ascontiguousarray(data, dtype=float)
-        dsid = h5py.h5d.open(self.file.id, path.encode())
+        ds = self._datasets.get(path)
+        dsid = ds.id if ds is not None else h5py.h5d.open(self.file.id, path.encode())
         try:
             n = dsid.shape[0]
-            dsid.set_extent((n + len(data), *data.shape[1:]))
-            target = dsid.get_space()
-            target.select_hyperslab((n,) + (0,) * (data.ndim - 1), data.shape)
-            dsid.write(h5py.h5s.create_simple(data.shape), target, data)
+            dsid.set_extent((n + len(data), *dsid.shape[1:]))
+            if data.size:
+                target = dsid.get_space()
+                target.select_hyperslab((n,) + (0,) * (data.ndim - 1), data.shape)
+                dsid.write(h5py.h5s.create_simple(data.shape), target, data)
         finally:
-            dsid.close()
-        _, chunk_rows, chunk_bytes = self._closed[path]
-        self._closed[path] = (n + len(data), chunk_rows, chunk_bytes)
+            if ds is None:
+                dsid.close()
+        _, chunk_rows, chunk_bytes = self._sizes[path]
+        self._sizes[path] = (n + len(data), chunk_rows, chunk_bytes)
 
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
         """/events/time, kind, contact (CONTRACT §3, event_driven): all events so far, replacing

@@ -170,7 +170,10 @@ def test_disk_filled_then_the_run_ends_at_its_close(disk, background) -> None:
     ("size_kb", "full", "code"),
     quick(
         [
-            pytest.param(400, False, 3, id="room-for-some-rows"),
+            # 300 kB: room for some rows of lagrange's run and for the reports, not for null_space's
+            # rows nor the plots (at 400 kB the compact files of today leave room for the plots, which
+            # then take the report's space: exit 2 for compare.md, not this test's case)
+            pytest.param(300, False, 3, id="room-for-some-rows"),
             pytest.param(400, True, 2, id="full-at-start"),
         ],
         keep="room-for-some-rows",

@@ -46,6 +46,9 @@ cpdef bint derivative(FlatModel F, FlatData D, const double[::1] P, double t, co
                       double[::1] out) noexcept nogil
 # whether the rank-robust solve at this state is the full-rank one (S's factor left in D.S)
 cpdef bint certified_full_rank(FlatModel F, FlatData D, double rank_tol, bint kkt) noexcept nogil
+# v_dot and lambda (D.lam) through S's factor in D.S (certified_full_rank or schur_factor left it there)
+cdef void schur_accelerations(FlatModel F, FlatData D, double alpha, double beta, const double[::1] v,
+                              double[::1] vdot) noexcept nogil
 # the rank cut of the coming adaptive step (null_space, gauss kkt)
 cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y) noexcept nogil
 # stats[start : start + 3] = (0, +inf, -inf): nothing solved yet

@@ -25,7 +25,7 @@ from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
 from mbsim.model.step_kernels cimport applied_forces_into, constraints_into, forces_into, frames_into
 from mbsim.solvers.numerics.lapack_kernels cimport lstsq_symmetric_into, solve_into
-from mbsim.solvers.ode.ode_kernels cimport update_spring_references
+from mbsim.solvers.ode.ode_kernels cimport certified_full_rank, schur_accelerations, update_spring_references
 from mbsim.solvers.numerics.robust_kernels cimport null_space_accelerations
 
 
@@ -565,6 +565,18 @@ cdef StepResult step(Evaluator E, VarModel V, VarData W, double t0, double h, do
     return STEP_TAKEN, work, iteration, residual, joints
 
 
+# The multipliers of a recorded row, minimum-norm from the continuous equations at the frames,
+# forces and constraints in D: where ode_kernels.certified_full_rank certifies that J has full row
+# rank away from the cut, they are the unique ones, through S's factor (as null_space's compiled
+# step takes them: lagrange's cost, not the SVD's); else the SVD's (null_space_accelerations).
+# Returns the rank, -1 if the SVD failed.
+cdef Py_ssize_t _row_multipliers(FlatModel F, FlatData D, double rank_tol, double[::1] vdot) noexcept nogil:
+    if certified_full_rank(F, D, rank_tol, False):
+        schur_accelerations(F, D, 0.0, 0.0, vdot, vdot)  # v is read only with Baumgarte's terms
+        return F.nc
+    return null_space_accelerations(F, D, rank_tol, vdot, D.solve_stats)
+
+
 # A recorded row at (t, q, v): reactions minimum-norm from the continuous equations at the node,
 # then row_into, the Newton residual and the step number's column.
 cdef bint _record(FlatModel F, FlatData D, VarModel V, VarData W, double t, const double[::1] q,
@@ -574,7 +586,7 @@ cdef bint _record(FlatModel F, FlatData D, VarModel V, VarData W, double t, cons
     forces_into(F, D, t, v)
     if F.nc:
         constraints_into(F, D, t)
-        if null_space_accelerations(F, D, V.rank_tol, W.vdot, D.solve_stats) < 0:
+        if _row_multipliers(F, D, V.rank_tol, W.vdot) < 0:
             return False
     row_into(F, D, t, q, v, work, iterations, h, row)
     row[row.shape[0] - 2] = residual
@@ -664,7 +676,7 @@ def advance(FlatEvaluator E, VarModel V, VarData W, double t, double[::1] q, dou
 def evaluation(FlatEvaluator E, VarModel V, double t, const double[::1] q, const double[::1] v):
     """What a recorded row reads at (t, q, v), as the compiled rows compute it: (lam, phi, phi_dot =
     J v + phi_t, J, kinetic energy, potential energy), the multipliers minimum-norm from the
-    continuous equations (null_space_accelerations); new arrays. LinAlgError if the SVD failed."""
+    continuous equations (_row_multipliers); new arrays. LinAlgError if the SVD failed."""
     cdef FlatModel F = E.F
     cdef FlatData D = E.D
     cdef double[::1] vdot = np.zeros(F.nv)
@@ -675,7 +687,7 @@ def evaluation(FlatEvaluator E, VarModel V, double t, const double[::1] q, const
         forces_into(F, D, t, v)
         if F.nc:
             constraints_into(F, D, t)
-            rank = null_space_accelerations(F, D, V.rank_tol, vdot, D.solve_stats)
+            rank = _row_multipliers(F, D, V.rank_tol, vdot)
         kinetic = kinetic_energy(F, v)
         potential = potential_energy(F, D)
     if rank < 0:
