@@ -337,12 +337,7 @@ def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
     given = np.arange(nc, dtype=np.int64)
     order, (first, size) = given, envelope(given)
     if nc > 2:
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import reverse_cuthill_mckee
-
-        pairs = [(r, c) for r in range(nc) for c in neighbours[r]]
-        graph = csr_matrix((np.ones(len(pairs)), ([a for a, _ in pairs], [b for _, b in pairs])), shape=(nc, nc))
-        rcm = np.asarray(reverse_cuthill_mckee(graph, symmetric_mode=True), dtype=np.int64)
+        rcm = reverse_cuthill_mckee(neighbours)
         rcm_first, rcm_size = envelope(rcm)
         if rcm_size <= 0.8 * size:
             order, first = rcm, rcm_first
@@ -363,6 +358,33 @@ def _schur_pattern(row_bodies: np.ndarray, nb: int) -> dict[str, np.ndarray]:
         "row_first": first,
         "row_last": last,
     }
+
+
+def reverse_cuthill_mckee(neighbours: list[list[int]]) -> np.ndarray:
+    """The reverse Cuthill-McKee order of a graph given by each node's neighbours (symmetric; a
+    node may list itself): per connected component, a breadth-first search from a node of least
+    degree that visits each node's new neighbours in increasing degree (ties by index), the whole
+    order reversed (E. Cuthill, J. McKee, "Reducing the bandwidth of sparse symmetric matrices",
+    1969; reversed after A. George, 1971). Written here rather than taken from
+    scipy.sparse.csgraph, whose import costs a small scene's ``mbsim validate`` ~0.1 s of its 0.3 s."""
+    n = len(neighbours)
+    degree = [len(nodes) for nodes in neighbours]
+    seen = [False] * n
+    order: list[int] = []
+    for seed in sorted(range(n), key=lambda i: (degree[i], i)):
+        if seen[seed]:
+            continue
+        seen[seed] = True
+        start = len(order)
+        order.append(seed)
+        while start < len(order):
+            node = order[start]
+            start += 1
+            new = sorted((j for j in neighbours[node] if not seen[j]), key=lambda j: (degree[j], j))
+            for j in new:
+                seen[j] = True
+            order.extend(new)
+    return np.asarray(order[::-1], dtype=np.int64)
 
 
 def robust_size(nv: int, nc: int) -> int:
