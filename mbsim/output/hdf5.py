@@ -206,8 +206,10 @@ class ResultWriter:
         for path, width in (("time", None), ("q", len(qn)), ("v", len(vn))):
             self._create(path, () if width is None else (width,), 256)
         # the other datasets of every row too: created in memory with the header, they cost the
-        # set-up, not the first flush of the run's loop (the same datasets a flush would create)
-        for key, shape in columns or ():
+        # set-up, not the first flush of the run's loop (the same datasets a flush would create);
+        # not a large model's, whose thousands of headers in the in-memory image would double the
+        # peak memory (a 3,000-link chain: 250 -> 460 MB): its datasets come with the first flush
+        for key, shape in columns if columns and self._keep_open else ():
             if key not in self._datasets:
                 self._create_targets(key, np.zeros((1, *shape)))
         # on disk in one piece, readable (status "running") from the start, with the space of its
