@@ -77,6 +77,12 @@ cdef class VarData:
     cdef double[:, ::1] blk
     cdef double[::1] vdot
     cdef double[::1] v_new
+    cdef double[::1] dg
+    cdef double[:, ::1] Ab
+    cdef double[:, ::1] Z
+    cdef double[:, ::1] S
+    cdef double[::1] y
+    cdef int[:, :, ::1] touch
     cdef dict _arrays
 
 # The model's joints and applied forces for the step: ``joints`` puts phi, phi_t (nc,) and the
