@@ -656,6 +656,8 @@ cdef bint _newton_blocks(VarModel V, VarData W, double h) noexcept nogil:
     cdef double alpha
     for k in range(V.n):
         W.dg[k] = Kt[k, k]
+        if not fabs(W.dg[k]) > 0.0:  # a massless coordinate (or NaN): the dense solve decides
+            return False
     for body in range(V.nquat):
         o = 7 * body + 3
         alpha = _newton_alpha(V, body, h)
@@ -699,9 +701,13 @@ cdef bint _legendre_blocks(VarModel V, VarData W, const double[::1] u, const dou
         for body in range(nb):
             for c in range(3):
                 W.dg[3 * body + c] = V.inertia[body, 0, 0] if c == 2 else V.mass[body]
+                if not W.dg[3 * body + c] > 0.0:  # massless: the dense solve decides
+                    return False
         return True
     for body in range(nb):
         o = 7 * body
+        if not V.mass[body] > 0.0:
+            return False
         for c in range(3):
             W.dg[o + c] = V.mass[body]
         o += 3
