@@ -8,8 +8,11 @@ kernels over a FlatModel and a FlatData (mbsim.model.layout, with the rank-robus
 reactions of a row) without the GIL, and ``advance`` steps and records whole blocks with it;
 PyEvaluator calls Python functions (for models flatten does not take: compliant contacts, issue
 31) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
-transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.numerics.lapack_kernels: gesv,
-and gelsd for the singular Legendre system).
+transform -- is this same code. The Newton and Legendre systems are solved by blocks: per body the
+kinetic block, made regular by adding the unit-quaternion row, then the Schur complement over the
+constraints (_kkt_factor, _kkt_solve, small LU in plain loops); when that finds a system (near)
+singular, or the force Jacobian fills the Newton matrix, by LAPACK on the whole system
+(mbsim.solvers.numerics.lapack_kernels: gesv, and gelsd for the singular Legendre system).
 
 Coordinates u = mbsim's q (3D per body: centre of mass r, quaternion p; 2D: x, y, angle); the
 constraint vector is the unit quaternions first (3D), then the joints. A step that fails (Newton
