@@ -126,7 +126,7 @@ class Solver(SolverBase):
             mass_scale=mass_scale.reshape(-1), gravity_u=gravity.reshape(-1), forces_vary=int(self.forces_vary),
             tol=tol, max_iter=max_iter, rank_tol=rank_tol,
         )  # fmt: skip
-        self.data.var = vk.make_var_data(self.n, self.m, model.nv, np.intc)  # LAPACK's C int (cython_lapack)
+        self.data.var = vk.make_var_data(self.n, self.m, model.nv, self.nb, np.intc)  # LAPACK's C int (cython_lapack)
         self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node data.var holds
         self._compiled = self._compile()
         # what remains in Python: compliant contacts (issue 31) have no compiled form, so such a model's

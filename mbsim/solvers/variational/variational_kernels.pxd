@@ -76,6 +76,12 @@ cdef class VarData(Record):
     cdef double[:, ::1] blk
     cdef double[::1] vdot
     cdef double[::1] v_new
+    cdef double[::1] dg
+    cdef double[:, ::1] Ab
+    cdef double[:, ::1] Z
+    cdef double[:, ::1] S
+    cdef double[::1] y
+    cdef int[:, :, ::1] touch
 
 # The model's joints and applied forces for the step: ``joints`` puts phi, phi_t (nc,) and the
 # Jacobian J (nc, nv) at (u, t) at rest into its views, ``forces`` the generalized forces at

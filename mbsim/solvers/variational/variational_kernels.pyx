@@ -8,8 +8,11 @@ kernels over a FlatModel and a FlatData (mbsim.model.layout, with the rank-robus
 reactions of a row) without the GIL, and ``advance`` steps and records whole blocks with it;
 PyEvaluator calls Python functions (for models flatten does not take: compliant contacts, issue
 31) while the rest of the step -- kinetic terms, Newton matrix, LAPACK solves, the Legendre
-transform -- is this same code. Linear systems by LAPACK (mbsim.solvers.numerics.lapack_kernels: gesv,
-and gelsd for the singular Legendre system).
+transform -- is this same code. The Newton and Legendre systems are solved by blocks: per body the
+kinetic block, made regular by adding the unit-quaternion row, then the Schur complement over the
+constraints (_kkt_factor, _kkt_solve, small LU in plain loops); when that finds a system (near)
+singular, or the force Jacobian fills the Newton matrix, by LAPACK on the whole system
+(mbsim.solvers.numerics.lapack_kernels: gesv, and gelsd for the singular Legendre system).
 
 Coordinates u = mbsim's q (3D per body: centre of mass r, quaternion p; 2D: x, y, angle); the
 constraint vector is the unit quaternions first (3D), then the joints. A step that fails (Newton
@@ -66,7 +69,10 @@ cdef class VarData(Record):
     constraints at the step's two ends; Kt (n + m, n + m) the transposed Newton matrix, rhs
     (n + m,), pivots (n + m,) LAPACK's integers (np.intc); K2, rhs2, s2 (n + m) the Legendre
     system, rank (1,) its rank; G1, G2, JG1, JG2 (3, 4), blk (4, 4) scratch of one body; vdot (nv,);
-    v_new (nv,) the velocity at the node a step reached."""
+    v_new (nv,) the velocity at the node a step reached; the block solve of both systems
+    (_kkt_factor, _kkt_solve): dg (n,) the diagonal of the translational (2D: all) coordinates, Ab
+    (nb, 16) the quaternion blocks' inverses, Z (m + 1, n), S (m, m) (its LU) and y (m,) the Schur
+    complement, touch (2, nb, m + 1) per body the rows of P and of Q that reach it."""
 
     def __init__(self, **fields):
         self.p = self.buffer(fields, 'p', 'float64')
@@ -108,10 +114,17 @@ cdef class VarData(Record):
         self.blk = self.buffer(fields, 'blk', 'float64')
         self.vdot = self.buffer(fields, 'vdot', 'float64')
         self.v_new = self.buffer(fields, 'v_new', 'float64')
+        self.dg = self.buffer(fields, 'dg', 'float64')
+        self.Ab = self.buffer(fields, 'Ab', 'float64')
+        self.Z = self.buffer(fields, 'Z', 'float64')
+        self.S = self.buffer(fields, 'S', 'float64')
+        self.y = self.buffer(fields, 'y', 'float64')
+        self.touch = self.buffer(fields, 'touch', 'intc')
 
 
-def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, int_dtype=np.intc):
-    """Fresh buffers (``int_dtype``: LAPACK's integer, np.intc as scipy.linalg.cython_lapack's)."""
+def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, Py_ssize_t nb, int_dtype=np.intc):
+    """Fresh buffers for n coordinates, m constraints, nv velocities and nb bodies (``int_dtype``:
+    LAPACK's integer, np.intc as scipy.linalg.cython_lapack's)."""
     k = n + m
     return VarData(
         p=np.zeros(n), rate=np.zeros(n), lam=np.zeros(m), h=np.zeros(1), lam_start=np.zeros(m), um=np.zeros(n),
@@ -121,7 +134,9 @@ def make_var_data(Py_ssize_t n, Py_ssize_t m, Py_ssize_t nv, int_dtype=np.intc):
         C=np.zeros(m), Ct=np.zeros(m), Ca_t=np.zeros(m), Kt=np.zeros((k, k)), rhs=np.zeros(k),
         pivots=np.zeros(k, dtype=int_dtype), K2=np.zeros((k, k)), rhs2=np.zeros(k), s2=np.zeros(k),
         rank=np.zeros(1, dtype=int_dtype), G1=np.zeros((3, 4)), G2=np.zeros((3, 4)), JG1=np.zeros((3, 4)),
-        JG2=np.zeros((3, 4)), blk=np.zeros((4, 4)), vdot=np.zeros(nv), v_new=np.zeros(nv),
+        JG2=np.zeros((3, 4)), blk=np.zeros((4, 4)), vdot=np.zeros(nv), v_new=np.zeros(nv), dg=np.zeros(n),
+        Ab=np.zeros((nb, 16)), Z=np.zeros((m + 1, n)), S=np.zeros((m, m)),
+        y=np.zeros(m), touch=np.zeros((2, nb, m + 1), dtype=int_dtype),
     )
 
 
@@ -374,13 +389,320 @@ cdef int constraints_u(Evaluator E, VarModel V, const double[::1] u, double t, d
         for r in range(V.m - nq4):
             C[nq4 + r] = E.phi[r]
             Ct[nq4 + r] = E.phi_t[r]
-            _v_vector_to_u(V, E.J[r], u, Cu[nq4 + r])  # row r over v -> over u
+        _rows_v_to_u(V, E.J, V.m - nq4, u, Cu, nq4)  # the rows over v -> over u
     return 0
 
 
-# u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t (the constrained inverse Legendre transform): LU
-# (gesv), and the least-squares solution (gelsd, rcond 1e-13) if the system is singular (redundant
-# constraints). False if both fail.
+# out[first + r] = J[r] (r < nr; rows over velocity coordinates) as rows over u, as _v_vector_to_u:
+# per body G(p) once for all rows
+cdef void _rows_v_to_u(VarModel V, const double[:, ::1] J, Py_ssize_t nr, const double[::1] u, double[:, ::1] out,
+                       Py_ssize_t first) noexcept nogil:
+    cdef Py_ssize_t body, o, ov, c, j, k, r
+    cdef double p0, p1, p2, p3, scale, x0, x1, x2
+    cdef double G[12]
+    if V.nquat == 0:
+        for r in range(nr):
+            for k in range(V.nv):
+                out[first + r, k] = J[r, k]
+        return
+    for body in range(V.nquat):
+        o = 7 * body
+        ov = 6 * body
+        p0, p1, p2, p3 = u[o + 3], u[o + 4], u[o + 5], u[o + 6]
+        scale = 2.0 / (p0 * p0 + p1 * p1 + p2 * p2 + p3 * p3)
+        for j in range(3):
+            for k in range(4):
+                G[4 * j + k] = _g_entry(V, p0, p1, p2, p3, j, k)
+        for r in range(nr):
+            for c in range(3):
+                out[first + r, o + c] = J[r, ov + c]
+            x0, x1, x2 = J[r, ov + 3], J[r, ov + 4], J[r, ov + 5]
+            for k in range(4):
+                out[first + r, o + 3 + k] = (x0 * G[k] + x1 * G[4 + k] + x2 * G[8 + k]) * scale
+
+
+# LU with partial pivoting of the (k, k) row-major A in place, in plain loops (LAPACK getf2's
+# unblocked algorithm: for a 4 x 4 block or the m x m Schur complement a LAPACK call costs more than
+# the work). False when a pivot is not above ``small`` times A's largest entry (or is NaN): the
+# caller then solves the whole system densely, as before.
+cdef bint _lu(double* A, Py_ssize_t k, int* piv, double small) noexcept nogil:
+    cdef Py_ssize_t c, i, j, p
+    cdef double big = 0.0
+    cdef double t, f
+    for i in range(k * k):
+        big = _max(big, fabs(A[i]))
+    small = small * big
+    for c in range(k):
+        p = c
+        for i in range(c + 1, k):
+            if fabs(A[i * k + c]) > fabs(A[p * k + c]):
+                p = i
+        if not fabs(A[p * k + c]) > small:
+            return False
+        piv[c] = <int>p
+        if p != c:
+            for j in range(k):
+                t = A[c * k + j]
+                A[c * k + j] = A[p * k + j]
+                A[p * k + j] = t
+        f = A[c * k + c]
+        for i in range(c + 1, k):
+            t = A[i * k + c] / f
+            A[i * k + c] = t
+            if t != 0.0:
+                for j in range(c + 1, k):
+                    A[i * k + j] -= t * A[c * k + j]
+    return True
+
+
+# x := A^{-1} x with A's factors from _lu
+cdef void _lu_solve(const double* A, Py_ssize_t k, const int* piv, double* x) noexcept nogil:
+    cdef Py_ssize_t c, i
+    cdef double t
+    for c in range(k):
+        if piv[c] != c:
+            t = x[c]
+            x[c] = x[piv[c]]
+            x[piv[c]] = t
+    for i in range(k):
+        t = x[i]
+        for c in range(i):
+            t -= A[i * k + c] * x[c]
+        x[i] = t
+    for i in range(k - 1, -1, -1):
+        t = x[i]
+        for c in range(i + 1, k):
+            t -= A[i * k + c] * x[c]
+        x[i] = t / A[i * k + i]
+
+
+# The quaternion blocks W.Ab (nb, 16) replaced by their inverses (by _lu). False when one is (near)
+# singular.
+cdef bint _invert_blocks(VarModel V, VarData W) noexcept nogil:
+    cdef double A[16]
+    cdef int piv[4]
+    cdef Py_ssize_t body, r, c
+    for body in range(V.nquat):
+        for r in range(16):
+            A[r] = W.Ab[body, r]
+        if not _lu(A, 4, piv, 1e-13):
+            return False
+        for c in range(4):
+            for r in range(4):
+                W.blk[0, r] = 1.0 if r == c else 0.0
+            _lu_solve(A, 4, piv, &W.blk[0, 0])
+            for r in range(4):
+                W.Ab[body, 4 * r + c] = W.blk[0, r]
+    return True
+
+
+# out = A'^{-1} x on one body's coordinates (x and out may be the same): A' block diagonal, W.dg
+# the diagonal of the translational coordinates (2D: of all), W.Ab the quaternion blocks' inverses
+cdef inline void _apply_block(VarModel V, VarData W, Py_ssize_t body, const double* x, double* out) noexcept nogil:
+    cdef Py_ssize_t o = (7 if V.nquat else 3) * body
+    cdef double x0, x1, x2, x3
+    cdef const double* B
+    out[0] = x[0] / W.dg[o]
+    out[1] = x[1] / W.dg[o + 1]
+    out[2] = x[2] / W.dg[o + 2]
+    if V.nquat:
+        B = &W.Ab[body, 0]
+        x0, x1, x2, x3 = x[3], x[4], x[5], x[6]
+        out[3] = B[0] * x0 + B[1] * x1 + B[2] * x2 + B[3] * x3
+        out[4] = B[4] * x0 + B[5] * x1 + B[6] * x2 + B[7] * x3
+        out[5] = B[8] * x0 + B[9] * x1 + B[10] * x2 + B[11] * x3
+        out[6] = B[12] * x0 + B[13] * x1 + B[14] * x2 + B[15] * x3
+
+
+# The factor of [A', sigma P^T; Q, 0] (P, Q (m, n)) for A' block diagonal in W (_apply_block):
+# which rows of P and Q reach each body (W.touch[0] and [1], per body the count then the rows),
+# Z[s] = A'^{-1} P[s]^T on those bodies (zero elsewhere, never read), the Schur complement
+# S = Q A'^{-1} P^T (m, m) by blocks of bodies, and S's LU (W.pivots). False when S is (near)
+# singular (the caller's dense solve decides).
+cdef bint _kkt_factor(VarModel V, VarData W, const double[:, ::1] P, const double[:, ::1] Q) noexcept nogil:
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t nb = V.mass.shape[0]
+    cdef Py_ssize_t w = 7 if V.nquat else 3
+    cdef double[:, ::1] Z = W.Z
+    cdef double[:, ::1] S = W.S
+    cdef Py_ssize_t r, s, body, o, j, ir, js, cp, cq
+    cdef bint hit_p, hit_q
+    cdef double t
+    cdef int* tp
+    cdef int* tq
+    if m == 0:
+        return True
+    for body in range(nb):
+        o = w * body
+        tp = &W.touch[0, body, 0]
+        tq = &W.touch[1, body, 0]
+        cp = cq = 0
+        for r in range(m):
+            hit_p = hit_q = False
+            for j in range(w):
+                hit_p = hit_p or P[r, o + j] != 0.0
+                hit_q = hit_q or Q[r, o + j] != 0.0
+            if hit_p:
+                cp += 1
+                tp[cp] = <int>r
+                _apply_block(V, W, body, &P[r, o], &Z[r, o])
+            if hit_q:
+                cq += 1
+                tq[cq] = <int>r
+        tp[0], tq[0] = <int>cp, <int>cq
+    for r in range(m):
+        for s in range(m):
+            S[r, s] = 0.0
+    for body in range(nb):
+        o = w * body
+        tp = &W.touch[0, body, 0]
+        tq = &W.touch[1, body, 0]
+        for ir in range(1, tq[0] + 1):
+            r = tq[ir]
+            for js in range(1, tp[0] + 1):
+                s = tp[js]
+                t = 0.0
+                for j in range(w):
+                    t += Q[r, o + j] * Z[s, o + j]
+                S[r, s] += t
+    return _lu(&S[0, 0], m, &W.pivots[0], 1e-13)
+
+
+# [A', sigma P^T; Q, 0] [x; y] = [r1; -c] with _kkt_factor's factor and r1 in W.Z[m] on entry:
+# S y = sigma (c + Q A'^{-1} r1), x = A'^{-1} r1 - sigma Z^T y; x into out[:n], y into out[n:].
+cdef void _kkt_solve(VarModel V, VarData W, const double[:, ::1] Q, double sigma, const double[::1] c,
+                     double[::1] out) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t nb = V.mass.shape[0]
+    cdef Py_ssize_t w = 7 if V.nquat else 3
+    cdef double[:, ::1] Z = W.Z
+    cdef Py_ssize_t r, s, k, body, o, j, ir, js
+    cdef double t
+    cdef int* tp
+    cdef int* tq
+    for body in range(nb):
+        _apply_block(V, W, body, &Z[m, w * body], &Z[m, w * body])
+    for k in range(n):
+        out[k] = Z[m, k]
+    if m == 0:
+        return
+    for r in range(m):
+        W.y[r] = c[r]
+    for body in range(nb):
+        o = w * body
+        tq = &W.touch[1, body, 0]
+        for ir in range(1, tq[0] + 1):
+            r = tq[ir]
+            t = 0.0
+            for j in range(w):
+                t += Q[r, o + j] * Z[m, o + j]
+            W.y[r] += t
+    for r in range(m):
+        W.y[r] = sigma * W.y[r]
+    _lu_solve(&W.S[0, 0], m, &W.pivots[0], &W.y[0])
+    for body in range(nb):
+        o = w * body
+        tp = &W.touch[0, body, 0]
+        for js in range(1, tp[0] + 1):
+            s = tp[js]
+            t = sigma * W.y[s]
+            for j in range(w):
+                out[o + j] -= t * Z[s, o + j]
+    for s in range(m):
+        out[n + s] = W.y[s]
+
+
+# alpha of _newton_blocks for one body
+cdef inline double _newton_alpha(VarModel V, Py_ssize_t body, double h) noexcept nogil:
+    return -(V.inertia[body, 0, 0] + V.inertia[body, 1, 1] + V.inertia[body, 2, 2]) / (3.0 * h)
+
+
+# The Newton matrix's block-diagonal part A = dD1/db (kinetic_into's blocks, transposed in Kt) as
+# A' = A + alpha Ca_q^T Cu_q per body into W (dg, Ab inverted): alpha times the unit-quaternion row
+# (Cu_q db = -C_q) added to the momentum rows (_newton_rhs) leaves the solution as it is, and fills
+# the direction p in which A ~ -(4/h) G^T J G is singular (alpha = -trace(J) / (3 h)). False when a
+# block is (near) singular.
+cdef bint _newton_blocks(VarModel V, VarData W, double h) noexcept nogil:
+    cdef double[:, ::1] Kt = W.Kt
+    cdef double[:, ::1] Ca = W.Ca
+    cdef double[:, ::1] Cu = W.Cu
+    cdef Py_ssize_t body, o, r, c, k
+    cdef double alpha
+    for k in range(V.n):
+        W.dg[k] = Kt[k, k]
+        if not fabs(W.dg[k]) > 0.0:  # a massless coordinate (or NaN): the dense solve decides
+            return False
+    for body in range(V.nquat):
+        o = 7 * body + 3
+        alpha = _newton_alpha(V, body, h)
+        for r in range(4):
+            for c in range(4):
+                W.Ab[body, 4 * r + c] = Kt[o + c, o + r] + alpha * Ca[body, o + r] * Cu[body, o + c]
+    return _invert_blocks(V, W)
+
+
+# r1 = -R1 - alpha Ca_q^T C_q (_newton_blocks) into W.Z[m]
+cdef void _newton_rhs(VarModel V, VarData W, double h) noexcept nogil:
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t body, o, r, k
+    cdef double alpha
+    for k in range(V.n):
+        W.Z[m, k] = -W.R1[k]
+    for body in range(V.nquat):
+        o = 7 * body + 3
+        alpha = _newton_alpha(V, body, h)
+        for r in range(4):
+            W.Z[m, o + r] -= alpha * W.Ca[body, o + r] * W.C[body]
+
+
+# The Legendre system's block-diagonal part M(u) (per body diag(m, m, m) and 4 G(p)^T J G(p), eqs.
+# (19)-(20); 2D diag(m, m, I)) as M' = M + beta Cu_q^T Cu_q per body into W (dg, Ab inverted), and
+# r1 = p - beta Cu_q^T Ct_q into W.Z[m] (as _newton_blocks: beta = trace(J) / 3 fills the direction p
+# in which 4 G^T J G is singular). False when a block is (near) singular.
+cdef bint _legendre_blocks(VarModel V, VarData W, const double[::1] u, const double[::1] p,
+                           const double[:, ::1] Cu, const double[::1] Ct) noexcept nogil:
+    cdef Py_ssize_t n = V.n
+    cdef Py_ssize_t m = V.m
+    cdef Py_ssize_t nb = V.mass.shape[0]
+    cdef double[:, ::1] G = W.G1
+    cdef double[:, ::1] JG = W.JG1
+    cdef const double[:, :, ::1] I = V.inertia
+    cdef Py_ssize_t body, o, r, c, j
+    cdef double beta, s
+    for j in range(n):
+        W.Z[m, j] = p[j]
+    if V.nquat == 0:
+        for body in range(nb):
+            for c in range(3):
+                W.dg[3 * body + c] = V.inertia[body, 0, 0] if c == 2 else V.mass[body]
+                if not W.dg[3 * body + c] > 0.0:  # massless: the dense solve decides
+                    return False
+        return True
+    for body in range(nb):
+        o = 7 * body
+        if not V.mass[body] > 0.0:
+            return False
+        for c in range(3):
+            W.dg[o + c] = V.mass[body]
+        o += 3
+        beta = (I[body, 0, 0] + I[body, 1, 1] + I[body, 2, 2]) / 3.0
+        _g_into(V, u[o], u[o + 1], u[o + 2], u[o + 3], G)
+        for j in range(3):
+            for c in range(4):
+                JG[j, c] = I[body, j, 0] * G[0, c] + I[body, j, 1] * G[1, c] + I[body, j, 2] * G[2, c]
+        for r in range(4):
+            for c in range(4):
+                s = G[0, r] * JG[0, c] + G[1, r] * JG[1, c] + G[2, r] * JG[2, c]
+                W.Ab[body, 4 * r + c] = 4.0 * s + beta * Cu[body, o + r] * Cu[body, o + c]
+            W.Z[m, o + r] -= beta * Cu[body, o + r] * Ct[body]
+    return _invert_blocks(V, W)
+
+
+# u' with M(u) u' + C_u^T nu = p, C_u u' = -C_t (the constrained inverse Legendre transform): by
+# blocks (_legendre_blocks, _kkt_factor, _kkt_solve); if that finds it (near) singular, LU of the whole
+# system (gesv), and the least-squares solution (gelsd, rcond 1e-13) if that is singular too
+# (redundant constraints). False if all fail.
 cdef bint momentum_to_rate(VarModel V, VarData W, const double[::1] u, const double[::1] p,
                            const double[:, ::1] Cu, const double[::1] Ct, double[::1] rate) noexcept nogil:
     cdef Py_ssize_t n = V.n
@@ -392,6 +714,11 @@ cdef bint momentum_to_rate(VarModel V, VarData W, const double[::1] u, const dou
     cdef double[::1] rhs = W.rhs2
     cdef double[:, ::1] G = W.G1
     cdef const double[:, :, ::1] I = V.inertia
+    if _legendre_blocks(V, W, u, p, Cu, Ct) and _kkt_factor(V, W, Cu, Cu):
+        _kkt_solve(V, W, Cu, 1.0, Ct, rhs)
+        for k in range(n):
+            rate[k] = rhs[k]
+        return True
     for attempt in range(2):
         for i in range(n + m):
             for k in range(n + m):
@@ -455,6 +782,7 @@ cdef StepResult step(Evaluator E, VarModel V, VarData W, double t0, double h, do
     cdef double t_mid = 0.5 * (t0 + t1)
     cdef double scale, residual, size, momentum, violation, s, R, eps, new_work, drive, joints
     cdef int outcome = STEP_NOT_CONVERGED
+    cdef bint blocks
     cdef Py_ssize_t iteration = 0
     cdef Py_ssize_t i, k, r, c
     for k in range(n):
@@ -465,9 +793,10 @@ cdef StepResult step(Evaluator E, VarModel V, VarData W, double t0, double h, do
         lam[r] = lam[r] * scale
     residual = INFINITY
     for iteration in range(1, V.max_iter + 1):
-        for i in range(n + m):
-            for k in range(n + m):
-                Kt[i, k] = 0.0
+        if V.forces_vary:  # the dense Newton matrix (the force Jacobian fills its (n, n) part)
+            for i in range(n + m):
+                for k in range(n + m):
+                    Kt[i, k] = 0.0
         kinetic_into(V, W, a, b, h, Kt)
         if forces_u(E, V, W, a, b, h, t_mid, W.F_total, W.F_nc) != 0:
             outcome = STEP_ERROR
@@ -514,17 +843,29 @@ cdef StepResult step(Evaluator E, VarModel V, VarData W, double t0, double h, do
                 break
             for k in range(n):
                 W.F_total[k] = W.force0[k]
-        for r in range(m):  # K[:n, n:] = -Ca^T, K[n:, :n] = Cu_b (transposed)
+        # by blocks while dD1/db is block diagonal (no force Jacobian); else, or when the blocks find
+        # the system (near) singular, LU of the whole Newton matrix (gesv)
+        blocks = not V.forces_vary and _newton_blocks(V, W, h) and _kkt_factor(V, W, W.Ca, W.Cu)
+        if blocks:
+            _newton_rhs(V, W, h)
+            _kkt_solve(V, W, W.Cu, -1.0, W.C, rhs)
+        else:
+            if not V.forces_vary:  # Kt holds the blocks alone (and perhaps an old factorisation)
+                for i in range(n + m):
+                    for k in range(n + m):
+                        Kt[i, k] = 0.0
+                kinetic_into(V, W, a, b, h, Kt)
+            for r in range(m):  # K[:n, n:] = -Ca^T, K[n:, :n] = Cu_b (transposed)
+                for k in range(n):
+                    Kt[n + r, k] = -W.Ca[r, k]
+                    Kt[k, n + r] = W.Cu[r, k]
             for k in range(n):
-                Kt[n + r, k] = -W.Ca[r, k]
-                Kt[k, n + r] = W.Cu[r, k]
-        for k in range(n):
-            rhs[k] = -W.R1[k]
-        for r in range(m):
-            rhs[n + r] = -W.C[r]
-        if solve_into(Kt, rhs, W.pivots) != 0:
-            outcome = STEP_SINGULAR
-            break
+                rhs[k] = -W.R1[k]
+            for r in range(m):
+                rhs[n + r] = -W.C[r]
+            if solve_into(Kt, rhs, W.pivots) != 0:
+                outcome = STEP_SINGULAR
+                break
         for k in range(n):
             b[k] = b[k] + rhs[k]
         for r in range(m):
