@@ -24,6 +24,8 @@ report. Each section is a module of this folder, its docstring saying what it me
 13. Recording every step against every 100th, per method (recording.py).
 14. The full ``mbsim verify`` run: written by ``python benchmarks/verify.py`` on its own (about 45
    minutes); this script keeps that section of BENCHMARKS.md as it is.
+15. The adaptive pair DOP853 against RK4 per step, and the four-box chain at equal accuracy against
+    MuJoCo RK4's whole run (adaptive.py).
 
 The machine table comes from machine.py, the report's frame from report.py. Times are
 ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go to a temporary
@@ -176,6 +178,8 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
 
 # sections 6-13: modules of their own, each with section(quick) -> markdown lines
 EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start", "recording")
+# sections 15 on: the same, numbered after the kept verify section (14)
+AFTER_VERIFY = ("adaptive",)
 
 
 def _module(name: str):
@@ -300,6 +304,12 @@ def main(argv: list[str] | None = None) -> int:
         lines = _module(name).section(quick=args.quick, **options)
         print("\n".join(lines).replace("`", "").replace("**", ""))
         extra.append(lines)
+    after = []
+    for name in AFTER_VERIFY:
+        print(f"\n{name} ...", flush=True)
+        lines = _module(name).section(quick=args.quick)
+        print("\n".join(lines).replace("`", "").replace("**", ""))
+        after.append(lines)
     elapsed = time.perf_counter() - started
     print(f"\nsuite took {elapsed:.1f} s")
 
@@ -309,7 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         kept = _module("verify").kept_section(Path(output))  # benchmarks/verify.py's section stays as it is
         # ... numbered after the others
         kept = re.sub(r"^## \d+\. ", f"## {6 + len(EXTRA_MODULES)}. ", kept, count=1, flags=re.MULTILINE)
-        Path(output).write_text(text.rstrip("\n") + "\n\n" + kept + "\n" if kept else text, encoding="utf-8")
+        text = text.rstrip("\n") + "\n\n" + kept + "\n" if kept else text
+        # ... and the sections after it, numbered on from the verify section's number
+        for number, lines in enumerate(after, start=7 + len(EXTRA_MODULES)):
+            text = "\n".join([text.rstrip("\n"), "", re.sub(r"^## ", f"## {number}. ", lines[0]), *lines[1:], ""])
+        Path(output).write_text(text, encoding="utf-8")
         print(f"wrote {output}")
     return 0
 

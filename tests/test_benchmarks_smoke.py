@@ -72,6 +72,7 @@ def test_quick_run_writes_a_report(bench, tmp_path, capsys):
         "### A pile of 27 spheres (PGS)",
         "### Lemke against PGS",
         "## 12. First run: every cache empty",
+        "## 15. Adaptive steps: DOP853 against RK4",
     ):
         assert heading in text
     assert "| 3 | 18 | 15 | dense |" in text
@@ -339,3 +340,53 @@ def test_cold_start_section_short_run(benchmark_module):
         "Targets: fresh clone, fresh venv, install and the flagship run at most 6 min wall"
         in cold.install_lines(done)[-1]
     )
+
+
+def test_adaptive_loosest_rung_is_met_by_every_tighter_rung(benchmark_module):
+    """The equal-accuracy tolerance: the loosest rung whose error, and every tighter rung's, is at most
+    the accuracy asked (an error at one time is not monotone in the tolerance)."""
+    adaptive = benchmark_module("adaptive")
+    errors = {1e-6: 2.5e-5, 1e-7: 2.9e-4, 1e-8: 2.1e-5, 1e-9: 2.1e-6, 1e-10: 1.4e-7, 1e-11: 1.1e-8}
+    ladder = [adaptive.Run(f"{tol:g}", (), tol=tol, error=err) for tol, err in errors.items()]
+    assert adaptive.loosest(ladder, 9.2e-6).tol == 1e-9
+    assert adaptive.loosest(ladder, 1.5e-7).tol == 1e-10
+    assert adaptive.loosest(ladder, 1e-3).tol == 1e-6
+    assert adaptive.loosest(ladder, 1e-9) is None
+    # a loose rung that lands near the reference by chance is not chosen past a tighter one that misses
+    lucky = [adaptive.Run("a", (), tol=1e-6, error=1e-7), adaptive.Run("b", (), tol=1e-8, error=1e-5)]
+    assert adaptive.loosest(lucky, 1e-6) is None
+    # a failed rung ends the search like a missed one
+    ladder[-2].failure = "failed: boom"
+    assert adaptive.loosest(ladder, 9.2e-6).tol == 1e-11
+
+
+@pytest.mark.slow  # ~3 s of benchmark scaffolding (CI runs it)
+def test_adaptive_section_short_run(benchmark_module):
+    """The adaptive section on 0.5 s of the four-box chain: mbsim's DOP853 reference agrees with MuJoCo
+    RK4 (an independent code) as MuJoCo's step shrinks, DOP853 spends at least its 12 evaluations per
+    step, its error falls with the tolerance, every run is timed, and the section says all of it."""
+    pytest.importorskip("mujoco")
+    adaptive = benchmark_module("adaptive")
+    res = adaptive.measure(1, 0.5, (1e-6, 1e-10), (2, 4), log=lambda _: None)
+    assert res.t_end == 0.5 and res.step == 0.002 and res.shortened
+    # MuJoCo RK4 converges to mbsim's reference: at least 2nd order (4x per halving) and within 1e-8 m
+    (k2, e2), (k4, e4) = res.refined
+    assert (k2, k4) == (2, 4) and e4 < 1e-8 and res.mujoco.error > 4 * e2 > 16 * e4
+    assert res.refined_convergence == pytest.approx(e2, rel=0.5)  # h/2 to h/4 is mostly h/2's error
+    assert res.rk4.steps == res.mujoco.steps == 250
+    for run in (res.dop853, *res.ladder):
+        assert run.failure == "" and 0 < run.steps < 250
+        assert run.nfev >= 12 * run.steps  # DOP853: 12 stages per accepted step, first same as last
+    loose, tight = res.ladder
+    assert tight.error < 1e-3 * loose.error and tight.error < 1e-10
+    for run in (res.rk4, res.dop853, res.rk4_short, res.dop853_short, *res.ladder):
+        assert len(run.wall_s) == len(run.cpu_s) == 1 and run.wall_s[0] > 0
+    assert res.rk4_short.steps == 5 and len(res.mujoco.wall_s) == len(res.mujoco.cpu_s) == 1
+
+    text = "\n".join(adaptive.markdown(res))
+    assert text.startswith("## Adaptive steps: DOP853 against RK4")
+    assert "### Cost of a step: DOP853 against RK4" in text and "Target: a DOP853 step at most 3x" in text
+    assert "| rk4 (as shipped) | 250 | 4" in text  # 4 evaluations per step
+    assert "### Whole run at equal accuracy against MuJoCo RK4 (t = 0.5 s)" in text
+    assert "| MuJoCo RK4, h = 0.002 | 250 |" in text and "| mbsim scipy:DOP853, rtol = atol = 1e-10 | " in text
+    assert "At MuJoCo RK4's error at h = 0.002" in text and "At the issue's 1.5e-7 m" in text
