@@ -43,7 +43,9 @@ Options: ``penalty`` (alpha), ``omega`` (Omega, 1/s), ``mu`` (damping ratio), ``
 ``max_iter``; the iterations of each step (summed over its right-hand sides) go to
 /diagnostics/solver/iterations; non-convergence ends the run (exit 3). The one implementation is
 compiled: mbsim.solvers.numerics.robust_kernels.augmented_lagrangian_accelerations (its stall test STALL,
-STALL_RANK).
+STALL_RANK). It factors M + alpha J^T J with the bodies in the order ``body_order`` sets up once per run
+(reverse Cuthill-McKee when the model's order spreads the envelope: the same solution to round-off,
+bit-identical where the model's order is kept).
 """
 
 from __future__ import annotations
