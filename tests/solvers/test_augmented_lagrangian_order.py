@@ -1,7 +1,8 @@
 """augmented_lagrangian factors M + alpha J^T J with its bodies in reverse Cuthill-McKee order when the
 model's order spreads the envelope (mbsim.solvers.augmented_lagrangian.body_order). Checked against the
 closed-form kinematics of the IFToMM A02 N four-bar, whose scene lists every crank before every
-coupler (the order that gets permuted), away from its folds and near one."""
+coupler (the order that gets permuted), away from its folds and near one, and in 3D against lagrange's
+solve on a chain listed out of order."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from mbsim.scene.spec import load_scene
 from mbsim.simulate import prepare
@@ -58,3 +60,38 @@ def test_n_four_bar_accelerations_in_reverse_cuthill_mckee_order(n, phi):
     np.testing.assert_allclose(model.q0[: 3 * (n + 1)][2::3], np.pi / 2)  # the layout assumed above
     vdot, _ = solver.acceleration(0.0, q, v)
     np.testing.assert_allclose(vdot, expected, rtol=0, atol=1e-7 * abs(k / inertia))
+
+
+def test_scrambled_3d_chain_matches_lagrange(tmp_path: Path):
+    """A 3D chain of ten links on spherical joints, hanging tilted and spinning rigidly about z, its
+    bodies listed odd links first (so the model's order spreads the envelope and the chain order is
+    taken): the accelerations equal lagrange's (the Schur-complement solve, full rank here) to the
+    iteration's tolerance. Measured: 8e-10 of 5.7 m/s^2 (1.1e-9 in the model's order)."""
+    n, h, tilt, spin = 10, 0.5, 0.6, 0.8
+    axis = np.array([np.sin(tilt), 0.0, -np.cos(tilt)])
+    bodies = []
+    for i in [*range(1, n, 2), *range(0, n, 2)]:
+        centre = (2 * i + 1) * h * axis
+        bodies.append({
+            "name": f"link{i}", "mass": 1.0 + 0.1 * i, "inertia": [0.3, 0.2 + 0.01 * i, 0.1],
+            "position": centre.tolist(), "velocity": np.cross([0, 0, spin], centre).tolist(),
+            "angular_velocity": [0, 0, spin],
+        })  # fmt: skip
+    joints = [
+        {"name": f"j{i}", "type": "spherical", "body1": "ground" if i == 0 else f"link{i - 1}",
+         "body2": f"link{i}", "point": (2 * i * h * axis).tolist()}
+        for i in range(n)
+    ]  # fmt: skip
+    scene = {"mbsim": 1, "name": "scrambled chain", "dimension": 3, "gravity": [0, 0, -9.81],
+             "time": {"end": 1.0, "step": 0.001}, "solver": {"method": "lagrange", "integrator": "rk4"},
+             "bodies": bodies, "joints": joints}  # fmt: skip
+    path = tmp_path / "chain.yaml"
+    path.write_text(yaml.safe_dump(scene))
+    vdot = {}
+    for method in ("lagrange", "augmented_lagrangian"):
+        model, solver = prepare(load_scene(str(path), [f"solver.method={method}"]))
+        if method == "augmented_lagrangian":
+            assert np.any(body_order(solver._flat) != np.arange(n))
+        vdot[method], _ = solver.acceleration(0.0, model.q0.copy(), model.v0.copy())
+    scale = np.max(np.abs(vdot["lagrange"]))
+    np.testing.assert_allclose(vdot["augmented_lagrangian"], vdot["lagrange"], rtol=0, atol=1e-8 * scale)
