@@ -352,13 +352,13 @@ cdef Py_ssize_t augmented_lagrangian_accelerations(FlatModel F, FlatData D, cons
         n = row_bodies[5 * r]
         if n < 2:
             continue
-        hi = nb
+        pf = nb  # the row's first position
         for e in range(n):
-            hi = py_min_int(hi, pos[row_bodies[5 * r + 1 + e]])
+            pf = py_min_int(pf, pos[row_bodies[5 * r + 1 + e]])
         for e in range(n):
             pe = pos[row_bodies[5 * r + 1 + e]]
-            if body_first[pe] > hi:
-                body_first[pe] = hi
+            if body_first[pe] > pf:
+                body_first[pe] = pf
     for i in range(nv):
         first[i] = w * body_first[i // w]
         last[i] = i
