@@ -390,7 +390,7 @@ def reverse_cuthill_mckee(neighbours: list[list[int]]) -> np.ndarray:
 def robust_size(nv: int, nc: int) -> int:
     """The length of FlatData.robust_work (mbsim.solvers.numerics.robust_kernels.buffers lays it out)."""
     n = nv + nc
-    return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 3 * nv + nc + n * n + 2 * n
+    return nc * nv * 2 + nc * nc + min(nc, nv) + nv * nv * 2 + 4 * nv + nc + n * n + 2 * n
 
 
 def make_data(

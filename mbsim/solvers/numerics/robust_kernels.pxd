@@ -30,6 +30,7 @@ cdef struct RobustBuffers:
     double* kkt_b   # (n,)
     double* kkt_s   # (n,)
     double* al_a    # (nv, nv) the augmented Lagrangian's matrix
+    double* al_order  # (nv,) its body order: 1 + the position of body b in [b] (0: the model's order)
     Py_ssize_t nsv
 
 
@@ -52,6 +53,7 @@ cdef inline RobustBuffers buffers(FlatModel F, FlatData D) noexcept nogil:
     B.kkt_b = B.kkt + n * n
     B.kkt_s = B.kkt_b + n
     B.al_a = B.kkt_s + n
+    B.al_order = B.al_a + nv * nv
     return B
 
 
