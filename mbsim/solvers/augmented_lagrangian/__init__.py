@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.errors import SimulationError
-from mbsim.model.flat import FlatModel
+from mbsim.model.flat import FlatModel, reverse_cuthill_mckee
 from mbsim.model.model import Model
 from mbsim.scene.fields import MAX_ITERATIONS, Context, Field, Number
 from mbsim.solvers.base import read_options
@@ -128,12 +128,7 @@ def body_order(flat: FlatModel) -> np.ndarray:
     given = np.arange(nb, dtype=np.int64)
     if nb < 3 or not pairs:
         return given
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-
-    edges = np.array(sorted(pairs))
-    graph = csr_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(nb, nb))
-    rcm = np.asarray(reverse_cuthill_mckee(graph, symmetric_mode=True), dtype=np.int64)
+    rcm = reverse_cuthill_mckee([sorted(nodes) for nodes in neighbours])
     position = np.empty(nb, dtype=np.int64)
     position[rcm] = np.arange(nb)
     return position if envelope(position) <= 0.8 * envelope(given) else given
