@@ -90,7 +90,7 @@ class Solver(OdeSolver):
         self.penalty, self.omega, self.mu, self.tol, self.max_iter = penalty, omega, mu, tol, max_iter
         super().__init__(model, **common)
         if self._flat is not None:
-            robust_kernels.augmented_lagrangian_order(self._flat, self._data, body_order(self._flat))
+            robust_kernels.augmented_lagrangian_order(self._flat, self.data.flat, body_order(self._flat))
 
     def compiled_parameters(self) -> np.ndarray:
         P = super().compiled_parameters()
@@ -115,7 +115,7 @@ def body_order(flat: FlatModel) -> np.ndarray:
     order (as mbsim.model.flat._schur_pattern chooses lagrange's row order). The IFToMM N four-bar
     lists all its cranks before its couplers, which spreads each coupler's rows back to its cranks."""
     nb = flat.nbody
-    rows = np.stack([np.asarray(getattr(flat, f"row_b{side}")) for side in "ijkl"], axis=1)  # (nc, 4)
+    rows = np.stack([np.asarray(side) for side in (flat.row_bi, flat.row_bj, flat.row_bk, flat.row_bl)], axis=1)
     pairs = {(int(a), int(b)) for row in rows for a in row for b in row if a < nb and b < nb and a != b}
     neighbours: list[list[int]] = [[] for _ in range(nb)]
     for a, b in pairs:
