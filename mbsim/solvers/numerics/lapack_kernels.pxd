@@ -14,6 +14,17 @@ cpdef void cholesky_envelope_solve(const double[:, ::1] L, const long long[::1] 
 # the same over raw C-order buffers (robust_kernels' matrices are offsets into one work array):
 # the (m, n) matrix A given as at = A^T (n, m); a, L (n, n)
 cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s, double* v) noexcept nogil
+# singular values only (gesdd jobz 'N'; at destroyed)
+cdef int svd_values_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* s) noexcept nogil
+# A = Q B P^T (gebrd) in place: d, e the bidiagonal (min(m, n), min(m, n) - 1), tauq, taup (min(m, n))
+cdef int bidiagonal_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* d, double* e, double* tauq,
+                        double* taup) noexcept nogil
+# with that factor: the minimum-norm least-squares x of A x = b (transpose: A^T x = b), singular values
+# <= rcond times the largest cut (gelsd's bidiagonal solve, lalsd); b (max(m, n)) holds b on entry
+# (its rows), x on exit (its columns); the rank into rank[0]
+cdef int bidiagonal_lstsq_raw(Py_ssize_t m, Py_ssize_t n, const double* at, const double* d, const double* e,
+                              const double* tauq, const double* taup, bint transpose, double* b, double rcond,
+                              int* rank) noexcept nogil
 cdef int lstsq_symmetric_raw(Py_ssize_t n, double* a, double* b, double* s, double rcond, int* rank) noexcept nogil
 cdef int solve_raw(Py_ssize_t n, double* at, double* b, int* pivots) noexcept nogil
 cdef bint cholesky_in_place_raw(Py_ssize_t n, double* A) noexcept nogil

@@ -14,7 +14,7 @@ transpose, which is how the buffers below are passed.
 
 from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_lapack cimport dgelsd, dgesdd, dgesv
+from scipy.linalg.cython_lapack cimport dgebrd, dgelsd, dgesdd, dgesv, dlalsd, dormbr
 
 
 cdef inline int _ld(Py_ssize_t k) noexcept nogil:
@@ -43,6 +43,119 @@ cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s,
         return -1
     dgesdd(&jobz, &im, &jn, at, &lda, s, u_t, &lda, v, &ldvt, work, &lwork, iwork, &info)
     free(work)
+    free(iwork)
+    return info
+
+
+cdef int svd_values_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* s) noexcept nogil:
+    cdef char jobz = b'N'
+    cdef int im = <int>m, jn = <int>n, lda = _ld(m), one = 1, info = 0, lwork = -1
+    cdef Py_ssize_t mn = m if m < n else n
+    cdef double query = 0.0, dummy = 0.0
+    cdef int iquery = 0
+    cdef double* work
+    cdef int* iwork
+    # gesdd with jobz 'N': the bidiagonal's values without vectors (a third of the full SVD's cost)
+    dgesdd(&jobz, &im, &jn, at, &lda, s, &dummy, &one, &dummy, &one, &query, &lwork, &iquery, &info)
+    if info < 0:
+        return info
+    lwork = <int>query
+    work = <double*>malloc(sizeof(double) * (lwork if lwork > 1 else 1))
+    iwork = <int*>malloc(sizeof(int) * (8 * mn if mn > 0 else 1))
+    if work == NULL or iwork == NULL:
+        free(work)
+        free(iwork)
+        return -1
+    dgesdd(&jobz, &im, &jn, at, &lda, s, &dummy, &one, &dummy, &one, work, &lwork, iwork, &info)
+    free(work)
+    free(iwork)
+    return info
+
+
+cdef int bidiagonal_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* d, double* e, double* tauq,
+                        double* taup) noexcept nogil:
+    cdef int im = <int>m, jn = <int>n, lda = _ld(m), info = 0, lwork = -1
+    cdef double query = 0.0
+    cdef double* work
+    # gebrd: A = Q B P^T, B upper bidiagonal (m >= n) or lower (m < n), Q and P as reflectors in at
+    dgebrd(&im, &jn, at, &lda, d, e, tauq, taup, &query, &lwork, &info)
+    if info < 0:
+        return info
+    lwork = <int>query
+    work = <double*>malloc(sizeof(double) * (lwork if lwork > 1 else 1))
+    if work == NULL:
+        return -1
+    dgebrd(&im, &jn, at, &lda, d, e, tauq, taup, work, &lwork, &info)
+    free(work)
+    return info
+
+
+cdef int _apply_reflectors(char vect, char trans, Py_ssize_t m, Py_ssize_t n, const double* at,
+                           const double* tau, double* x) noexcept nogil:
+    """x <- Q x, Q^T x (vect 'Q', x of length m) or P x, P^T x (vect 'P', length n): ormbr on
+    one column, the reflectors of bidiagonal_raw."""
+    cdef char side = b'L'
+    cdef int im = <int>m, jn = <int>n, lda = _ld(m), one = 1, info = 0, lwork = -1
+    cdef int rows = im if vect == b'Q' else jn
+    cdef int k = jn if vect == b'Q' else im
+    cdef int ldc = rows if rows > 1 else 1
+    cdef double query = 0.0
+    cdef double* work
+    if rows == 0 or k == 0:
+        return 0
+    dormbr(&vect, &side, &trans, &rows, &one, &k, <double*>at, &lda, <double*>tau, x, &ldc, &query, &lwork, &info)
+    if info < 0:
+        return info
+    lwork = <int>query
+    work = <double*>malloc(sizeof(double) * (lwork if lwork > 1 else 1))
+    if work == NULL:
+        return -1
+    dormbr(&vect, &side, &trans, &rows, &one, &k, <double*>at, &lda, <double*>tau, x, &ldc, work, &lwork, &info)
+    free(work)
+    return info
+
+
+cdef int bidiagonal_lstsq_raw(Py_ssize_t m, Py_ssize_t n, const double* at, const double* d, const double* e,
+                              const double* tauq, const double* taup, bint transpose, double* b, double rcond,
+                              int* rank) noexcept nogil:
+    cdef Py_ssize_t k = m if m < n else n
+    cdef Py_ssize_t rows = n if transpose else m
+    cdef Py_ssize_t cols = m if transpose else n
+    cdef Py_ssize_t i, nlvl
+    cdef int smlsiz = 25, ik = <int>k, one = 1, ldb = _ld(k), info = 0
+    cdef char uplo
+    cdef double* mem
+    cdef int* iwork
+    rank[0] = 0
+    if k == 0:
+        for i in range(cols):
+            b[i] = 0.0
+        return 0
+    # lalsd's workspace (LAPACK's dgelsd sizes, smlsiz 25 as ilaenv gives it) and copies of d, e
+    nlvl = 1  # LAPACK's int(log2(k / (smlsiz + 1))) + 1, at least 1 (here never less)
+    while (k >> nlvl) >= smlsiz + 1:
+        nlvl += 1
+    mem = <double*>malloc(sizeof(double) * (2 * k + 9 * k + 2 * k * smlsiz + 8 * k * nlvl + k + (smlsiz + 1) * (smlsiz + 1)))
+    iwork = <int*>malloc(sizeof(int) * (3 * k * nlvl + 11 * k + 1))
+    if mem == NULL or iwork == NULL:
+        free(mem)
+        free(iwork)
+        return -1
+    for i in range(k):
+        mem[i] = d[i]
+    for i in range(k - 1):
+        mem[k + i] = e[i]
+    # A x = b: B w = Q^T b, x = P w; A^T x = b: B^T u = P^T b, x = Q u (w, u zero past k)
+    info = _apply_reflectors(b'P' if transpose else b'Q', b'T', m, n, at, taup if transpose else tauq, b)
+    if info == 0:
+        # B is upper bidiagonal when m >= n, B^T lower
+        uplo = b'U' if (m >= n) != transpose else b'L'
+        dlalsd(&uplo, &smlsiz, &ik, &one, mem, mem + k, b, &ldb, &rcond, rank, mem + 2 * k, iwork, &info)
+    if info == 0:
+        for i in range(k, cols):
+            b[i] = 0.0
+        info = _apply_reflectors(b'Q' if transpose else b'P', b'N', m, n, at, tauq if transpose else taup, b)
+    free(mem)
     free(iwork)
     return info
 

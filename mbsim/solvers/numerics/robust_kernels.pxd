@@ -19,9 +19,9 @@ cdef inline double py_min(double a, double b) noexcept nogil:
 cdef struct RobustBuffers:
     double* jhat    # (nc, nv) J M^-1/2
     double* jh_t    # (nv, nc) its transpose (LAPACK's input, destroyed)
-    double* svd_ut  # (nc, nc) U^T of J_hat's SVD
-    double* svd_s   # (nsv,) its singular values, nsv = min(nc, nv)
-    double* svd_v   # (nv, nv) V
+    double* svd_ut  # (nc, nc) from here on: J_hat's bidiagonal factor (d, e, tauq, taup: 4 nsv)
+    double* svd_s   # (nsv,) its singular values, nsv = min(nc, nv) (min_norm_factor)
+    double* svd_v   # (nv, nv) the augmented Lagrangian's J^T J
     double* vec_a   # (nv,) scratch
     double* vec_b   # (nv,)
     double* vec_c   # (nv,)
@@ -57,7 +57,7 @@ cdef inline RobustBuffers buffers(FlatModel F, FlatData D) noexcept nogil:
     return B
 
 
-# J_hat = J M^-1/2 and its SVD into the buffers; the numerical rank, -1 if LAPACK failed
+# J_hat = J M^-1/2 and its singular values into the buffers; the numerical rank, -1 if LAPACK failed
 cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil
 # dx = M^-1/2 J_hat^+ r (nv,), the M-smallest dx with J dx = r (least squares); False if the SVD failed
 cdef bint min_norm_correction(FlatModel F, FlatData D, double rank_tol, const double[::1] r,

@@ -25,8 +25,10 @@ from mbsim.model.step_kernels cimport inverse_mass_times, row_body, row_nbody
 from mbsim.solvers.numerics.lapack_kernels cimport (
     cholesky_envelope_raw,
     cholesky_envelope_solve_ptr,
+    bidiagonal_lstsq_raw,
+    bidiagonal_raw,
     lstsq_symmetric_raw,
-    svd_raw,
+    svd_values_raw,
 )
 
 # the augmented Lagrangian's stall test (mbsim.solvers.augmented_lagrangian: STALL, STALL_RANK)
@@ -49,16 +51,13 @@ cdef inline void _scaled_times(FlatModel F, const double* x, double* out) noexce
             out[w * b + a] = s
 
 
-cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
-    """J_hat = J M^-1/2 and its SVD into the buffers jhat, svd_ut, svd_s, svd_v (MinNorm). Returns
-    the numerical rank (singular values above rank_tol times the largest), -1 if LAPACK failed."""
+cdef void _scaled_jacobian(FlatModel F, FlatData D, RobustBuffers* B) noexcept nogil:
+    """J_hat = J M^-1/2 into jhat (C order) and jh_t (its transpose: LAPACK's column-major J_hat)."""
     cdef Py_ssize_t nc = F.nc, nv = F.nv, nb = F.nbody
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
-    cdef RobustBuffers B = buffers(F, D)
     cdef double* Jh = B.jhat
     cdef double* At = B.jh_t
-    cdef double* sv = B.svd_s
-    cdef Py_ssize_t k, r, side, b, a, m, rank
+    cdef Py_ssize_t k, r, side, b, a, m
     cdef double s
     for k in range(nv):
         for r in range(nc):
@@ -73,7 +72,17 @@ cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexce
                         s += D.J[r, w * b + m] * F.body_inv_sqrt_mass[b, m, a]
                     Jh[r * nv + w * b + a] = s
                     At[(w * b + a) * nc + r] = s
-    if svd_raw(nc, nv, At, B.svd_ut, sv, B.svd_v) != 0:
+
+
+cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil:
+    """J_hat = J M^-1/2 into jhat and its singular values into svd_s, descending (LAPACK gesdd
+    without vectors). Returns the numerical rank (singular values above rank_tol times the
+    largest), -1 if LAPACK failed."""
+    cdef RobustBuffers B = buffers(F, D)
+    cdef double* sv = B.svd_s
+    cdef Py_ssize_t k, rank
+    _scaled_jacobian(F, D, &B)
+    if svd_values_raw(F.nc, F.nv, B.jh_t, sv) != 0:
         return -1
     if B.nsv == 0 or not sv[0] > 0.0:
         return 0
@@ -84,78 +93,79 @@ cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexce
     return rank
 
 
-cdef void _through_svd(const double* P, Py_ssize_t p0, Py_ssize_t p1, const double* sv, const double* R,
-                       Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t rank, const double* x, Py_ssize_t nx,
-                       double* out, Py_ssize_t nout, double* c) noexcept nogil:
-    """out = R[:, :rank] diag(1/s) P[:rank] x, with c (rank,) scratch: the inverse of J_hat
-    (P = U^T, R = V) or of J_hat^T (P = V^T, R = U) on the numerical range. P[k, i] is
-    P[k * p0 + i * p1], R[i, k] is R[i * r0 + k * r1] (so a transpose is a swap of strides)."""
-    cdef Py_ssize_t k, i
-    cdef double s
-    for k in range(rank):
-        s = 0.0
-        for i in range(nx):
-            s += P[k * p0 + i * p1] * x[i]
-        c[k] = s / sv[k]
-    for i in range(nout):
-        s = 0.0
-        for k in range(rank):
-            s += R[i * r0 + k * r1] * c[k]
-        out[i] = s
+# the bidiagonal factor J_hat = Q B P^T of _bidiagonal_factor: d, e, tauq, taup (min(nc, nv) each)
+# from svd_ut on (svd_ut, svd_s and svd_v are contiguous and hold them: no SVD vectors are formed)
+cdef inline double* _bidiagonal_d(RobustBuffers* B) noexcept nogil:
+    return B.svd_ut
 
 
-cdef inline void _pinv_times(FlatModel F, RobustBuffers* B, Py_ssize_t rank, const double* r, double* y) noexcept nogil:
-    """y = J_hat^+ r (nv,): V_r diag(1/s) U_r^T r (MinNorm.pinv_times); uses vec_m."""
-    _through_svd(B.svd_ut, F.nc, 1, B.svd_s, B.svd_v, F.nv, 1, rank, r, F.nc, y, F.nv, B.vec_m)
+cdef bint _bidiagonal_factor(FlatModel F, FlatData D, RobustBuffers* B) noexcept nogil:
+    """J_hat into jhat and its bidiagonal factor (LAPACK gebrd, reflectors in jh_t); False if
+    LAPACK failed. The solves below cut and solve on it as LAPACK's gelsd does (lalsd): the
+    truncated pseudo-inverse applied to a vector without U and V (the SVD's vectors cost twice its
+    values)."""
+    cdef Py_ssize_t k = B.nsv
+    cdef double* d = _bidiagonal_d(B)
+    _scaled_jacobian(F, D, B)
+    return bidiagonal_raw(F.nc, F.nv, B.jh_t, d, d + k, d + 2 * k, d + 3 * k) == 0
 
 
-cdef inline void _multipliers_into(FlatModel F, RobustBuffers* B, Py_ssize_t rank, const double* z,
-                                   double* lam) noexcept nogil:
-    """lam = U_r diag(1/s) V_r^T z: the minimum-norm lambda with J_hat^T lambda = z (MinNorm)."""
-    _through_svd(B.svd_v, 1, F.nv, B.svd_s, B.svd_ut, 1, F.nc, rank, z, F.nv, lam, F.nc, B.vec_m)
+cdef inline Py_ssize_t _truncated_solve(FlatModel F, RobustBuffers* B, double rank_tol, bint transpose,
+                                        double* x) noexcept nogil:
+    """x <- J_hat_r^+ x (transpose: (J_hat_r^T)^+ x), J_hat_r: J_hat with its singular values at
+    or below rank_tol times the largest cut; x (max(nc, nv)) holds the right side's rows on entry,
+    the solution on exit. Returns the rank, -1 if LAPACK failed."""
+    cdef Py_ssize_t k = B.nsv
+    cdef double* d = _bidiagonal_d(B)
+    cdef int rank = 0
+    if bidiagonal_lstsq_raw(F.nc, F.nv, B.jh_t, d, d + k, d + 2 * k, d + 3 * k, transpose, x, rank_tol, &rank) != 0:
+        return -1
+    return rank
 
 
 cdef bint min_norm_correction(FlatModel F, FlatData D, double rank_tol, const double[::1] r,
                               double[::1] dx) noexcept nogil:
     """dx = M^-1/2 J_hat^+ r, the M-smallest dx with J dx = r in the least-squares sense
-    (MinNorm.correction; a rank loss is allowed). False if the SVD failed."""
-    cdef Py_ssize_t rank = min_norm_factor(F, D, rank_tol)
-    if rank < 0:
-        return False
+    (MinNorm.correction; a rank loss is allowed). False if LAPACK failed."""
     cdef RobustBuffers B = buffers(F, D)
-    _pinv_times(F, &B, rank, &r[0], B.vec_a)
-    _scaled_times(F, B.vec_a, &dx[0])
+    cdef double* x = B.kkt_b  # (nv + nc): free here
+    cdef Py_ssize_t k
+    if not _bidiagonal_factor(F, D, &B):
+        return False
+    for k in range(F.nc):
+        x[k] = r[k]
+    if _truncated_solve(F, &B, rank_tol, False, x) < 0:
+        return False
+    _scaled_times(F, x, &dx[0])
     return True
 
 
 cdef Py_ssize_t null_space_accelerations(FlatModel F, FlatData D, double rank_tol, double[::1] vdot,
                                          double[::1] stats) noexcept nogil:
-    """y = J_hat^+ gamma + V_n V_n^T y_free, v_dot = M^-1/2 y (mbsim.solvers.null_space)."""
+    """y = J_hat^+ gamma + V_n V_n^T y_free, v_dot = M^-1/2 y (mbsim.solvers.null_space), as
+    y = y_free + J_hat_r^+ (gamma - J_hat y_free) (V_r V_r^T = J_hat_r^+ J_hat); the multipliers
+    lambda = (J_hat_r^T)^+ (y_free - y)."""
     cdef Py_ssize_t nv = F.nv, nc = F.nc
-    cdef Py_ssize_t rank = min_norm_factor(F, D, rank_tol)
-    if rank < 0:
-        return -1
     cdef RobustBuffers B = buffers(F, D)
     cdef double* Jh = B.jhat
-    cdef double* V = B.svd_v
     cdef double* y_free = B.vec_a
     cdef double* y = B.vec_b
-    cdef double* z = B.vec_c
-    cdef Py_ssize_t i, k, r
+    cdef double* x = B.kkt_b  # (nv + nc) scratch of the solves: free here
+    cdef Py_ssize_t i, k, r, rank
     cdef double s, residual
+    if not _bidiagonal_factor(F, D, &B):
+        return -1
     _scaled_times(F, &D.Q[0], y_free)
-    _pinv_times(F, &B, rank, &D.gamma[0], y)
-    # + null (null^T y_free)
-    for k in range(rank, nv):
+    for r in range(nc):
         s = 0.0
-        for i in range(nv):
-            s += V[i * nv + k] * y_free[i]
-        z[k] = s
+        for k in range(nv):
+            s += Jh[r * nv + k] * y_free[k]
+        x[r] = D.gamma[r] - s
+    rank = _truncated_solve(F, &B, rank_tol, False, x)
+    if rank < 0:
+        return -1
     for i in range(nv):
-        s = 0.0
-        for k in range(rank, nv):
-            s += V[i * nv + k] * z[k]
-        y[i] = y[i] + s
+        y[i] = y_free[i] + x[i]
     _scaled_times(F, y, &vdot[0])
     residual = 0.0
     for r in range(nc):
@@ -164,8 +174,11 @@ cdef Py_ssize_t null_space_accelerations(FlatModel F, FlatData D, double rank_to
             s += Jh[r * nv + k] * y[k]
         residual = py_max(residual, fabs(s - D.gamma[r]))
     for k in range(nv):
-        z[k] = y_free[k] - y[k]
-    _multipliers_into(F, &B, rank, z, &D.lam[0])
+        x[k] = y_free[k] - y[k]
+    if _truncated_solve(F, &B, rank_tol, True, x) < 0:
+        return -1
+    for r in range(nc):
+        D.lam[r] = x[r]
     stats[1] = py_min(stats[1], <double>rank)
     stats[2] = py_max(stats[2], residual)
     return 0
