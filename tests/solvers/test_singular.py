@@ -376,6 +376,38 @@ def test_the_rank_cut_of_an_adaptive_step_sits_in_the_gap():
         assert cut == pytest.approx(expected, rel=1e-6), tilt
 
 
+def test_the_rank_cut_of_gauss_sits_in_the_kkt_matrix_gap():
+    """ode_kernels.step_cut under gauss against numpy's singular values of the KKT matrix
+    [M J^T; J 0] at the same state (the rank by rank_tol, the cut mid-gap within [rank_tol / 10,
+    10 rank_tol]): at the slider-crank's fold and beside it. At the fold itself the lost singular
+    value is round-off (1e-16 of the largest, a different number for each algorithm): there the
+    cut only has to lie inside the gap."""
+    from mbsim.scene.load import load_raw_scene
+    from mbsim.scene.spec import build_spec
+    from mbsim.simulate import prepare
+    from mbsim.solvers.ode import ode_kernels
+
+    model, solver = prepare(build_spec(load_raw_scene(SLIDER, ["solver.method=gauss"])))
+    F, D, P = solver._flat, solver.data.flat, solver._params
+    tau = P[ode_kernels.RANK_TOL]
+    M = np.asarray(model.mass_matrix)
+    for tilt in (0.0, 1e-4, 1e-3):
+        q = np.array([0.0, -0.5, -np.pi / 2 + tilt, 0.0, -0.5, np.pi / 2, 0.0, 0.0, 0.0])
+        y = np.concatenate((q, np.zeros(model.nv), [0.0]))
+        cut = ode_kernels.step_cut(F, D, P, 0.0, y)
+        J = np.asarray(D.J)
+        s = np.linalg.svd(np.block([[M, J.T], [J, np.zeros((model.nc, model.nc))]]), compute_uv=False)
+        rank = int(np.sum(s > tau * s[0]))
+        if rank == len(s):
+            assert cut == pytest.approx(0.1 * tau)  # certified full rank, no SVD
+            continue
+        expected = min(max(np.sqrt(s[rank - 1] * s[rank]) / s[0], 0.1 * tau), 10 * tau)
+        if s[rank] > 1e-13 * s[0]:
+            assert cut == pytest.approx(expected, rel=1e-6), tilt
+        else:
+            assert s[rank] / s[0] < cut < s[rank - 1] / s[0] and 0.1 * tau <= cut <= 10 * tau, tilt
+
+
 @pytest.mark.slow
 def test_n_four_bar_with_forty_loops_passes_its_folds_under_dop853(run_scene):
     """IFToMM A02 with N = 40 under scipy:DOP853 at 1e-10, null_space, through its first two folds
@@ -394,3 +426,54 @@ def test_n_four_bar_with_forty_loops_passes_its_folds_under_dop853(run_scene):
     rx, ry = n_four_bar_reference(t, 40)
     assert np.max(np.hypot(2 * centre[:, 0] - rx, 2 * centre[:, 1] - ry)) < 1e-5
     assert np.nanmin(res["diagnostics/solver/rank"]) < 242 - 20  # it went through rank loss
+
+
+@pytest.mark.parametrize("method", ["null_space", "gauss"])
+def test_truncated_solves_at_the_forty_loop_fold_are_the_dense_ones(method):
+    """At a state 2e-7 rad from the N = 40 four-bar's fold (40 loops nearly singular at once, rank
+    cut), the compiled solve against numpy on the same J, gamma, Q: null_space's y = J_hat_r^+ gamma
+    + V_n V_n^T y_free and lambda = (J_hat_r^T)^+ (y_free - y) by numpy's SVD of J M^-1/2, gauss's
+    minimum-norm least squares of the KKT system by numpy's lstsq with the same cut. Two dense
+    LAPACK drivers differ here by about 2e-10 (null_space) and 3e-9 (gauss, eigh against gelsd)
+    relative: the cut keeps singular values down to 1e-6 (1e-8) of the largest."""
+    from mbsim.scene.load import load_raw_scene
+    from mbsim.scene.spec import build_spec
+    from mbsim.simulate import prepare
+    from mbsim.solvers.ode import ode_kernels
+
+    scene = Path(__file__).resolve().parents[2] / "mbsim" / "verify" / "problems" / "A02_n_four_bar" / "scene.yaml"
+    model, solver = prepare(build_spec(load_raw_scene(str(scene), [f"solver.method={method}"])))
+    F, D, P = solver._flat, solver.data.flat, solver._params
+    # every crank at phi, every coupler translating with the crank tips (the one-coordinate motion)
+    phi, rate = 2e-7, -3.0
+    q, v = np.zeros(model.nv), np.zeros(model.nv)
+    for b, name in enumerate(model.body_names):
+        i = int(name[5:] if name.startswith("crank") else name[7:])
+        if name.startswith("crank"):
+            q[3 * b : 3 * b + 3] = (i + 0.5 * np.cos(phi), 0.5 * np.sin(phi), phi)
+            v[3 * b : 3 * b + 3] = (-0.5 * rate * np.sin(phi), 0.5 * rate * np.cos(phi), rate)
+        else:
+            q[3 * b : 3 * b + 3] = (i + 0.5 + np.cos(phi), np.sin(phi), 0.0)
+            v[3 * b : 3 * b + 3] = (-rate * np.sin(phi), rate * np.cos(phi), 0.0)
+    cut = P[ode_kernels.RANK_TOL]
+    P[ode_kernels.CUT] = cut
+    ode_kernels.reset_stats(D.solve_stats, 0)
+    ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, 0.0, q, v)
+    assert ok
+    J, gamma, Q, lam = np.array(D.J), np.array(D.gamma), np.array(D.Q), np.array(D.lam)
+    M = model.mass_matrix if isinstance(model.mass_matrix, np.ndarray) else model.mass_matrix.toarray()
+    if method == "null_space":
+        w = np.diag(1.0 / np.sqrt(np.diag(M)))  # M^-1/2 (2D: diagonal)
+        U, s, Vt = np.linalg.svd(J @ w)
+        rank = int(np.sum(s > cut * s[0]))
+        assert rank < model.nc - 20 and D.solve_stats[1] == rank  # the fold: many directions cut
+        y_free = w @ Q
+        y = Vt[:rank].T @ (U[:, :rank].T @ gamma / s[:rank]) + Vt[rank:].T @ (Vt[rank:] @ y_free)
+        expected, expected_lam, tol = w @ y, U[:, :rank] @ (Vt[:rank] @ (y_free - y) / s[:rank]), 1e-8
+    else:
+        K = np.block([[M, J.T], [J, np.zeros((model.nc, model.nc))]])
+        x, _, rank, _ = np.linalg.lstsq(K, np.concatenate((Q, gamma)), rcond=cut)
+        assert rank < model.nv + model.nc - 20 and D.kkt_rank[0] == rank
+        expected, expected_lam, tol = x[: model.nv], x[model.nv :], 1e-6
+    np.testing.assert_allclose(vdot, expected, rtol=0, atol=tol * np.abs(expected).max())
+    np.testing.assert_allclose(lam, expected_lam, rtol=0, atol=tol * np.abs(expected_lam).max())
