@@ -88,10 +88,7 @@ def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, Spac
         view = memoryview(image)
         while view:  # pwrite may write less than asked
             view = view[os.pwrite(fd, view, len(image) - len(view)) :]
-        # no chunk cache: a flush's whole chunks go from the rows' buffer to the file in one write
-        # each (no copy into a cache, no fill of a new chunk first), a chunk the rows end in is read
-        # back by the next flush; nothing of the rows waits in HDF5 for the file's flush
-        f = h5py.File(claim.path, "r+", libver=_LIBVER, locking=False, rdcc_nbytes=0)
+        f = h5py.File(claim.path, "r+", libver=_LIBVER, locking=False)
     except OSError as exc:
         if is_no_space(exc):
             why = (
