@@ -10,7 +10,6 @@ case the file keeps every recorded step up to the end.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -137,16 +136,6 @@ def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -
         raise
 
 
-def expected_rows(model: Model, adaptive: bool) -> int | None:
-    """The rows a fixed-step run records (its first state, every ``output.every``-th step and its
-    last), for the result file's chunk size; None for an adaptive integrator's (not known)."""
-    if adaptive or not model.step > 0 or not math.isfinite(model.t_end / model.step):
-        return None
-    steps = max(0, math.ceil(model.t_end / model.step - 1e-9))
-    every = max(1, int(model.output_every))
-    return 1 + steps // every + (1 if steps % every else 0)
-
-
 def run(
     spec: SceneSpec,
     output: str | Path | ResultClaim | None = None,
@@ -175,14 +164,7 @@ def run(
     from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
 
     columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
-    writer = ResultWriter(
-        claim,
-        model,
-        attrs,
-        coordinates=solver.coordinate_names(),
-        columns=columns,
-        expected_rows=expected_rows(model, solver.adaptive),
-    )
+    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names(), columns=columns)
     stats = RunStats()
     state = solver.initial_state()
     body = solver.body_coordinates

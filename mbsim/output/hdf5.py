@@ -145,24 +145,9 @@ def write_stub(claim: ResultClaim, scene_text: str, attrs: dict[str, Any], statu
         claim.release()
 
 
-def _chunk_rows(row_bytes: int, expected: int | None = None, rows: int | None = None) -> int:
-    """Rows per chunk of a dataset whose rows take ``row_bytes``: ``rows``, by default chunks of
-    about 64 kB, at most 256 rows; up to 512 or 1024 (within 64 kB) for a run ``expected`` to
-    record at least two such chunks, which then hold its rows in at most a sixteenth more space
-    than those of ``rows`` (a flush crosses a chunk boundary, HDF5's work a dataset, 2 or 4 times
-    less often; a run of fewer than 1,024 rows keeps its chunks)."""
-    if rows is None:
-        rows = max(1, min(256, 2**16 // max(8, row_bytes)))
-    if expected is None or expected <= rows:
-        return rows
-    # the rows that chunks of ``rows`` take for the expected rows, and a sixteenth more
-    room = -(-expected // rows) * rows
-    room += room // 16
-    for most in (1024, 512):
-        wider = max(1, min(most, 2**16 // max(8, row_bytes)))
-        if wider > rows and 2 * wider <= expected and -(-expected // wider) * wider <= room:
-            return wider
-    return rows
+def _chunk_rows(row_bytes: int) -> int:
+    """Rows per chunk of a dataset whose rows take ``row_bytes``: chunks of about 64 kB, at most 256 rows."""
+    return max(1, min(256, 2**16 // max(8, row_bytes)))
 
 
 class ResultWriter:
@@ -182,16 +167,13 @@ class ResultWriter:
         flush_rows: int = 2000,
         coordinates: tuple[list[str], list[str]] | None = None,
         columns: list[tuple[str, tuple[int, ...]]] | None = None,
-        expected_rows: int | None = None,
     ) -> None:
         """``claim``: the right to write the file (:func:`mbsim.output.safety.claim_result`; a
         path is claimed here). ``coordinates``: names of the columns of /q and /v when the
         method's own coordinates are not the model's body coordinates (default
         ``model.coordinate_names()``). ``columns``: (key, shape of one row) of the datasets every
         row has (mbsim.diagnostics.row_columns), created with the header; a key not among them
-        gets its datasets at the first flush that has rows of it. ``expected_rows``: how many rows
-        the run is expected to record (a fixed step's count), for the datasets' chunk size; None:
-        not known (chunks of at most 256 rows)."""
+        gets its datasets at the first flush that has rows of it."""
         self.claim = claim if isinstance(claim, ResultClaim) else claim_result(claim)
         self.path = self.claim.path
         self.model = model
@@ -228,12 +210,10 @@ class ResultWriter:
         self._pending = 0
         qn, vn = coordinates if coordinates is not None else model.coordinate_names()
         self._names = {"q": qn, "v": vn}
-        self._expected = expected_rows
         # the core datasets exist from the start, so that a run that fails before its first
         # row still leaves the layout of CONTRACT §3 (with zero rows)
         for path, width in (("time", None), ("q", len(qn)), ("v", len(vn))):
-            chunk_rows = _chunk_rows(8 * (width or 1), expected_rows, 256)
-            self._create(path, () if width is None else (width,), chunk_rows)
+            self._create(path, () if width is None else (width,), 256)
         # the other datasets of every row too: created in memory with the header, they cost the
         # set-up, not the first flush of the run's loop (the same datasets a flush would create)
         for key, shape in columns or ():
@@ -350,7 +330,7 @@ class ResultWriter:
     def _create_target(self, key: str, path: str, data: np.ndarray) -> None:
         """The dataset ``path`` of ``key`` for rows like ``data`` (n, ...); one of a body's or
         joint's is closed again unless the model's are kept open."""
-        ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes, self._expected))
+        ds = self._create(path, data.shape[1:], _chunk_rows(data[0].nbytes))
         if path != key and not self._keep_open:
             del self._datasets[path]
             ds.id.close()
@@ -375,7 +355,7 @@ class ResultWriter:
                 elif data.ndim > 1 and data.shape[1] == 0:
                     continue
                 else:
-                    n, chunk_rows = 0, _chunk_rows(data[0].nbytes, self._expected)
+                    n, chunk_rows = 0, _chunk_rows(data[0].nbytes)
                     chunk_bytes = chunk_rows * max(8, data[0].nbytes)
                     total += 3072  # its object header, attributes and new groups (measured: 1 to 2 kB)
                 chunks_before, chunks_after = math.ceil(n / chunk_rows), math.ceil((n + rows) / chunk_rows)
