@@ -192,7 +192,6 @@ class ResultWriter:
         # one item) for a key of bodies, joints or driven joints (the item's rows contiguous)
         self._buffer: dict[str, np.ndarray] = {}
         self._count: dict[str, int] = {}  # rows in each key's buffer
-        self._rows_of: dict[str, np.ndarray] = {}  # each key's buffer as (capacity, *row)
         self._paths: dict[str, list[tuple[str, int | None]]] = {}  # key -> (dataset path, item)
         self._datasets: dict[str, h5py.Dataset] = {}  # the datasets kept open between flushes
         # every dataset's rows, chunk rows and chunk bytes (what a flush writes and reserves)
@@ -237,10 +236,19 @@ class ResultWriter:
             block = np.asarray(block, dtype=float)
             n = len(block)
             have = self._count.get(key, 0)
-            into = self._rows_of.get(key)
-            if into is None or len(into) < have + n or into.shape[1:] != block.shape[1:]:
-                into = self._grown(key, have, have + n, block.shape[1:])
-            into[have : have + n] = block
+            buf = self._buffer.get(key)
+            items = self._item_axis(key)
+            shape = block.shape[1:]
+            if buf is None or (buf.shape[:1] + buf.shape[2:] if items else buf.shape[1:]) != shape:
+                if have:  # as concatenating the blocks would
+                    raise ValueError(f"rows of {key} of shape {block.shape[1:]} after rows of another shape")
+                buf = None
+            if buf is None or buf.shape[1 if items else 0] < have + n:
+                buf = self._grown(key, buf, have, have + n, shape, items)
+            if items:
+                buf[:, have : have + n] = np.moveaxis(block, 1, 0)
+            else:
+                buf[have : have + n] = block
             self._count[key] = have + n
         self.rows += n
         self._pending += n
@@ -283,27 +291,24 @@ class ResultWriter:
         for path, j in self._paths_of(key):
             yield path, (buf[:rows] if j is None else buf[j, :rows])
 
-    def _grown(self, key: str, have: int, need: int, shape: tuple[int, ...]) -> np.ndarray:
-        """A buffer of ``key`` for at least ``need`` rows of ``shape``, with the ``have`` rows it
-        holds; returned as (capacity, *shape) (a view of an item-first buffer): a flush's rows from
-        the start where they take at most _BUFFER_BYTES, else half as much again as before (the
-        rows a flush holds, not twice that)."""
-        old = self._rows_of.get(key)
-        if have and old.shape[1:] != shape:  # as concatenating the blocks would
-            raise ValueError(f"rows of {key} of shape {shape} after rows of shape {old.shape[1:]}")
+    def _grown(
+        self, key: str, buf: np.ndarray | None, have: int, need: int, shape: tuple[int, ...], items: bool
+    ) -> np.ndarray:
+        """A buffer of ``key`` for at least ``need`` rows of ``shape`` (items first when ``items``),
+        with the ``have`` rows of ``buf``: a flush's rows from the start where they take at most
+        _BUFFER_BYTES, else half as much again as before (the rows a flush holds, not twice that)."""
         row_bytes = 8 * math.prod(shape)
         capacity = max(need, min(self.flush_rows + need, _BUFFER_BYTES // max(8, row_bytes)))
-        if old is not None and old.shape[1:] == shape:
-            capacity = max(capacity, 3 * len(old) // 2)
-        if self._item_axis(key):
-            buf = np.empty((shape[0], capacity, *shape[1:]))
-            into = buf.swapaxes(0, 1)
-        else:
-            buf = into = np.empty((capacity, *shape))
+        if buf is not None:
+            capacity = max(capacity, 3 * buf.shape[1 if items else 0] // 2)
+        grown = np.empty((shape[0], capacity, *shape[1:]) if items else (capacity, *shape))
         if have:
-            into[:have] = old[:have]
-        self._buffer[key], self._rows_of[key] = buf, into
-        return into
+            if items:
+                grown[:, :have] = buf[:, :have]
+            else:
+                grown[:have] = buf[:have]
+        self._buffer[key] = grown
+        return grown
 
     def _create(self, path: str, row_shape: tuple[int, ...], chunk_rows: int) -> h5py.Dataset:
         # a method may have no coordinates at all (joint coordinates of welded bodies): chunks must
