@@ -49,8 +49,6 @@ _LIBVER = ("v108", "latest")
 _FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
 # the per-body and per-joint datasets of a model with at most this many stay open between flushes
 _KEEP_OPEN = 64
-# a key's row buffer holds a flush's rows from the start when they take at most this (else it grows)
-_BUFFER_BYTES = 4 * 2**20
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
 
 
@@ -187,16 +185,10 @@ class ResultWriter:
             group.attrs["inertia"] = float(inertia.reshape(-1)[0]) if model.dimension == 2 else inertia
         # what the bodies look like, so that the result exports without its scene (CONTRACT §7)
         write_geometry(self.file, model.shapes, model.body_names, np.asarray(model.gravity, dtype=float))
-        # the rows not yet written, one buffer a key kept from flush to flush (rows copied in once,
-        # written from where they lie): (capacity, *row) for a plain key, (item, capacity, *row of
-        # one item) for a key of bodies, joints or driven joints (the item's rows contiguous)
-        self._buffer: dict[str, np.ndarray] = {}
-        self._count: dict[str, int] = {}  # rows in each key's buffer
-        self._paths: dict[str, list[tuple[str, int | None]]] = {}  # key -> (dataset path, item)
+        self._buffer: dict[str, list[np.ndarray]] = {}
         self._datasets: dict[str, h5py.Dataset] = {}  # the datasets kept open between flushes
         # every dataset's rows, chunk rows and chunk bytes (what a flush writes and reserves)
         self._sizes: dict[str, tuple[int, int, int]] = {}
-        self._rows_shape: dict[str, tuple[int, ...]] = {}  # every dataset's shape of one row
         # the per-body and per-joint datasets are not kept open between flushes when there are many
         # (an open HDF5 dataset holds ~85 kB: 1.5 GB for a 3,000-link chain's 18,000); a small
         # model's are (opening and closing one for each flush costs about as much as its write)
@@ -233,82 +225,28 @@ class ResultWriter:
         """A block of rows: key -> array (n, ...) over n time steps (copied)."""
         n = 0
         for key, block in rows.items():
-            block = np.asarray(block, dtype=float)
+            self._buffer.setdefault(key, []).append(np.array(block, dtype=float))
             n = len(block)
-            have = self._count.get(key, 0)
-            buf = self._buffer.get(key)
-            items = self._item_axis(key)
-            shape = block.shape[1:]
-            if buf is None or (buf.shape[:1] + buf.shape[2:] if items else buf.shape[1:]) != shape:
-                if have:  # as concatenating the blocks would
-                    raise ValueError(f"rows of {key} of shape {block.shape[1:]} after rows of another shape")
-                buf = None
-            if buf is None or buf.shape[1 if items else 0] < have + n:
-                buf = self._grown(key, buf, have, have + n, shape, items)
-            if items:
-                buf[:, have : have + n] = np.moveaxis(block, 1, 0)
-            else:
-                buf[have : have + n] = block
-            self._count[key] = have + n
         self.rows += n
         self._pending += n
         if self._pending >= self.flush_rows or time.perf_counter() - self._last_flush >= self.flush_seconds:
             self.flush()
 
-    @staticmethod
-    def _item_axis(key: str) -> bool:
-        """Whether the rows of ``key`` run over bodies, joints or driven joints (axis 1 of a block)."""
-        # the placeholders stand first in mbsim's own keys; a contact named "{body}" is not one
-        return key.startswith(("bodies/{body}/", "joints/{driven}/", "joints/{joint}/"))
-
-    def _paths_of(self, key: str) -> list[tuple[str, int | None]]:
-        """(dataset path, item: the index on a block's axis 1, or None for the whole row) of ``key``."""
-        paths = self._paths.get(key)
-        if paths is None:
-            if key.startswith("bodies/{body}/"):
-                names = [("{body}", name) for name in self.model.body_names]
-            elif key.startswith("joints/{driven}/"):
-                names = [("{driven}", j.name) for j in self.model.joints if j.drive_row is not None]
-            elif key.startswith("joints/{joint}/"):
-                names = [("{joint}", j.name) for j in self.model.joints]
-            else:
-                names = None
-            if names is None:
-                paths = [(key, None)]
-            else:
-                paths = [(key.replace(mark, hdf5_name(name)), j) for j, (mark, name) in enumerate(names)]
-            self._paths[key] = paths
-        return paths
-
     def _targets(self, key: str, block: np.ndarray):
-        """(dataset path, data) pairs of a block (n, ...) of ``key``."""
-        for path, j in self._paths_of(key):
-            yield path, (block if j is None else block[:, j])
-
-    def _buffered(self, key: str, rows: int):
-        """(dataset path, data) pairs of the first ``rows`` buffered rows of ``key`` (contiguous)."""
-        buf = self._buffer[key]
-        for path, j in self._paths_of(key):
-            yield path, (buf[:rows] if j is None else buf[j, :rows])
-
-    def _grown(
-        self, key: str, buf: np.ndarray | None, have: int, need: int, shape: tuple[int, ...], items: bool
-    ) -> np.ndarray:
-        """A buffer of ``key`` for at least ``need`` rows of ``shape`` (items first when ``items``),
-        with the ``have`` rows of ``buf``: a flush's rows from the start where they take at most
-        _BUFFER_BYTES, else half as much again as before (the rows a flush holds, not twice that)."""
-        row_bytes = 8 * math.prod(shape)
-        capacity = max(need, min(self.flush_rows + need, _BUFFER_BYTES // max(8, row_bytes)))
-        if buf is not None:
-            capacity = max(capacity, 3 * buf.shape[1 if items else 0] // 2)
-        grown = np.empty((shape[0], capacity, *shape[1:]) if items else (capacity, *shape))
-        if have:
-            if items:
-                grown[:, :have] = buf[:, :have]
-            else:
-                grown[:have] = buf[:have]
-        self._buffer[key] = grown
-        return grown
+        """(dataset path, data) pairs of a buffered block (n, ...)."""
+        # the placeholders stand first in mbsim's own keys; a contact named "{body}" is not one
+        if key.startswith("bodies/{body}/"):
+            for b, name in enumerate(self.model.body_names):
+                yield key.replace("{body}", hdf5_name(name)), block[:, b]
+        elif key.startswith("joints/{driven}/"):
+            driven = [j for j in self.model.joints if j.drive_row is not None]
+            for j, joint in enumerate(driven):
+                yield key.replace("{driven}", hdf5_name(joint.name)), block[:, j]
+        elif key.startswith("joints/{joint}/"):
+            for j, joint in enumerate(self.model.joints):
+                yield key.replace("{joint}", hdf5_name(joint.name)), block[:, j]
+        else:
+            yield key, block
 
     def _create(self, path: str, row_shape: tuple[int, ...], chunk_rows: int) -> h5py.Dataset:
         # a method may have no coordinates at all (joint coordinates of welded bodies): chunks must
@@ -329,7 +267,6 @@ class ResultWriter:
                 ds.parent.attrs["name"] = name_from_hdf5(link)
         self._datasets[path] = ds
         self._sizes[path] = (0, chunk_rows, chunk_rows * math.prod(chunks) * 8)
-        self._rows_shape[path] = tuple(row_shape)
         return ds
 
     def _create_target(self, key: str, path: str, data: np.ndarray) -> None:
@@ -351,10 +288,10 @@ class ResultWriter:
         """An upper bound of what writing the first ``rows`` buffered rows adds to the file (whole
         chunks, each new one with its index entry; new datasets' headers), plus what the close needs."""
         total = CLOSE_RESERVE + _FLUSH_OVERHEAD
-        for key in self._buffer:
-            if not self._count[key] or not rows:
+        for key, values in self._buffer.items():
+            if not values or not rows:
                 continue
-            for path, data in self._buffered(key, 1):
+            for path, data in self._targets(key, values[0][:1]):
                 if path in self._sizes:
                     n, chunk_rows, chunk_bytes = self._sizes[path]
                 elif data.ndim > 1 and data.shape[1] == 0:
@@ -424,20 +361,17 @@ class ResultWriter:
         try:
             self._extend_past_writes(self._new_bytes(rows) if rows else _FLUSH_OVERHEAD)
             if pending:
-                # the dataspaces of the rows' place in the file and in memory, one of each for the
-                # datasets of a row shape (every dataset has as many rows before the flush)
-                spaces: dict[tuple, tuple[h5py.h5s.SpaceID, h5py.h5s.SpaceID]] = {}
-                for key in self._buffer:
-                    count = min(rows, self._count[key])
-                    self._count[key] = 0
-                    if not count:
+                for key, values in self._buffer.items():
+                    block = np.concatenate(values)[:rows] if values else None
+                    values.clear()
+                    if block is None or not len(block):
                         continue
-                    for path, data in self._buffered(key, count):
+                    for path, data in self._targets(key, block):
                         if path not in self._sizes:
                             if data.ndim > 1 and data.shape[1] == 0:
                                 continue
                             self._create_target(key, path, data)
-                        self._append(path, data, spaces)
+                        self._append(path, data)
                 self._pending = 0
                 self.rows -= pending - rows  # rows that did not fit are not in the file
                 self.file.attrs["steps_recorded"] = self.rows
@@ -453,28 +387,23 @@ class ResultWriter:
                 f"{megabytes(left)} were left)"
             )
 
-    def _append(self, path: str, data: np.ndarray, spaces: dict) -> None:
-        """Append rows (contiguous float64) to a dataset: extended and written by HDF5's own calls
-        (a third of h5py's Dataset object's cost), its size from what was written before (no
-        query of the file), the dataspaces shared with the flush's other datasets of that row
-        shape (``spaces``); one that is not kept open is opened for it and closed again."""
-        n, chunk_rows, chunk_bytes = self._sizes[path]
-        row = self._rows_shape[path]
+    def _append(self, path: str, data: np.ndarray) -> None:
+        """Append rows to a dataset: extended and written by HDF5's own calls (a third of h5py's
+        Dataset object's cost); one that is not kept open is opened for it and closed again."""
+        data = np.ascontiguousarray(data, dtype=float)
         ds = self._datasets.get(path)
         dsid = ds.id if ds is not None else h5py.h5d.open(self.file.id, path.encode())
         try:
-            dsid.set_extent((n + len(data), *row))
+            n = dsid.shape[0]
+            dsid.set_extent((n + len(data), *dsid.shape[1:]))
             if data.size:
-                place = (n, data.shape, row)
-                pair = spaces.get(place)
-                if pair is None:
-                    target = h5py.h5s.create_simple((n + len(data), *row))
-                    target.select_hyperslab((n,) + (0,) * (data.ndim - 1), data.shape)
-                    pair = spaces[place] = (h5py.h5s.create_simple(data.shape), target)
-                dsid.write(pair[0], pair[1], data, h5py.h5t.NATIVE_DOUBLE)
+                target = dsid.get_space()
+                target.select_hyperslab((n,) + (0,) * (data.ndim - 1), data.shape)
+                dsid.write(h5py.h5s.create_simple(data.shape), target, data)
         finally:
             if ds is None:
                 dsid.close()
+        _, chunk_rows, chunk_bytes = self._sizes[path]
         self._sizes[path] = (n + len(data), chunk_rows, chunk_bytes)
 
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
