@@ -411,18 +411,18 @@ cdef int tree_steps(
     return status
 
 
-cdef Py_ssize_t _reactions_into(
-    FlatModel F, Tree T, TreeData W, double[::1] out, Py_ssize_t c, bint local
-) noexcept nogil:
+cdef Py_ssize_t _reactions_into(FlatModel F, Tree T, TreeData W, double[::1] out, Py_ssize_t c) noexcept nogil:
     """Per scene joint: force and torque (about the joint point) on body2, or on body1 when body2
-    is the ground, world axes (or, ``local``, the axes of that body; 2D fx, fy, torque) into
-    out[c:]; returns the column after them (recursive.py ``_reactions``). Joint springs are
-    applied forces, not reactions."""
+    is the ground, in world axes into out[c:], then in the axes of that body (2D fx, fy, torque)
+    after them, both from one pass over the joints; returns the column after them
+    (recursive.py ``_reactions``). Joint springs are applied forces, not reactions."""
     cdef Py_ssize_t nj = T.carrier.shape[0]
+    cdef Py_ssize_t k = 6 if F.dim == 3 else 3  # columns of one joint
+    cdef Py_ssize_t local = c + k * nj  # the first column in body axes
     cdef double[:, ::1] f = W.joint_force
     cdef double[:, :, ::1] R = W.rot
-    cdef Py_ssize_t j, r, s, d, p, k, b
-    cdef double t0, t1, t2, f0, f1, f2, s0, s1, s2, x0, x1, x2, l0, l1, l2
+    cdef Py_ssize_t j, r, s, d, p, b, o
+    cdef double t0, t1, t2, f0, f1, f2, s0, s1, s2, x0, x1, x2, l0, l1, l2, u0, u1, u2, m0, m1, m2
     for j in range(nj):
         for r in range(6):
             f[j, r] = W.f[T.carrier[j], r]
@@ -434,35 +434,34 @@ cdef Py_ssize_t _reactions_into(
     for j in range(nj):
         t0, t1, t2, f0, f1, f2 = f[j, 0], f[j, 1], f[j, 2], f[j, 3], f[j, 4], f[j, 5]
         if T.back[j]:  # body2's side: the opposite force, at body2's joint point
-            p, k = T.body2[j], T.carrier[j]
+            p, o = T.body2[j], T.carrier[j]
             s0, s1, s2 = T.joint_point[j, 0], T.joint_point[j, 1], T.joint_point[j, 2]
             x0 = W.com[p, 0] + R[p, 0, 0] * s0 + R[p, 0, 1] * s1 + R[p, 0, 2] * s2
             x1 = W.com[p, 1] + R[p, 1, 0] * s0 + R[p, 1, 1] * s1 + R[p, 1, 2] * s2
             x2 = W.com[p, 2] + R[p, 2, 0] * s0 + R[p, 2, 1] * s1 + R[p, 2, 2] * s2
-            l0, l1, l2 = W.o[k, 0] - x0, W.o[k, 1] - x1, W.o[k, 2] - x2
+            l0, l1, l2 = W.o[o, 0] - x0, W.o[o, 1] - x1, W.o[o, 2] - x2
             f0, f1, f2 = -f0, -f1, -f2
             t0 = -t0 + (l1 * f2 - l2 * f1)
             t1 = -t1 + (l2 * f0 - l0 * f2)
             t2 = -t2 + (l0 * f1 - l1 * f0)
-        if local:
-            b = T.joint_body[j]
-            f0, f1, f2 = (
-                R[b, 0, 0] * f0 + R[b, 1, 0] * f1 + R[b, 2, 0] * f2,
-                R[b, 0, 1] * f0 + R[b, 1, 1] * f1 + R[b, 2, 1] * f2,
-                R[b, 0, 2] * f0 + R[b, 1, 2] * f1 + R[b, 2, 2] * f2,
-            )
-            t0, t1, t2 = (
-                R[b, 0, 0] * t0 + R[b, 1, 0] * t1 + R[b, 2, 0] * t2,
-                R[b, 0, 1] * t0 + R[b, 1, 1] * t1 + R[b, 2, 1] * t2,
-                R[b, 0, 2] * t0 + R[b, 1, 2] * t1 + R[b, 2, 2] * t2,
-            )
+        # the same in the axes of the joint's body: R^T f, R^T t
+        b = T.joint_body[j]
+        u0 = R[b, 0, 0] * f0 + R[b, 1, 0] * f1 + R[b, 2, 0] * f2
+        u1 = R[b, 0, 1] * f0 + R[b, 1, 1] * f1 + R[b, 2, 1] * f2
+        u2 = R[b, 0, 2] * f0 + R[b, 1, 2] * f1 + R[b, 2, 2] * f2
+        m0 = R[b, 0, 0] * t0 + R[b, 1, 0] * t1 + R[b, 2, 0] * t2
+        m1 = R[b, 0, 1] * t0 + R[b, 1, 1] * t1 + R[b, 2, 1] * t2
+        m2 = R[b, 0, 2] * t0 + R[b, 1, 2] * t1 + R[b, 2, 2] * t2
         if F.dim == 3:
             out[c], out[c + 1], out[c + 2], out[c + 3], out[c + 4], out[c + 5] = f0, f1, f2, t0, t1, t2
-            c += 6
+            out[local], out[local + 1], out[local + 2] = u0, u1, u2
+            out[local + 3], out[local + 4], out[local + 5] = m0, m1, m2
         else:
             out[c], out[c + 1], out[c + 2] = f0, f1, t2
-            c += 3
-    return c
+            out[local], out[local + 1], out[local + 2] = u0, u1, m2
+        c += k
+        local += k
+    return local
 
 
 cdef void row_into(
@@ -542,8 +541,7 @@ cdef void row_into(
         out[c] = err
         c += 1
     if T.carrier.shape[0]:
-        c = _reactions_into(F, T, W, out, c, False)
-        c = _reactions_into(F, T, W, out, c, True)
+        c = _reactions_into(F, T, W, out, c)
 
 
 def advance(
