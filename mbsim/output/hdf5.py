@@ -72,6 +72,9 @@ def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, Spac
     Raises:
         OutputError: (exit 2) the header does not fit on the disk or cannot be written; the
             claimed path is removed again (nothing at all is left) and the claim released.
+        ResultFileError: (exit 3) the file was deleted, replaced, truncated or overwritten between
+            the header's write and its opening for the rows: taken away under the run (a file in its
+            place, or what a truncation left, is left alone).
     """
     header.flush()
     image = header.id.get_file_image()
@@ -86,7 +89,6 @@ def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, Spac
         view = memoryview(image)
         while view:  # pwrite may write less than asked
             view = view[os.pwrite(fd, view, len(image) - len(view)) :]
-        f = h5py.File(claim.path, "r+", libver=_LIBVER, locking=False)
     except OSError as exc:
         if is_no_space(exc):
             why = (
@@ -100,11 +102,35 @@ def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, Spac
                 os.unlink(claim.path)
         claim.release()
         raise OutputError(why, file=str(claim.path)) from None
+    # reopened by its path for HDF5; deleted, replaced, truncated or overwritten between the write
+    # and this open, it was taken away under the run (exit 3, as at any later flush; a file now at
+    # the path is left alone), not a file that could not be written
     identity = FileIdentity(claim.path, fd)
-    if os.fstat(f.id.get_vfd_handle()).st_ino != identity.key[1]:  # replaced between the two opens
-        f.close()
+    identity.size = len(image)
+    problem = identity.problem()  # before the open too: HDF5 opens an emptied file as a new one
+    if problem is not None:
         claim.release()
-        raise OutputError("the result file was replaced by another file while mbsim opened it", file=str(claim.path))
+        raise ResultFileError(problem[1])
+    try:
+        f = h5py.File(claim.path, "r+", libver=_LIBVER, locking=False)
+    except OSError as exc:
+        problem = identity.problem()
+        if problem is None:  # still ours, HDF5 refused it: nothing of the run is in it, as above
+            with contextlib.suppress(OSError):
+                os.unlink(claim.path)
+        claim.release()
+        if problem is not None:
+            raise ResultFileError(problem[1]) from None
+        raise OutputError(f"cannot open the result file again: {exc}", file=str(claim.path)) from None
+    problem = identity.problem()
+    if problem is None and os.fstat(f.id.get_vfd_handle()).st_ino != identity.key[1]:
+        problem = ("replaced", f"the result file {claim.path} was replaced under the run")
+    if problem is not None:
+        f.close()
+        if problem[0] == "truncated":  # emptied just before the open: HDF5 wrote a new superblock
+            os.ftruncate(fd, 0)
+        claim.release()
+        raise ResultFileError(problem[1])
     identity.written()
     return f, space, identity
 
