@@ -12,7 +12,7 @@ LAPACK is column-major: an (m, n) matrix in Fortran order is the C-order (n, m) 
 transpose, which is how the buffers below are passed.
 """
 
-from libc.math cimport sqrt
+from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_lapack cimport dgebrd, dgelsd, dgesdd, dgesv, dlalsd, dormbr
 
@@ -131,6 +131,14 @@ cdef int bidiagonal_lstsq_raw(Py_ssize_t m, Py_ssize_t n, const double* at, cons
         for i in range(cols):
             b[i] = 0.0
         return 0
+    # a non-finite value fails the solve here: LAPACK's dlascl would print its complaint on stdout
+    # (mbsim's --json output) and go on
+    for i in range(rows):
+        if not isfinite(b[i]):
+            return -1
+    for i in range(k):
+        if not isfinite(d[i]) or (i < k - 1 and not isfinite(e[i])):
+            return -1
     # lalsd's workspace (LAPACK's dgelsd sizes, smlsiz 25 as ilaenv gives it) and copies of d, e
     nlvl = 1  # LAPACK's int(log2(k / (smlsiz + 1))) + 1, at least 1 (here never less)
     while (k >> nlvl) >= smlsiz + 1:
