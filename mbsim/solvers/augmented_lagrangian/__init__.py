@@ -33,7 +33,9 @@ Default ``tol`` 1e-9: near a fold a direction converging at a rate r leaves an e
 change * r / (1 - r) when the iteration stops, up to a hundred times ``tol``, and under an
 adaptive integrator that error is integrated through every fold: on the N four-bar with N = 40
 (IFToMM A02, DOP853 at 1e-10, 20 folds) tol 1e-6 ended 8.7e-4 m off B0 / 2 (the one-coordinate
-model), 1e-8 1.9e-5 m, 1e-9 9.4e-6 m (bit-identical with one BLAS thread or two). Away from
+model), 1e-8 1.9e-5 m, 1e-9 9.4e-6 m in the model's body order (bit-identical with one BLAS thread
+or two) and 5.8e-5 m in the reverse Cuthill-McKee order it is factored in since (body_order: the
+directions that stall at the folds follow the factor's round-off), 1e-11 9.8e-6 m. Away from
 singular positions the contraction per iteration is ~1 / (1 + alpha s^2), about 1e-6 at the
 default penalty, so the stricter tol costs at most one iteration there. Default ``max_iter``
 3000: at tol 1e-9 the slider-crank's fold creeps at ratios just under STALL (0.98-0.99 per
