@@ -30,7 +30,7 @@ def section(rows: list[dict], created: str, seconds: float | None) -> list[str]:
     took = f", {seconds / 60:.0f} min" if seconds else ""
     out = [
         BEGIN,
-        "## 13. Verification: `mbsim verify` (full run)",
+        "## 14. Verification: `mbsim verify` (full run)",
         "",
         f"`python benchmarks/verify.py` on {created} ({platform.processor() or platform.machine()}, one process"
         f"{took}); the same table as `mbsim verify` prints. `expected`: the method refuses the problem as "
