@@ -274,10 +274,15 @@ def test_a_signal_during_start_up(tmp_path: Path, sig: int, code: int, delay: fl
         stopped = time.monotonic() - sent
     finally:
         proc.kill()
+    assert not list(outdir.glob("*.h5")) if outdir.exists() else True
+    if exit_code == -sig and not proc.stderr:
+        # it came before the interpreter ran mbsim's first line (a loaded machine takes more than
+        # 0.05 s to start Python): the default action ended the process, which a shell reports as
+        # 128 + N as well, and nothing was written (CI met it once in a full run)
+        return
     assert exit_code == code, proc.stderr
     assert stopped < STOP_WITHIN
     assert "Traceback" not in proc.stderr
-    assert not list(outdir.glob("*.h5")) if outdir.exists() else True
 
 
 def test_a_signal_while_the_tables_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
