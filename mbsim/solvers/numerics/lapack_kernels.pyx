@@ -22,16 +22,16 @@ cdef inline int _ld(Py_ssize_t k) noexcept nogil:
     return <int>k if k > 1 else 1
 
 
-cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s, double* v) noexcept nogil:
-    cdef char jobz = b'A'
-    cdef int im = <int>m, jn = <int>n, lda = _ld(m), ldvt = _ld(n), info = 0, lwork = -1
+cdef int _gesdd(char jobz, Py_ssize_t m, Py_ssize_t n, double* at, double* s, double* u_t, int ldu, double* v,
+                int ldvt) noexcept nogil:
+    cdef int im = <int>m, jn = <int>n, lda = _ld(m), info = 0, lwork = -1
     cdef Py_ssize_t mn = m if m < n else n
     cdef double query = 0.0
     cdef int iquery = 0
     cdef double* work
     cdef int* iwork
     # the workspace size LAPACK wants, then the call itself (iwork: 8 min(m, n), gesdd's size)
-    dgesdd(&jobz, &im, &jn, at, &lda, s, u_t, &lda, v, &ldvt, &query, &lwork, &iquery, &info)
+    dgesdd(&jobz, &im, &jn, at, &lda, s, u_t, &ldu, v, &ldvt, &query, &lwork, &iquery, &info)
     if info < 0:
         return info
     lwork = <int>query
@@ -41,24 +41,20 @@ cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s,
         free(work)
         free(iwork)
         return -1
-    dgesdd(&jobz, &im, &jn, at, &lda, s, u_t, &lda, v, &ldvt, work, &lwork, iwork, &info)
+    dgesdd(&jobz, &im, &jn, at, &lda, s, u_t, &ldu, v, &ldvt, work, &lwork, iwork, &info)
     free(work)
     free(iwork)
     return info
 
 
+cdef int svd_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* u_t, double* s, double* v) noexcept nogil:
+    return _gesdd(b'A', m, n, at, s, u_t, _ld(m), v, _ld(n))
+
+
 cdef int svd_values_raw(Py_ssize_t m, Py_ssize_t n, double* at, double* s) noexcept nogil:
-    cdef char jobz = b'N'
-    cdef int im = <int>m, jn = <int>n, lda = _ld(m), one = 1, info = 0, lwork = -1
-    cdef Py_ssize_t mn = m if m < n else n
-    cdef double query = 0.0, dummy = 0.0
-    cdef int iquery = 0
-    cdef double* work
-    cdef int* iwork
+    cdef double dummy = 0.0
     # gesdd with jobz 'N': the bidiagonal's values without vectors (a third of the full SVD's cost)
-    dgesdd(&jobz, &im, &jn, at, &lda, s, &dummy, &one, &dummy, &one, &query, &lwork, &iquery, &info)
-    if info < 0:
-        return info
+    return _gesdd(b'N', m, n, at, s, &dummy, 1, &dummy, 1)
     lwork = <int>query
     work = <double*>malloc(sizeof(double) * (lwork if lwork > 1 else 1))
     iwork = <int*>malloc(sizeof(int) * (8 * mn if mn > 0 else 1))
