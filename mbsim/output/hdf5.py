@@ -126,13 +126,21 @@ def write_header(claim: ResultClaim, header: h5py.File) -> tuple[h5py.File, Spac
     if problem is None and os.fstat(f.id.get_vfd_handle()).st_ino != identity.key[1]:
         problem = ("replaced", f"the result file {claim.path} was replaced under the run")
     if problem is not None:
-        f.close()
-        if problem[0] == "truncated":  # emptied just before the open: HDF5 wrote a new superblock
-            os.ftruncate(fd, 0)
-        claim.release()
-        raise ResultFileError(problem[1])
+        raise _abandon(f, claim, problem)
     identity.written()
     return f, space, identity
+
+
+def _abandon(f: h5py.File, claim: ResultClaim, problem: tuple[str, str]) -> ResultFileError:
+    """Close a just-opened file that was taken away under the run (FileIdentity.problem) and
+    release the claim: the error that ends the run (exit 3)."""
+    _detach(f)  # what another process left there stays as it is
+    with contextlib.suppress(OSError, RuntimeError):
+        f.close()
+    if problem[0] == "truncated":  # emptied just before the open: HDF5 wrote a new superblock
+        os.ftruncate(claim.fd, 0)
+    claim.release()
+    return ResultFileError(problem[1])
 
 
 def _start_file(f: h5py.File, scene_text: str, attrs: dict[str, Any], status: str, message: str) -> None:
@@ -241,7 +249,15 @@ class ResultWriter:
         # on disk in one piece, readable (status "running") from the start, with the space of its
         # close reserved: a header that does not fit is exit 2 with nothing left behind
         self.file, self.space, self.identity = write_header(self.claim, self.file)
-        self._datasets = {path: self.file[path] for path in self._datasets}
+        try:
+            self._datasets = {path: self.file[path] for path in self._datasets}
+        except (OSError, RuntimeError, KeyError) as exc:
+            # the header read back from a file taken away since the open (truncated: zeros)
+            problem = self.identity.problem()
+            if problem is None:
+                raise
+            self.space.release()
+            raise _abandon(self.file, self.claim, problem) from exc
         self.failure: str | None = None  # why the file takes no more rows (a full disk, a file taken away)
         self._lost: str | None = None  # how the file was taken away under the run (FileIdentity.problem)
 
@@ -515,7 +531,7 @@ class ResultWriter:
         garbage collector half-open (whose failed writes print "Exception ignored" or crash)."""
         if self._lost in ("truncated", "overwritten", "broken"):
             # not ours to repair: what another process left there (or the last good flush) stays
-            self._detach()
+            _detach(self.file)
         try:
             self._extend_past_writes(_FLUSH_OVERHEAD)
             for key, value in {"status": status, "message": message, **attrs}.items():
@@ -523,21 +539,22 @@ class ResultWriter:
             self.file.flush()
             self.file.close()
         except (OSError, RuntimeError):  # the file cannot take its status: left as the last flush left it
-            self._detach()
+            _detach(self.file)
             with contextlib.suppress(OSError, RuntimeError):
                 self.file.close()
 
-    def _detach(self) -> None:
-        """Point the HDF5 library's descriptor at an anonymous file, so that whatever it still
-        writes (its metadata at close) goes nowhere and the file on disk stays as it is."""
-        with contextlib.suppress(OSError, ValueError, RuntimeError):
-            handle = self.file.id.get_vfd_handle()
-            if hasattr(os, "memfd_create"):
-                nowhere = os.memfd_create("mbsim-detached")
-            else:
-                import tempfile
 
-                with tempfile.TemporaryFile() as anonymous:
-                    nowhere = os.dup(anonymous.fileno())
-            os.dup2(nowhere, handle)
-            os.close(nowhere)
+def _detach(f: h5py.File) -> None:
+    """Point the HDF5 library's descriptor of ``f`` at an anonymous file, so that whatever it still
+    writes (its metadata at close) goes nowhere and the file on disk stays as it is."""
+    with contextlib.suppress(OSError, ValueError, RuntimeError):
+        handle = f.id.get_vfd_handle()
+        if hasattr(os, "memfd_create"):
+            nowhere = os.memfd_create("mbsim-detached")
+        else:
+            import tempfile
+
+            with tempfile.TemporaryFile() as anonymous:
+                nowhere = os.dup(anonymous.fileno())
+        os.dup2(nowhere, handle)
+        os.close(nowhere)

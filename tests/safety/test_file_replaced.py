@@ -228,3 +228,38 @@ def test_taken_away_between_the_header_and_its_reopening(tmp_path, monkeypatch, 
         assert not out.exists()  # not created again
     else:
         assert out.stat().st_size == 0  # what the truncation left, left as it is
+
+
+@pytest.mark.parametrize(
+    "attack", [_truncate_to_zero, _delete, _overwrite_in_place], ids=["truncated", "deleted", "overwritten"]
+)
+def test_taken_away_between_the_header_and_its_datasets(tmp_path, monkeypatch, attack) -> None:
+    """The moment CI met once: the file opened for the rows, then taken away before the writer
+    opened its datasets (their headers read back as zeros). Exit 3's error, not HDF5's, and the
+    file is left as the attack left it."""
+    import mbsim.output.hdf5 as hdf5
+    from mbsim.output.guard import ResultFileError
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import run
+
+    write_header = hdf5.write_header
+
+    def attacked(claim, header):
+        opened = write_header(claim, header)
+        attack(claim.path)
+        return opened
+
+    monkeypatch.setattr(hdf5, "write_header", attacked)
+    out = tmp_path / "x.h5"
+    try:  # ended at the writer's set-up, or (its datasets read before the attack) at its next flush
+        summary = run(load_scene(str(PENDULUM), ["time.end=0.01"]), out)
+        status, message = summary.status, summary.message
+    except ResultFileError as exc:
+        status, message = "failed", str(exc)
+    assert status == "failed" and "under the run" in message, message
+    if attack is _truncate_to_zero:
+        assert out.stat().st_size == 0
+    elif attack is _overwrite_in_place:
+        assert out.read_bytes()[:32] == b"garbage!" * 4
+    else:
+        assert not out.exists()
