@@ -37,6 +37,24 @@ SUMMARY_NAMES: dict[str, str] = {
 }
 
 _TESTS = (ast.Compare, ast.BoolOp)
+# the summaries of a scene's outputs (CONTRACT §8): max_NAME, min_NAME, final_NAME
+OUTPUT_SUMMARIES = ("max_", "min_", "final_")
+
+
+class _Names:
+    """What an assertion may name: SUMMARY_NAMES and the outputs' summaries (any name with an
+    output prefix; a run whose scene has no such output gives it no value, so it fails)."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (
+            name in SUMMARY_NAMES or any(name.startswith(p) and len(name) > len(p) for p in OUTPUT_SUMMARIES)
+        )
+
+    def __iter__(self):
+        return iter(SUMMARY_NAMES)
+
+
+ASSERTION_NAMES = _Names()
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,8 @@ class Assertion:
     @property
     def names(self) -> list[str]:
         """The summary names it uses, in the order of :data:`SUMMARY_NAMES`."""
-        return [n for n in SUMMARY_NAMES if n in self.expression.variables]
+        own = [n for n in SUMMARY_NAMES if n in self.expression.variables]
+        return own + sorted(n for n in self.expression.variables if n not in SUMMARY_NAMES)
 
     def evaluate(self, values: Mapping[str, Any]) -> AssertionOutcome:
         """The outcome on a summary's values (missing or non-numeric values count as NaN)."""
@@ -107,14 +126,14 @@ def parse_assertion(text: str) -> Assertion:
     source = str(text).strip()
     where = f"--assert '{source}'"
     try:
-        expression = compile_expression(source, variables=frozenset(SUMMARY_NAMES))
+        expression = compile_expression(source, variables=ASSERTION_NAMES)
     except ExpressionError as exc:
         hint = ""
         try:
             unknown = [
                 n.id
                 for n in ast.walk(ast.parse(source, mode="eval"))
-                if isinstance(n, ast.Name) and n.id not in SUMMARY_NAMES
+                if isinstance(n, ast.Name) and n.id not in ASSERTION_NAMES
             ]
         except SyntaxError:
             unknown = []

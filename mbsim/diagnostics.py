@@ -44,6 +44,27 @@ class RunStats:
     max_ratio: float = 0.0  # and its largest value so far
     steps: int = 0
     extra: dict = field(default_factory=dict)
+    # the scene's outputs over the recorded rows: name -> [max, min, final] (CONTRACT §8)
+    outputs: dict = field(default_factory=dict)
+
+    def add_outputs(self, names: list[str], values: np.ndarray) -> None:
+        """Recorded outputs' values (rows, len(names)) into their max, min and final value."""
+        if not len(values):
+            return
+        for k, name in enumerate(names):
+            column = values[:, k]
+            high, low = float(np.fmax.reduce(column)), float(np.fmin.reduce(column))
+            if name in self.outputs:
+                old = self.outputs[name]
+                high, low = max(old[0], high), min(old[1], low)
+            self.outputs[name] = [high, low, float(column[-1])]
+
+    def output_summary(self) -> dict[str, float]:
+        """max_NAME, min_NAME, final_NAME of every output (CONTRACT §8)."""
+        out = {}
+        for name, (high, low, final) in self.outputs.items():
+            out.update({f"max_{name}": high, f"min_{name}": low, f"final_{name}": final})
+        return out
 
     @property
     def drift_scale(self) -> float:
@@ -234,7 +255,46 @@ def record_row(
         row["joints/{joint}/reaction"] = reaction
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
+    if model.springs or model.outputs:
+        row.update(driven_values(model, data, frames, state.t))
     return row
+
+
+def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[str, np.ndarray]:
+    """CONTRACT §8's values of a recorded state (the keys of :func:`driven_columns`) by the
+    compiled force kernels at its frames (mbsim.model.dynamics.applied_forces)."""
+    from mbsim.model import step_kernels
+    from mbsim.model.dynamics import applied_forces
+    from mbsim.model.flat import rows_form
+
+    nb = model.nbody
+    if model.dimension == 3:
+        v = np.concatenate((frames.vel[:nb], frames.omega_body[:nb]), axis=1).reshape(-1)
+    else:
+        v = np.concatenate((frames.vel[:nb], frames.omega[:nb, None]), axis=1).reshape(-1)
+    joints = applied_forces(model, data, frames, v, t, with_potential=False).joints
+    out: dict[str, np.ndarray] = {}
+    if joints is not None:
+        coordinate = [j for j in model.joints if j.coordinate_row is not None]
+        rows = np.array([j.coordinate_row for j in coordinate], dtype=int)
+        limited = np.array([j.coordinate_row for j in coordinate if j.limits is not None], dtype=int)
+        frictional = np.array([j.coordinate_row for j in coordinate if has_friction(j.friction)], dtype=int)
+        if len(rows):
+            out["joints/{coordinate}/position"] = joints.coordinate[rows]
+            out["joints/{coordinate}/velocity"] = joints.rate[rows]
+        if len(limited):
+            out["joints/{limited}/limit_force"] = joints.limit_force[limited]
+        if len(frictional):
+            out["joints/{frictional}/friction_force"] = joints.friction_force[frictional]
+        if model.actuators:
+            gear = np.array([a.gear for a in model.actuators])
+            row = np.array([a.row for a in model.actuators], dtype=int)
+            out["actuators/{actuator}/force"] = joints.actuator_force
+            out["actuators/{actuator}/power"] = gear * joints.actuator_force * joints.rate[row]
+    if model.outputs:
+        form = rows_form(model)
+        out["outputs/{output}"] = step_kernels.output_values(form.flat, form.data, t)
+    return out
 
 
 # the scalar columns of a row, in order (after the body columns; mbsim.model.record_kernels)
@@ -275,7 +335,49 @@ def row_columns(model: Model, nq: int | None = None, nv: int | None = None) -> l
         columns.append(("joints/{joint}/reaction", (nj, 6 if d == 3 else 3)))
         if len(model.driven_rows):
             columns.append(("joints/{driven}/drive_force", (len(model.driven_rows),)))
+    return columns + driven_columns(model)
+
+
+def driven_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
+    """The columns of CONTRACT §8 (after the joint reactions and drive forces, in the order of
+    mbsim.model.record_kernels.driven_columns_into): the joint coordinates and rates, the compliant
+    stops' and frictions' forces, the actuators' forces and powers, the outputs."""
+    names = placeholder_names(model)
+    columns = []
+    for group, placeholder, datasets in (
+        ("joints", "{coordinate}", ("position", "velocity")),
+        ("joints", "{limited}", ("limit_force",)),
+        ("joints", "{frictional}", ("friction_force",)),
+        ("actuators", "{actuator}", ("force", "power")),
+    ):
+        count = len(names[(group, placeholder)])
+        if count:
+            columns += [(f"{group}/{placeholder}/{dataset}", (count,)) for dataset in datasets]
+    if model.outputs:
+        columns.append(("outputs/{output}", (len(model.outputs),)))
     return columns
+
+
+def placeholder_names(model: Model) -> dict[tuple[str, str], list[str]]:
+    """What each placeholder of a row's keys stands for, by (group, placeholder): the names, in
+    the order of the row's values (``bodies/{body}/position`` has one per body)."""
+    coordinate = [j for j in model.joints if j.coordinate_row is not None]
+    return {
+        ("bodies", "{body}"): list(model.body_names),
+        ("joints", "{joint}"): [j.name for j in model.joints],
+        ("joints", "{driven}"): [j.name for j in model.joints if j.drive_row is not None],
+        ("joints", "{coordinate}"): [j.name for j in coordinate],
+        ("joints", "{limited}"): [j.name for j in coordinate if j.limits is not None],
+        ("joints", "{frictional}"): [j.name for j in coordinate if has_friction(j.friction)],
+        ("actuators", "{actuator}"): [a.name for a in model.actuators],
+        ("outputs", "{output}"): [name for name, _ in model.outputs],
+    }
+
+
+def has_friction(friction) -> bool:
+    """Whether a joint's friction (mbsim.model.joint_forces.Friction) exerts a force (the compiled
+    rows' test: mbsim.model.record_kernels.driven_columns_into)."""
+    return friction is not None and (friction.coulomb > 0 or friction.static > 0 or friction.viscous > 0)
 
 
 def row_width(columns: list[tuple[str, tuple[int, ...]]]) -> int:

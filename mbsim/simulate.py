@@ -55,12 +55,15 @@ class RunSummary:
     # why the result file could not keep the run (a full disk, the file taken away under the run):
     # a failure of the command's output, not of the physics (compare ends with exit 3 for it)
     file_failure: str | None = None
+    # max_NAME, min_NAME, final_NAME of the scene's outputs over the recorded rows (CONTRACT §8)
+    outputs: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = asdict(self)
         for key in ("events", "file_failure"):
             if out[key] is None:
                 del out[key]
+        out.update(out.pop("outputs"))  # names of their own, as --assert reads them
         return out
 
 
@@ -176,6 +179,7 @@ def run(
     last_progress = start
 
     extra_names = solver.extra_diagnostics
+    output_names = [name for name, _ in model.outputs]
 
     def record(s: State, info: StepInfo) -> None:
         ev = solver.evaluate(s)
@@ -183,6 +187,8 @@ def run(
         for name in extra_names:  # every row has every column, NaN where a step has no value
             path = f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"
             row[path] = info.extra.get(name, np.nan)
+        if "outputs/{output}" in row:
+            stats.add_outputs(output_names, np.asarray(row["outputs/{output}"], dtype=float)[None])
         writer.append(row)
 
     def record_rows(rows: np.ndarray) -> int:
@@ -198,6 +204,8 @@ def run(
             quaternion,
             divergence,
         )
+        if "outputs/{output}" in blocks:
+            stats.add_outputs(output_names, blocks["outputs/{output}"][:kept])
         writer.append_rows({key: value[:kept] for key, value in blocks.items()})
         return kept
 
@@ -356,4 +364,5 @@ def run(
         assembly=model.assembly_report,
         events=n_events,
         file_failure=writer.failure,
+        outputs=stats.output_summary(),
     )

@@ -282,7 +282,7 @@ def test_no_import_cycles():
 STAGES = [
     ("spring-dampers", "model/forces/spring_damper.py", "SpringDamperGroup.evaluate", {"force_kernels"}),
     ("applied loads", "model/forces/applied.py", "Loads.evaluate", {"force_kernels"}),
-    ("joint springs", "model/dynamics.py", "SpringGroups.add_forces", {"spring_kernels"}),
+    ("forces on joint coordinates, signals, actuators", "model/dynamics.py", "applied_forces", {"step_kernels"}),
     ("constraint rows", "model/constraints.py", "constraint_values", {"step_kernels"}),
     ("joint-spring coordinates", "model/constraints.py", "spring_rows", {"step_kernels"}),
     ("fixed-step integrators", "solvers/ode/integrators.py", "FixedStep.__call__", {"integrate"}),

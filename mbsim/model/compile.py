@@ -9,16 +9,19 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import did_you_mean
+from mbsim.model.actuators import read_actuators
 from mbsim.model.constraints import Primitive, batch
 from mbsim.model.contact.compliant import build_compliant
 from mbsim.model.contact.pairs import resolve_contact_pairs
 from mbsim.model.dynamics import SpringGroups
 from mbsim.model.forces import FORCE_TYPES, BuildSetup
+from mbsim.model.joint_forces import SPRING_FIELDS, read_friction, read_limits, resolve_stops
 from mbsim.model.joints import JOINT_TYPES, JointFrame
 from mbsim.model.model import JointInfo, Model
 from mbsim.model.shapes import composite_mass_properties, read_shape
+from mbsim.model.signals import Signals, read_outputs
 from mbsim.model.spatial import planar_rotation, quat_to_matrix
-from mbsim.scene.fields import Context, Expr, Field, Number, Vector, read_mapping
+from mbsim.scene.fields import Context, Expr, Field, Vector, read_mapping
 from mbsim.scene.load import KeyPath
 from mbsim.scene.readers import check_inertia
 from mbsim.scene.spec import SceneSpec
@@ -27,11 +30,6 @@ SPARSE_ABOVE_NV = 150  # velocity coordinates above which linear algebra goes sp
 
 DRIVE_FIELDS = {
     "position": Field(Expr(frozenset({"t"})), "prescribed joint coordinate as a function of t (rad or m)"),
-}
-SPRING_FIELDS = {
-    "stiffness": Field(Number(minimum=0), "N/m or N m/rad"),
-    "damping": Field(Number(minimum=0), "N s/m or N m s/rad", 0.0),
-    "rest": Field(Number(), "coordinate at which the spring is relaxed", 0.0),
 }
 
 
@@ -191,7 +189,10 @@ def compile_model(spec: SceneSpec) -> Model:
 
     # joints -> primitives
     constraint_prims: list[Primitive] = []
-    spring_prims: list[tuple[Primitive, float, float, float]] = []
+    # the joint-coordinate table (mbsim.model.joint_forces): every joint with a coordinate, one
+    # primitive measuring it from the joint's `initial` origin, and its forces' parameters
+    coordinate_prims: list[tuple[Primitive, dict[str, Any]]] = []
+    coordinate_row: dict[str, int] = {}
     joint_parts: list[tuple] = []
     for item in spec.joints:
         path = item.path
@@ -229,12 +230,24 @@ def compile_model(spec: SceneSpec) -> Model:
             drive_prim.labels = [f"{item.name}: drive {kind.coordinate}"]
             prims = [*prims, drive_prim]
         spring_values = None
+        spring = None
         if item.values["spring"] is not None:
             spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
-            sp_prim = kind.coordinate_primitive(frame)
-            sp_prim.offset += spring["rest"] - initial
-            spring_prims.append((sp_prim, spring["stiffness"], spring["damping"], spring["rest"] - initial))
             spring_values = (spring["stiffness"], spring["damping"], spring["rest"] - initial)
+        limits = read_limits(ctx, (*path, "limits"), item.values.get("limits"))
+        friction = read_friction(ctx, (*path, "friction"), item.values.get("friction"))
+        if drive_prim is not None:
+            for key in ("limits", "friction", "effort"):
+                if item.values.get(key) is not None:
+                    raise ctx.error((*path, key), f"a driven joint (drive: prescribed motion) takes no {key}")
+        coordinate_prim = kind.coordinate_primitive(frame) if kind.coordinate is not None else None
+        if coordinate_prim is not None:
+            coordinate_prim.offset -= initial  # measured from the joint's `initial` origin
+            coordinate_prim.labels = [f"{item.name}: {kind.coordinate}"]
+            coordinate_row[item.name] = len(coordinate_prims)
+            forces_on = {"spring": spring, "limits": limits, "friction": friction, "initial": initial,
+                         "effort": item.values.get("effort")}  # fmt: skip
+            coordinate_prims.append((coordinate_prim, forces_on))
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append(
@@ -277,16 +290,17 @@ def compile_model(spec: SceneSpec) -> Model:
         for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial, armature in joint_parts
     ]
     springs = []
-    if spring_prims:
-        sgroups, ncoord = batch([p for p, _, _, _ in spring_prims], 0, d)
-        stiffness = np.zeros(ncoord)
-        damping = np.zeros(ncoord)
-        rest = np.zeros(ncoord)
-        for p, k, c, r in spring_prims:
-            stiffness[p.rows] = k
-            damping[p.rows] = c
-            rest[p.rows] = r
-        springs = [SpringGroups(sgroups, ncoord, stiffness, damping, rest)]
+    if coordinate_prims:
+        sgroups, ncoord = batch([p for p, _ in coordinate_prims], 0, d)
+        springs = [SpringGroups(sgroups, ncoord, [(p.rows, forces_on) for p, forces_on in coordinate_prims])]
+    for info in joints:
+        info.coordinate_row = coordinate_row.get(info.name)
+        if info.coordinate_row is not None:
+            forces_on = coordinate_prims[info.coordinate_row][1]
+            info.limits, info.friction, info.effort = forces_on["limits"], forces_on["friction"], forces_on["effort"]
+
+    # what expressions may read from here on (forces, actuators, outputs): the signals
+    ctx.signals = Signals(d, [b.name for b in spec.bodies], coordinate_row)
 
     # forces, batched per type
     setup = BuildSetup(ctx, body_index, pos0, rot0, nb)
@@ -302,6 +316,10 @@ def compile_model(spec: SceneSpec) -> Model:
         values = read_mapping(ctx, item.path, item.raw, ftype.FIELDS)
         by_type.setdefault(item.type, []).append((item, values))
     forces = [FORCE_TYPES[name].build(items, setup) for name, items in by_type.items()]
+    driven = {info.name: (info.type, info.drive_row is not None) for info in joints}
+    actuators = read_actuators(ctx, spec.actuators, coordinate_row, driven)
+    ctx.signals = ctx.signals.where(("t",), [a.name for a in actuators])
+    outputs = read_outputs(ctx, spec.outputs)
     # compliant contacts are force elements too (every method takes them)
     stick_step = spec.contact_step or spec.step  # the step taken in contact (fixed-step integrators)
     compliant = build_compliant(ctx, spec.contacts, body_index, shapes, nb, d, masses, inertias, stick_step)
@@ -342,6 +360,9 @@ def compile_model(spec: SceneSpec) -> Model:
         joints=joints,
         springs=springs,
         forces=forces,
+        actuators=actuators,
+        outputs=outputs,
+        signals=ctx.signals,
         sparse=nv > SPARSE_ABOVE_NV,
         t_end=spec.t_end,
         step=spec.step,
@@ -352,4 +373,5 @@ def compile_model(spec: SceneSpec) -> Model:
         contacts=list(spec.contacts),
     )
     model.contact_pairs = contact_pairs  # which bodies may touch (mbsim.model.contact.pairs)
+    resolve_stops(model)
     return model

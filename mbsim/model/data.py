@@ -41,11 +41,11 @@ class Data:
     """What one run of a Model writes.
 
     Attributes:
-        spring_reference: per joint-spring group (Model.springs; compile makes at most one), the
-            unwrapped deflection of the last accepted step (mbsim.model.dynamics.SpringGroups;
-            -rest at t = 0): the run's one copy of the springs' unwrapping state, written in place;
-            the compiled step views the same array (FlatData.spr_ref: mbsim.model.flat.make_data
-            with ``spring_reference``).
+        spring_reference: per joint-coordinate table (Model.springs; compile makes at most one),
+            the unwrapped coordinates of the last accepted step (mbsim.model.dynamics.SpringGroups;
+            the joints' initial coordinates at t = 0): the run's one copy of the unwrapping state,
+            written in place; the compiled step views the same array (FlatData.jc_ref:
+            mbsim.model.flat.make_data with ``spring_reference``).
         contacts: the compliant contacts' state (ContactState).
         flat: the compiled step's buffers over the model's FlatModel (mbsim.model.layout.FlatData),
             or None when the run has none (the Python path).
@@ -62,7 +62,7 @@ class Data:
 
 def new_data(model: Model) -> Data:
     """Fresh per-run state of ``model``, as at t = 0 (the compiled buffers are the solver's to make)."""
-    data = Data(spring_reference=[np.array(-springs.rest, dtype=float) for springs in model.springs])
+    data = Data(spring_reference=[np.array(springs.initial, dtype=float) for springs in model.springs])
     compliant = model.compliant
     if compliant is not None:
         data.contacts.pairs = [(0, 0.0, None) for _ in compliant.pairs]

@@ -12,37 +12,73 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model import spring_kernels
+from mbsim.model import step_kernels
 from mbsim.model.constraints import spring_rows
 from mbsim.model.data import Data
+from mbsim.model.flat import compiled_form, rows_form
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
 
 class SpringGroups:
-    """Joint springs: coordinate primitives (offset = rest) with stiffness and damping, their
-    forces Qc -= J^T (k deflection), Qn -= J^T (c J v) by the compiled kernels
+    """The joint-coordinate table: every joint coordinate (a primitive measuring it from the
+    joint's ``initial`` origin) and the forces on it (mbsim.model.joint_forces: spring and damper,
+    limits, friction, effort; the actuators' forces come per run), by the compiled kernels
     (mbsim.model.spring_kernels, which the compiled step runs too).
 
-    3D revolute angles come out of atan2 in (-pi, pi]; a torsion spring wound past half a turn
-    must not snap back, so those deflections are unwrapped against a reference, the deflection
-    at the last accepted step (kept per run in one array, Data.spring_reference, which the
-    compiled step's FlatData.spr_ref views; updated by :func:`update_spring_references`), valid
-    while the angle moves by less than pi per step.
+    3D revolute angles come out of atan2 in (-pi, pi]; a coordinate past half a turn must not
+    snap back, so those coordinates are unwrapped against a reference, the coordinate at the
+    last accepted step (kept per run in one array, Data.spring_reference, which the compiled
+    step's FlatData.jc_ref views; updated by :func:`update_spring_references`), valid while the
+    angle moves by less than pi per step.
     """
 
-    def __init__(self, groups, ncoord: int, stiffness: np.ndarray, damping: np.ndarray, rest: np.ndarray) -> None:
+    def __init__(self, groups, ncoord: int, rows: list[tuple[np.ndarray, dict]]) -> None:
+        """``rows``: per joint, its rows and the forces on them (compile's forces_on: spring
+        mapping, Limits, Friction, initial, effort; None where absent)."""
         self.groups = groups
         self.ncoord = ncoord
-        self.stiffness = np.ascontiguousarray(stiffness, dtype=float)
-        self.damping = np.ascontiguousarray(damping, dtype=float)
-        self.rest = np.ascontiguousarray(rest, dtype=float)
+        inf = np.inf
+        self.stiffness, self.damping, self.rest, self.initial = (np.zeros(ncoord) for _ in range(4))
+        self.lower, self.upper = np.full(ncoord, -inf), np.full(ncoord, inf)
+        self.restitution = np.zeros(ncoord)
+        self.limits: list = [None] * ncoord  # Limits per row (stop parameters resolved by flatten)
+        self.coulomb, self.static, self.stribeck, self.viscous = (np.zeros(ncoord) for _ in range(4))
+        self.smoothing = np.ones(ncoord)
+        self.effort = np.full(ncoord, inf)
+        # the smooth methods' compliant stops (mbsim.model.joint_forces.resolve_stops sets them)
+        self.stop_k, self.stop_c = np.zeros(ncoord), np.zeros(ncoord)
+        for r, forces_on in rows:
+            self.initial[r] = forces_on["initial"]
+            self.rest[r] = forces_on["initial"]  # no spring: its (zero) stiffness is relaxed at the start
+            spring = forces_on["spring"]
+            if spring is not None:
+                self.stiffness[r], self.damping[r], self.rest[r] = (
+                    spring["stiffness"],
+                    spring["damping"],
+                    spring["rest"],
+                )
+            limits = forces_on["limits"]
+            if limits is not None:
+                self.lower[r], self.upper[r], self.restitution[r] = limits.lower, limits.upper, limits.restitution
+                for k in np.atleast_1d(r):
+                    self.limits[k] = limits
+            friction = forces_on["friction"]
+            if friction is not None:
+                self.coulomb[r], self.static[r], self.stribeck[r] = (
+                    friction.coulomb,
+                    friction.static,
+                    friction.stribeck_velocity,
+                )
+                self.viscous[r], self.smoothing[r] = friction.viscous, friction.smoothing
+            if forces_on["effort"] is not None:
+                self.effort[r] = forces_on["effort"]
         # the items' table as spring_kernels.pxd reads it: bodies, first row and rows, wrap
         items = []
         for g in groups:
             nrow = g.rows.shape[1]
             if not np.array_equal(g.rows, g.rows[:, :1] + np.arange(nrow)):
-                raise ValueError("a joint spring's coordinate rows must be consecutive")
+                raise ValueError("a joint coordinate's rows must be consecutive")
             items += [(g.body_i[k], g.body_j[k], g.rows[k, 0], nrow, int(g.wrap)) for k in range(len(g.body_i))]
         table = np.array(items, dtype=np.int64).reshape(len(items), 5)
         self.item_bi, self.item_bj, self.item_row, self.item_nrow, self.item_wrap = (
@@ -58,18 +94,6 @@ class SpringGroups:
         against ``reference``: the compiled rows over model's spring table (these groups,
         model.springs[0]; mbsim.model.constraints.spring_rows)."""
         return spring_rows(model, frames, t, reference)
-
-    def add_forces(
-        self, model: Model, frames: Frames, v: np.ndarray, t: float, reference: np.ndarray,
-        Qc: np.ndarray, Qn: np.ndarray,
-    ) -> float:  # fmt: skip
-        """Add the springs' elastic forces to Qc and the dampers' to Qn (nv,) at a state; returns
-        their potential, sum 1/2 k deflection^2."""
-        value, jac = self.deflection(model, frames, t, reference)
-        v = np.ascontiguousarray(v, dtype=float)
-        return spring_kernels.joint_springs(model.nbody, model.body_width, self.item_bi, self.item_bj,
-                                            self.item_row, self.item_nrow, self.stiffness, self.damping, value,
-                                            jac, v, Qc, Qn)  # fmt: skip
 
 
 def update_spring_references(model: Model, data: Data, q: np.ndarray, t: float) -> None:
@@ -106,6 +130,21 @@ class AppliedForces:
     nonconservative: np.ndarray
     potential: float
     power_nc: float
+    joints: JointForceValues | None = None
+
+
+@dataclass
+class JointForceValues:
+    """What the forces on the joint coordinates were at a state (mbsim.model.joint_forces): the
+    coordinates and rates (ncoord,), the actuators' forces (nact,), their summed force, the
+    compliant stops' and the friction's force on each coordinate (ncoord,)."""
+
+    coordinate: np.ndarray
+    rate: np.ndarray
+    actuator_force: np.ndarray
+    actuator_total: np.ndarray
+    limit_force: np.ndarray
+    friction_force: np.ndarray
 
 
 def applied_forces(
@@ -119,6 +158,8 @@ def applied_forces(
     cons[:nb, :d] = model.weight
     potential = -float(model.body_mass @ (frames.pos[:nb] @ model.gravity)) if with_potential else 0.0
     for group in model.forces:
+        if compiled_form(group):  # below, with the joint coordinates
+            continue
         q_cons, q_nc, pot = group.evaluate(frames, t, data)
         potential += pot
         if q_cons is not None:
@@ -126,9 +167,21 @@ def applied_forces(
         if q_nc is not None:
             nonc += q_nc
     Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
-    for springs, reference in zip(model.springs, data.spring_reference, strict=True):
-        potential += springs.add_forces(model, frames, v, t, reference, Qc, Qn)
-    return AppliedForces(Qc, Qn, potential, float(Qn @ v))
+    # the compiled force elements and the forces on the joint coordinates: the compiled step's kernels
+    form = rows_form(model)
+    reference = data.spring_reference[0] if data.spring_reference else None
+    v = np.ascontiguousarray(v, dtype=float)
+    potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn)
+    joints = None
+    if form.flat.njc:
+        D = form.data
+        joints = JointForceValues(
+            *(
+                np.array(getattr(D, key))
+                for key in ("jc_value", "jc_qd", "act_force", "jc_tau", "jc_limit_force", "jc_friction_force")
+            )
+        )
+    return AppliedForces(Qc, Qn, potential, float(Qn @ v), joints)
 
 
 def generalized_forces(

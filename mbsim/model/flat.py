@@ -30,6 +30,7 @@ from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.model.layout import FlatData, FlatModel
 from mbsim.model.model import Model, inverse_sqrt_mass_blocks
+from mbsim.model.signals import signal_table
 from mbsim.scene.expr import Expression, compile_programs
 
 # primitive kinds of the flat table (mbsim.model.kernels: KINDS, kernels.pxd)
@@ -176,19 +177,46 @@ def model_form(model: Model) -> FlatModel:
     return model.cached("flat", flatten)
 
 
+def _coordinate_forces(springs) -> dict[str, np.ndarray]:
+    """Per joint-coordinate row (mbsim.model.joint_forces), the arrays FlatModel's jc_* hold."""
+    if springs is None:
+        return {
+            k: np.zeros(0)
+            for k in (
+                "stiffness",
+                "damping",
+                "rest",
+                "initial",
+                "lower",
+                "upper",
+                "stop_k",
+                "stop_c",
+                "coulomb",
+                "static",
+                "stribeck",
+                "viscous",
+                "smoothing",
+                "effort",
+            )
+        }
+    return {
+        "stiffness": springs.stiffness, "damping": springs.damping, "rest": springs.rest,
+        "initial": springs.initial, "lower": springs.lower, "upper": springs.upper,
+        "stop_k": springs.stop_k, "stop_c": springs.stop_c, "coulomb": springs.coulomb, "static": springs.static,
+        "stribeck": springs.stribeck, "viscous": springs.viscous, "smoothing": springs.smoothing,
+        "effort": springs.effort,
+    }  # fmt: skip
+
+
 def flatten(model: Model) -> FlatModel:
     """A new FlatModel of ``model`` (model_form keeps one per model); force groups without a
     compiled form are left out (python_reason)."""
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
-    if model.springs:
-        springs = model.springs[0]
-        spr = _primitive_table(springs.groups, d, expressions)
-        stiffness, damping, rest = springs.stiffness, springs.damping, springs.rest
-    else:
-        spr = _primitive_table([], d, expressions)
-        stiffness = damping = rest = np.zeros(0)
+    springs = model.springs[0] if model.springs else None
+    spr = _primitive_table(springs.groups if springs else [], d, expressions)
+    coordinates = _coordinate_forces(springs)
     sd = {"b1": [], "b2": [], "s1": [], "s2": [], "k": [], "c": [], "rest": []}
     ld = {"body": [], "point": [], "body_frame": [], "torque": [], "expr": []}
     for group in model.forces:
@@ -205,7 +233,20 @@ def flatten(model: Model) -> FlatModel:
                 ld["expr"].append(list(range(len(expressions), len(expressions) + len(exprs))))
                 expressions.extend(exprs)
     nsd, nld = len(sd["k"]), len(ld["body"])
-    programs = compile_programs(expressions, VARIABLES[d])
+    # actuators: value (or target) and the target's rate; outputs; then the signals all of them read
+    act = {"row": [], "law": [], "expr": [], "rate": [], "kp": [], "kd": [], "gear": [], "lower": [], "upper": []}
+    for a in model.actuators:
+        for key in ("row", "law", "kp", "kd", "gear", "lower", "upper"):
+            act[key].append(getattr(a, key))
+        act["expr"].append(len(expressions))
+        expressions.append(a.value)
+        act["rate"].append(len(expressions) if a.rate is not None else -1)
+        if a.rate is not None:
+            expressions.append(a.rate)
+    out_expr = list(range(len(expressions), len(expressions) + len(model.outputs)))
+    expressions.extend(expr for _, expr in model.outputs)
+    signals = signal_table(model.signals, {v for expr in expressions for v in expr.variables})
+    programs = compile_programs(expressions, (*VARIABLES[d], *signals.names))
     inertia = np.zeros((nb, 3, 3))
     inertia[:, : model.body_inertia.shape[1], : model.body_inertia.shape[2]] = model.body_inertia
     weight = np.zeros((nb, 3))
@@ -224,11 +265,24 @@ def flatten(model: Model) -> FlatModel:
         body_inertia=inertia,
         body_weight=weight,
         **{f"prim_{k}": v for k, v in prims.items()},
-        nspr=len(stiffness),
-        **{f"spr_{k}": v for k, v in spr.items()},
-        spr_stiffness=np.asarray(stiffness, dtype=float),
-        spr_damping=np.asarray(damping, dtype=float),
-        spr_rest=np.asarray(rest, dtype=float),
+        njc=len(coordinates["stiffness"]),
+        **{f"jc_{k}": v for k, v in spr.items()},
+        **{f"jc_{k}": np.asarray(v, dtype=float) for k, v in coordinates.items()},
+        nact=len(act["row"]),
+        act_row=np.array(act["row"], dtype=np.int64).reshape(-1),
+        act_law=np.array(act["law"], dtype=np.int64).reshape(-1),
+        act_expr=np.array(act["expr"], dtype=np.int64).reshape(-1),
+        act_rate=np.array(act["rate"], dtype=np.int64).reshape(-1),
+        **{f"act_{k}": np.array(act[k], dtype=float).reshape(-1) for k in ("kp", "kd", "gear", "lower", "upper")},
+        nsig=len(signals.names),
+        sig_first=len(VARIABLES[d]),
+        sig_kind=signals.kind,
+        sig_index=signals.index,
+        sig_comp=signals.component,
+        dist_body=signals.distance_body,
+        dist_point=signals.distance_point,
+        nout=len(out_expr),
+        out_expr=np.array(out_expr, dtype=np.int64).reshape(-1),
         sd_b1=np.array(sd["b1"], dtype=np.int64).reshape(nsd),
         sd_b2=np.array(sd["b2"], dtype=np.int64).reshape(nsd),
         sd_s1=_padded(sd["s1"], nsd),
@@ -248,7 +302,7 @@ def flatten(model: Model) -> FlatModel:
         prog_start=programs.start,
         prog_stop=programs.stop,
         prog_result=programs.result,
-        nreg=max(programs.nreg, len(VARIABLES[d])),
+        nreg=max(programs.nreg, len(VARIABLES[d]) + len(signals.names)),
         row_bi=row_bodies[0],
         row_bj=row_bodies[1],
         row_bk=row_bodies[2],
@@ -397,15 +451,15 @@ def make_data(
     flat: FlatModel, robust: bool = False, dense: bool = True, spring_reference: np.ndarray | None = None
 ) -> FlatData:
     """Fresh buffers for one run of ``flat``; ``spring_reference``: the run's joint-spring
-    unwrapping state (mbsim.model.data.Data.spring_reference), which spr_ref then views (the one
-    copy), else spr_ref's own at its t = 0 value, -rest.
+    unwrapping state (mbsim.model.data.Data.spring_reference), which jc_ref then views (the one
+    copy), else jc_ref's own at its t = 0 value, the joints' initial coordinates.
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
     ``dense=False``: without the dense constraint Jacobian and what is built from it (J, minv_jt,
     S: empty), whose nc x nv and nc x nc entries a 3,000-link chain counts in gigabytes; for a
     caller whose kernels never read them (mbsim.solvers.recursive.recursive_kernels)."""
     nb, nv, nc, nq = flat.nbody, flat.nv, flat.nc, flat.nq
     ny = nq + nv + 1
-    ncoord = flat.nspr
+    ncoord = flat.njc
     # rows and columns of the dense matrices (none without ``dense``)
     jr, jc, sc = (nc, nv, nc) if dense else (0, 0, 0)
     return FlatData(
@@ -428,11 +482,16 @@ def make_data(
         rhs=np.zeros(nc),
         s_work=np.zeros(nc),
         minv_q=np.zeros(nv),
-        spr_value=np.zeros(ncoord),
-        spr_jac=np.zeros((ncoord, 12 if flat.dim == 3 else 6)),  # body blocks (mbsim.model.spring_kernels)
-        spr_ref=-flat.spr_rest.copy() if spring_reference is None else spring_reference,
-        spr_rate=np.zeros(ncoord),
-        spr_bias=np.zeros(ncoord),
+        jc_value=np.zeros(ncoord),
+        jc_jac=np.zeros((ncoord, 12 if flat.dim == 3 else 6)),  # body blocks (mbsim.model.spring_kernels)
+        jc_ref=flat.jc_initial.copy() if spring_reference is None else spring_reference,
+        jc_rate=np.zeros(ncoord),
+        jc_bias=np.zeros(ncoord),
+        jc_qd=np.zeros(ncoord),
+        jc_tau=np.zeros(ncoord),
+        jc_limit_force=np.zeros(ncoord),
+        jc_friction_force=np.zeros(ncoord),
+        act_force=np.zeros(flat.nact),
         row_val=np.zeros((2, 3)),  # two: a coupling's parts (mbsim.model.kernels.coupling_at)
         row_jac_i=np.zeros((2, 3, 6)),
         row_jac_j=np.zeros((2, 3, 6)),

@@ -27,19 +27,49 @@ cdef class FlatModel(Record):
     cdef const double[:, ::1] prim_offset
     cdef const long long[::1] prim_drive
     cdef const long long[::1] prim_wrap
-    cdef readonly Py_ssize_t nspr
-    cdef const long long[::1] spr_kind
-    cdef const long long[::1] spr_bi
-    cdef const long long[::1] spr_bj
-    cdef const double[:, :, ::1] spr_vec
-    cdef const long long[::1] spr_row
-    cdef const long long[::1] spr_nrow
-    cdef const double[:, ::1] spr_offset
-    cdef const long long[::1] spr_drive
-    cdef const long long[::1] spr_wrap
-    cdef const double[::1] spr_stiffness
-    cdef const double[::1] spr_damping
-    cdef const double[::1] spr_rest
+    cdef readonly Py_ssize_t njc
+    cdef const long long[::1] jc_kind
+    cdef const long long[::1] jc_bi
+    cdef const long long[::1] jc_bj
+    cdef const double[:, :, ::1] jc_vec
+    cdef const long long[::1] jc_row
+    cdef const long long[::1] jc_nrow
+    cdef const double[:, ::1] jc_offset
+    cdef const long long[::1] jc_drive
+    cdef const long long[::1] jc_wrap
+    cdef const double[::1] jc_stiffness
+    cdef const double[::1] jc_damping
+    cdef const double[::1] jc_rest
+    cdef const double[::1] jc_initial
+    cdef const double[::1] jc_lower
+    cdef const double[::1] jc_upper
+    cdef const double[::1] jc_stop_k
+    cdef const double[::1] jc_stop_c
+    cdef const double[::1] jc_coulomb
+    cdef const double[::1] jc_static
+    cdef const double[::1] jc_stribeck
+    cdef const double[::1] jc_viscous
+    cdef const double[::1] jc_smoothing
+    cdef const double[::1] jc_effort
+    cdef readonly Py_ssize_t nact
+    cdef const long long[::1] act_row
+    cdef const long long[::1] act_law
+    cdef const long long[::1] act_expr
+    cdef const long long[::1] act_rate
+    cdef const double[::1] act_kp
+    cdef const double[::1] act_kd
+    cdef const double[::1] act_gear
+    cdef const double[::1] act_lower
+    cdef const double[::1] act_upper
+    cdef readonly Py_ssize_t nsig
+    cdef readonly Py_ssize_t sig_first
+    cdef const long long[::1] sig_kind
+    cdef const long long[::1] sig_index
+    cdef const long long[::1] sig_comp
+    cdef const long long[:, ::1] dist_body
+    cdef const double[:, :, ::1] dist_point
+    cdef readonly Py_ssize_t nout
+    cdef const long long[::1] out_expr
     cdef const long long[::1] sd_b1
     cdef const long long[::1] sd_b2
     cdef const double[:, ::1] sd_s1
@@ -97,11 +127,16 @@ cdef class FlatData(Record):
     cdef double[::1] rhs
     cdef double[::1] s_work
     cdef double[::1] minv_q
-    cdef double[::1] spr_value
-    cdef double[:, ::1] spr_jac
-    cdef double[::1] spr_ref
-    cdef double[::1] spr_rate
-    cdef double[::1] spr_bias
+    cdef double[::1] jc_value
+    cdef double[:, ::1] jc_jac
+    cdef double[::1] jc_ref
+    cdef double[::1] jc_rate
+    cdef double[::1] jc_bias
+    cdef double[::1] jc_qd
+    cdef double[::1] jc_tau
+    cdef double[::1] jc_limit_force
+    cdef double[::1] jc_friction_force
+    cdef double[::1] act_force
     cdef double[:, ::1] row_val
     cdef double[:, :, ::1] row_jac_i
     cdef double[:, :, ::1] row_jac_j

@@ -78,8 +78,18 @@ cdef class FlatModel(Record):
             row (first constraint row), nrow, offset (n, 3) value kept per row, drive (index of
             the drive's c in the expression programs, c' and c'' follow; -1 none), wrap (angle
             rows wrapped to (-pi, pi]).
-        spr_*: joint springs: the same table over spring coordinates (row = coordinate index),
-            stiffness, damping and rest (ncoord,).
+        jc_*: the joint coordinates (mbsim.model.joint_forces): the same table over every joint
+            coordinate (row = coordinate index, measured from the joint's initial), and per row
+            (ncoord,) the spring's stiffness, damping and rest, initial (the coordinate at t = 0),
+            lower, upper (limits; +-inf none), stop_k, stop_c (the smooth methods' compliant
+            stop), coulomb, static, stribeck (velocity; 0 none), viscous, smoothing (friction),
+            effort (the actuators' summed force's bound; inf none).
+        act_*: actuators (mbsim.model.actuators), per actuator: row (its coordinate), law (0
+            value, 1 position, 2 velocity), expr (program of its value or target), rate (program
+            of the target's rate; -1 none), kp, kd, gear, lower, upper (forcerange).
+        sig_*: the signals (mbsim.model.signals.signal_table) in registers sig_first + s: kind,
+            index, comp; dist_body (n, 2), dist_point (n, 2, 3): the distances' bodies and points.
+        out_expr: (nout,) the program of each output.
         sd_*: spring-dampers: bodies b1, b2, local points s1, s2 (n, 3), k, c, rest (n,).
         ld_*: applied forces and torques: body, local point (n, 3), body_frame (components
             in body axes), torque, expr (n, 3) program index per component (-1 none).
@@ -121,19 +131,49 @@ cdef class FlatModel(Record):
         self.prim_offset = self.constant(fields, 'prim_offset', 'float64')
         self.prim_drive = self.constant(fields, 'prim_drive', 'int64')
         self.prim_wrap = self.constant(fields, 'prim_wrap', 'int64')
-        self.nspr = self.value(fields, 'nspr')
-        self.spr_kind = self.constant(fields, 'spr_kind', 'int64')
-        self.spr_bi = self.constant(fields, 'spr_bi', 'int64')
-        self.spr_bj = self.constant(fields, 'spr_bj', 'int64')
-        self.spr_vec = self.constant(fields, 'spr_vec', 'float64')
-        self.spr_row = self.constant(fields, 'spr_row', 'int64')
-        self.spr_nrow = self.constant(fields, 'spr_nrow', 'int64')
-        self.spr_offset = self.constant(fields, 'spr_offset', 'float64')
-        self.spr_drive = self.constant(fields, 'spr_drive', 'int64')
-        self.spr_wrap = self.constant(fields, 'spr_wrap', 'int64')
-        self.spr_stiffness = self.constant(fields, 'spr_stiffness', 'float64')
-        self.spr_damping = self.constant(fields, 'spr_damping', 'float64')
-        self.spr_rest = self.constant(fields, 'spr_rest', 'float64')
+        self.njc = self.value(fields, 'njc')
+        self.jc_kind = self.constant(fields, 'jc_kind', 'int64')
+        self.jc_bi = self.constant(fields, 'jc_bi', 'int64')
+        self.jc_bj = self.constant(fields, 'jc_bj', 'int64')
+        self.jc_vec = self.constant(fields, 'jc_vec', 'float64')
+        self.jc_row = self.constant(fields, 'jc_row', 'int64')
+        self.jc_nrow = self.constant(fields, 'jc_nrow', 'int64')
+        self.jc_offset = self.constant(fields, 'jc_offset', 'float64')
+        self.jc_drive = self.constant(fields, 'jc_drive', 'int64')
+        self.jc_wrap = self.constant(fields, 'jc_wrap', 'int64')
+        self.jc_stiffness = self.constant(fields, 'jc_stiffness', 'float64')
+        self.jc_damping = self.constant(fields, 'jc_damping', 'float64')
+        self.jc_rest = self.constant(fields, 'jc_rest', 'float64')
+        self.jc_initial = self.constant(fields, 'jc_initial', 'float64')
+        self.jc_lower = self.constant(fields, 'jc_lower', 'float64')
+        self.jc_upper = self.constant(fields, 'jc_upper', 'float64')
+        self.jc_stop_k = self.constant(fields, 'jc_stop_k', 'float64')
+        self.jc_stop_c = self.constant(fields, 'jc_stop_c', 'float64')
+        self.jc_coulomb = self.constant(fields, 'jc_coulomb', 'float64')
+        self.jc_static = self.constant(fields, 'jc_static', 'float64')
+        self.jc_stribeck = self.constant(fields, 'jc_stribeck', 'float64')
+        self.jc_viscous = self.constant(fields, 'jc_viscous', 'float64')
+        self.jc_smoothing = self.constant(fields, 'jc_smoothing', 'float64')
+        self.jc_effort = self.constant(fields, 'jc_effort', 'float64')
+        self.nact = self.value(fields, 'nact')
+        self.act_row = self.constant(fields, 'act_row', 'int64')
+        self.act_law = self.constant(fields, 'act_law', 'int64')
+        self.act_expr = self.constant(fields, 'act_expr', 'int64')
+        self.act_rate = self.constant(fields, 'act_rate', 'int64')
+        self.act_kp = self.constant(fields, 'act_kp', 'float64')
+        self.act_kd = self.constant(fields, 'act_kd', 'float64')
+        self.act_gear = self.constant(fields, 'act_gear', 'float64')
+        self.act_lower = self.constant(fields, 'act_lower', 'float64')
+        self.act_upper = self.constant(fields, 'act_upper', 'float64')
+        self.nsig = self.value(fields, 'nsig')
+        self.sig_first = self.value(fields, 'sig_first')
+        self.sig_kind = self.constant(fields, 'sig_kind', 'int64')
+        self.sig_index = self.constant(fields, 'sig_index', 'int64')
+        self.sig_comp = self.constant(fields, 'sig_comp', 'int64')
+        self.dist_body = self.constant(fields, 'dist_body', 'int64')
+        self.dist_point = self.constant(fields, 'dist_point', 'float64')
+        self.nout = self.value(fields, 'nout')
+        self.out_expr = self.constant(fields, 'out_expr', 'int64')
         self.sd_b1 = self.constant(fields, 'sd_b1', 'int64')
         self.sd_b2 = self.constant(fields, 'sd_b2', 'int64')
         self.sd_s1 = self.constant(fields, 'sd_s1', 'float64')
@@ -182,11 +222,13 @@ cdef class FlatData(Record):
         phi, phi_t, gamma: (nc,); J: (nc, nv) dense constraint Jacobian.
         minv_jt: (nv, nc) M^-1 J^T; S: (nc, nc) its Schur complement, factored in place;
             lam, rhs: (nc,); s_work: (nc,) a vector in S's factored order (FlatModel.s_rows); minv_q: (nv,).
-        spr_value: (ncoord,) spring deflections; spr_jac: (ncoord, 2 w) their Jacobian in body
-            blocks (mbsim.model.spring_kernels); spr_ref: (ncoord,) the unwrapped deflection of
+        jc_value: (ncoord,) the joint coordinates; jc_jac: (ncoord, 2 w) their Jacobian in body
+            blocks (mbsim.model.spring_kernels); jc_ref: (ncoord,) the unwrapped coordinates of
             the last accepted step (state carried between steps: the run's Data.spring_reference
-            when make_data is given it);
-            spr_rate, spr_bias: scratch of the coordinates' (unused) rate and bias.
+            when make_data is given it); jc_qd: their rates J v; jc_tau: the actuators' summed
+            force on each; jc_limit_force, jc_friction_force: the smooth methods' stop and
+            friction forces on each; act_force: (nact,) each actuator's force;
+            jc_rate, jc_bias: scratch of the coordinates' (unused) rate and bias.
         row_val, row_jac_i, row_jac_j, row_bias: one primitive's scratch row.
         regs: (nreg,) expression registers; vec3: (3,) a load's components.
         y, ynew, ytmp, k1..k4: (nq + nv + 1,) integrator state, result and stages; q_scratch, dx: (nq,), (nv,).
@@ -222,11 +264,16 @@ cdef class FlatData(Record):
         self.rhs = self.buffer(fields, 'rhs', 'float64')
         self.s_work = self.buffer(fields, 's_work', 'float64')
         self.minv_q = self.buffer(fields, 'minv_q', 'float64')
-        self.spr_value = self.buffer(fields, 'spr_value', 'float64')
-        self.spr_jac = self.buffer(fields, 'spr_jac', 'float64')
-        self.spr_ref = self.buffer(fields, 'spr_ref', 'float64')
-        self.spr_rate = self.buffer(fields, 'spr_rate', 'float64')
-        self.spr_bias = self.buffer(fields, 'spr_bias', 'float64')
+        self.jc_value = self.buffer(fields, 'jc_value', 'float64')
+        self.jc_jac = self.buffer(fields, 'jc_jac', 'float64')
+        self.jc_ref = self.buffer(fields, 'jc_ref', 'float64')
+        self.jc_rate = self.buffer(fields, 'jc_rate', 'float64')
+        self.jc_bias = self.buffer(fields, 'jc_bias', 'float64')
+        self.jc_qd = self.buffer(fields, 'jc_qd', 'float64')
+        self.jc_tau = self.buffer(fields, 'jc_tau', 'float64')
+        self.jc_limit_force = self.buffer(fields, 'jc_limit_force', 'float64')
+        self.jc_friction_force = self.buffer(fields, 'jc_friction_force', 'float64')
+        self.act_force = self.buffer(fields, 'act_force', 'float64')
         self.row_val = self.buffer(fields, 'row_val', 'float64')
         self.row_jac_i = self.buffer(fields, 'row_jac_i', 'float64')
         self.row_jac_j = self.buffer(fields, 'row_jac_j', 'float64')

@@ -116,6 +116,12 @@ class JointInfo:
     spring: tuple[float, float, float] | None = None  # rest counted from the coordinate at t = 0
     initial: float = 0.0  # the joint coordinate at t = 0 (the scene's `initial`)
     armature: float = 0.0  # inertia on the joint coordinate (the scene's `armature`; method recursive)
+    # a joint with a coordinate: its row of the joint-coordinate table (Model.springs[0]), and the
+    # forces on it (mbsim.model.joint_forces: Limits, Friction, the actuators' effort limit)
+    coordinate_row: int | None = None
+    limits: Any = None
+    friction: Any = None
+    effort: float | None = None
 
 
 @dataclass
@@ -137,7 +143,9 @@ class Model:
         groups: batched constraint primitives (mbsim.model.constraints.PrimitiveGroup).
         row_labels: (nc,) "joint: equation" per constraint row.
         joints: per-joint info.
-        springs: batched joint-spring coordinate groups.
+        springs: the joint-coordinate table (mbsim.model.dynamics.SpringGroups; at most one), with
+            every joint coordinate and the forces on it (mbsim.model.joint_forces).
+        actuators, outputs, signals: CONTRACT §8 (mbsim.model.actuators, mbsim.model.signals).
         forces: force element groups (mbsim.model.forces).
         sparse: use sparse linear algebra (large systems).
         scene_text: YAML of the scene as loaded (after overrides).
@@ -170,6 +178,9 @@ class Model:
     assembly_report: list[dict[str, Any]] = field(default_factory=list)
     contacts: list[Any] = field(default_factory=list)
     contact_step: float | None = None  # step while compliant bounding boxes overlap (time.contact_step)
+    actuators: list[Any] = field(default_factory=list)  # mbsim.model.actuators.Actuator
+    outputs: list[Any] = field(default_factory=list)  # (name, Expression) of the scene's outputs
+    signals: Any = None  # the namespace its expressions were checked in (mbsim.model.signals.Signals)
 
     _frozen: ClassVar[bool] = False  # set per instance by freeze()
 
@@ -185,6 +196,12 @@ class Model:
             )
         object.__setattr__(self, name, value)
         self.__dict__.pop("_cache", None)  # built from the model as it was: build it again
+
+    def drop_cached(self) -> None:
+        """Forget what :meth:`cached` kept (compile, before freeze: a part it was built from changed)."""
+        if self._frozen:
+            raise AttributeError("the Model is frozen after compile: what it keeps stays valid")
+        self.__dict__.pop("_cache", None)
 
     def cached(self, key: str, build: Callable[[Model], Any]) -> Any:
         """``build(self)``, built on first use and kept (for what is a pure function of the model,

@@ -11,6 +11,8 @@ cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil
 cdef double element_potential(FlatModel F, FlatData D) noexcept nogil
 # joint reactions and drive forces from D.J, D.lam into out[start:]; returns the column after them
 cdef Py_ssize_t reactions_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t start) noexcept nogil
+# CONTRACT §8's columns (coordinates, rates, stop and friction forces, actuator forces and powers)
+cdef Py_ssize_t driven_columns_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t c) noexcept nogil
 # time, q, v, body positions and velocities into out[0:]; returns the column after them
 cdef Py_ssize_t state_columns_into(FlatModel F, FlatData D, double t, const double[::1] q,
                                    const double[::1] v, double[::1] out) noexcept nogil

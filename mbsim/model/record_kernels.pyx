@@ -9,11 +9,11 @@ FlatData, as the right-hand side at that state left them (mbsim.solvers.ode.ode_
 right after that evaluation), and allocates nothing. Declared in record_kernels.pxd.
 """
 
-from libc.math cimport fabs, sqrt
+from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.force_kernels cimport spring_damper_potential_at
 from mbsim.model.spring_kernels cimport joint_spring_potential_at
-from mbsim.model.step_kernels cimport row_dot
+from mbsim.model.step_kernels cimport outputs_into, row_dot
 
 
 # 1/2 v^T M v, body by body.
@@ -39,7 +39,7 @@ cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil:
         for a in range(d):
             pot -= F.body_weight[b, a] * D.pos[b, a]
     pot += element_potential(F, D)
-    return pot + joint_spring_potential_at(F.spr_stiffness, D.spr_value)
+    return pot + joint_spring_potential_at(F.jc_stiffness, F.jc_rest, D.jc_value)
 
 
 # The spring-dampers' elastic energy at the frames in D (mbsim.model.force_kernels).
@@ -186,4 +186,32 @@ cdef void row_into(FlatModel F, FlatData D, double t, const double[::1] q, const
                 err = x
         out[c] = err
         c += 1
-    reactions_into(F, D, out, c)
+    c = reactions_into(F, D, out, c)
+    c = driven_columns_into(F, D, out, c)
+    outputs_into(F, D, t, out, c)
+
+
+# CONTRACT §8's columns (mbsim.diagnostics.driven_columns) from the forces' evaluation at the
+# state in D: the coordinates and rates of the joints with one (rows in joint order), the stop
+# forces of the limited ones, the friction forces of the frictional ones, the actuators' forces
+# and powers gear f qd; returns the column after them (the outputs come next).
+cdef Py_ssize_t driven_columns_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t c) noexcept nogil:
+    cdef Py_ssize_t r, a
+    for r in range(F.njc):
+        out[c] = D.jc_value[r]
+        c += 1
+    for r in range(F.njc):
+        out[c] = D.jc_qd[r]
+        c += 1
+    for r in range(F.njc):
+        if isfinite(F.jc_lower[r]) or isfinite(F.jc_upper[r]):
+            out[c] = D.jc_limit_force[r]
+            c += 1
+    for r in range(F.njc):
+        if F.jc_coulomb[r] > 0.0 or F.jc_static[r] > 0.0 or F.jc_viscous[r] > 0.0:
+            out[c] = D.jc_friction_force[r]
+            c += 1
+    for a in range(F.nact):
+        out[c + a] = D.act_force[a]
+        out[c + F.nact + a] = F.act_gear[a] * D.act_force[a] * D.jc_qd[F.act_row[a]]
+    return c + 2 * F.nact

@@ -11,8 +11,16 @@ cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil
 cdef void constraints_into(FlatModel F, FlatData D, double t) noexcept nogil
 # Phi, Phi_t, gamma into D and each row's body blocks of J into Jb (nc, 2 w; 4 w with couplings)
 cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::1] Jb) noexcept nogil
-# joint-spring deflections and their Jacobian into D.spr_value, D.spr_jac (frames in D already)
-cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil
+# the joint coordinates and their Jacobian into D.jc_value, D.jc_jac (frames in D already)
+cdef void coordinate_values_into(FlatModel F, FlatData D, double t) noexcept nogil
+# the same and their rates J v into D.jc_qd
+cdef void coordinates_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
+# the signals into their registers (frames, coordinates and actuator forces in D)
+cdef void signals_into(FlatModel F, FlatData D) noexcept nogil
+# the actuators' and the joint coordinates' forces into Qc, Qn (coordinates and signals in D); the springs' potential
+cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil
+# the outputs' values into out[start:]; returns the column after them
+cdef Py_ssize_t outputs_into(FlatModel F, FlatData D, double t, double[::1] out, Py_ssize_t start) noexcept nogil
 # Q (all) and Qn (non-conservative) into D.Q, D.Qn, with the gyroscopic term; returns Qn . v
 cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
 # gravity, force elements and joint springs into D.Q, D.Qn (no gyroscopic term); returns Qn . v

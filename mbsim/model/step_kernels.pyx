@@ -16,8 +16,9 @@ from libc.math cimport M_PI
 import numpy as np
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
-from mbsim.model.force_kernels cimport loads_at, spring_dampers_at
-from mbsim.model.spring_kernels cimport joint_springs_at, unwrap_at
+from mbsim.model.force_kernels cimport loads_at, spring_damper_potential_at, spring_dampers_at
+from mbsim.model.signal_kernels cimport signals_at
+from mbsim.model.spring_kernels cimport actuator_forces_at, coordinate_rates_at, joint_forces_at, unwrap_at
 # the primitive kinds of the flat table (kernels.pxd; mbsim.model.flat checks its own against them)
 from mbsim.model.kernels cimport (
     ANGLE2,
@@ -216,6 +217,46 @@ cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::
     )
 
 
+# A Python Frames' arrays (mbsim.model.model.Frames, the ground included) into D's frame buffers;
+# the 2D frames fill the upper-left part of D's 3D layout (the 2D kernels read no more).
+cdef _load_frames(FlatModel F, FlatData D, frames):
+    cdef Py_ssize_t d = F.dim, n = F.nbody + 1
+    cdef Py_ssize_t b, a, c
+    cdef const double[:, :] pos, vel, om3
+    cdef const double[:, :, :] rot
+    cdef const double[:] om2, ang
+    pos, vel, rot = frames.pos, frames.vel, frames.rot
+    om3 = frames.omega if d == 3 else frames.pos  # (2D: omega is checked below)
+    if (pos.shape[0] != n or pos.shape[1] != d or vel.shape[0] != n or vel.shape[1] != d or rot.shape[0] != n
+            or rot.shape[1] != d or rot.shape[2] != d or om3.shape[0] != n or om3.shape[1] != d):
+        raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included), {d}D")
+    # the 2D frames fill the upper-left part of D's 3D layout (the 2D kernels read no more)
+    for b in range(n):
+        for a in range(d):
+            D.pos[b, a] = pos[b, a]
+            D.vel[b, a] = vel[b, a]
+            for c in range(d):
+                D.rot[b, a, c] = rot[b, a, c]
+    if d == 3:
+        for b in range(n):
+            for a in range(3):
+                D.omega[b, a] = om3[b, a]
+        if frames.omega_body is not None:
+            om3 = frames.omega_body
+            if om3.shape[0] != n or om3.shape[1] != 3:
+                raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
+            for b in range(n):
+                for a in range(3):
+                    D.omega_body[b, a] = om3[b, a]
+    else:
+        om2, ang = frames.omega, frames.angle
+        if om2.shape[0] != n or ang.shape[0] != n:
+            raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
+        for b in range(n):
+            D.omega2[b] = om2[b]
+            D.angle[b] = ang[b]
+
+
 # Python's one entry to the rows (mbsim.model.constraints: constraint_values, constraint_residual,
 # spring_rows): the frames of one state copied into D (``frames``: a mbsim.model.model.Frames, 2D
 # arrays d columns wide), or computed from ``q`` at zero velocity (frames None), then
@@ -227,11 +268,8 @@ cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::
 def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, double[::1] phi_t,
                     double[::1] gamma, double[:, ::1] J, bint blocks, bint springs=False,
                     double[::1] reference=None, q=None):
-    cdef Py_ssize_t d = F.dim, n = F.nbody + 1, nrows = F.nspr if springs else F.nc
-    cdef Py_ssize_t b, a, c
-    cdef const double[:, :] pos, vel, om3
-    cdef const double[:, :, :] rot
-    cdef const double[:] om2, ang
+    cdef Py_ssize_t d = F.dim, n = F.nbody + 1, nrows = F.njc if springs else F.nc
+    cdef Py_ssize_t b
     cdef const double[::1] q_
     if phi.shape[0] != nrows or phi_t.shape[0] != nrows or gamma.shape[0] != nrows or J.shape[0] != nrows:
         raise ValueError(f"constraint_rows: expected {nrows} rows")
@@ -251,74 +289,74 @@ def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, 
             raise ValueError(f"constraint_rows: expected q of {F.nq}")
         frames_into(F, D, q_, np.zeros(F.nv))
     else:
-        pos, vel, rot = frames.pos, frames.vel, frames.rot
-        om3 = frames.omega if d == 3 else frames.pos  # (2D: omega is checked below)
-        if (pos.shape[0] != n or pos.shape[1] != d or vel.shape[0] != n or vel.shape[1] != d or rot.shape[0] != n
-                or rot.shape[1] != d or rot.shape[2] != d or om3.shape[0] != n or om3.shape[1] != d):
-            raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included), {d}D")
-        # the 2D frames fill the upper-left part of D's 3D layout (the 2D kernels read no more)
-        for b in range(n):
-            for a in range(d):
-                D.pos[b, a] = pos[b, a]
-                D.vel[b, a] = vel[b, a]
-                for c in range(d):
-                    D.rot[b, a, c] = rot[b, a, c]
-        if d == 3:
-            for b in range(n):
-                for a in range(3):
-                    D.omega[b, a] = om3[b, a]
-            if frames.omega_body is not None:
-                om3 = frames.omega_body
-                if om3.shape[0] != n or om3.shape[1] != 3:
-                    raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
-                for b in range(n):
-                    for a in range(3):
-                        D.omega_body[b, a] = om3[b, a]
-        else:
-            om2, ang = frames.omega, frames.angle
-            if om2.shape[0] != n or ang.shape[0] != n:
-                raise ValueError(f"constraint_rows: expected frames of {n} bodies (the ground included)")
-            for b in range(n):
-                D.omega2[b] = om2[b]
-                D.angle[b] = ang[b]
+        _load_frames(F, D, frames)
     if springs:
-        primitives_into(F, D, t, F.spr_kind, F.spr_bi, F.spr_bj, F.spr_vec, F.spr_row, F.spr_nrow, F.spr_offset,
-                        F.spr_drive, F.spr_wrap, phi, phi_t, gamma, J, blocks)
+        primitives_into(F, D, t, F.jc_kind, F.jc_bi, F.jc_bj, F.jc_vec, F.jc_row, F.jc_nrow, F.jc_offset,
+                        F.jc_drive, F.jc_wrap, phi, phi_t, gamma, J, blocks)
         if reference is not None:
             if reference.shape[0] != nrows:
                 raise ValueError(f"constraint_rows: expected a reference of {nrows}")
-            unwrap_at(F.spr_row, F.spr_nrow, F.spr_wrap, reference, phi)
+            unwrap_at(F.jc_row, F.jc_nrow, F.jc_wrap, reference, phi)
     else:
         primitives_into(F, D, t, F.prim_kind, F.prim_bi, F.prim_bj, F.prim_vec, F.prim_row, F.prim_nrow,
                         F.prim_offset, F.prim_drive, F.prim_wrap, phi, phi_t, gamma, J, blocks)
 
 
-# Joint-spring deflections, unwrapped against D.spr_ref (spring_kernels.unwrap_at), into D.spr_value
-# and their Jacobian in body blocks into D.spr_jac (ncoord, 2 w; spring_kernels.pxd); the frames of
+# The joint coordinates, unwrapped against D.jc_ref (spring_kernels.unwrap_at), into D.jc_value
+# and their Jacobian in body blocks into D.jc_jac (ncoord, 2 w; spring_kernels.pxd); the frames of
 # the state are in D already.
-cdef void spring_deflections_into(FlatModel F, FlatData D, double t) noexcept nogil:
-    if F.nspr == 0:
+cdef void coordinate_values_into(FlatModel F, FlatData D, double t) noexcept nogil:
+    if F.njc == 0:
         return
-    primitives_into(
-        F,
-        D,
-        t,
-        F.spr_kind,
-        F.spr_bi,
-        F.spr_bj,
-        F.spr_vec,
-        F.spr_row,
-        F.spr_nrow,
-        F.spr_offset,
-        F.spr_drive,
-        F.spr_wrap,
-        D.spr_value,
-        D.spr_rate,
-        D.spr_bias,
-        D.spr_jac,
-        True,
-    )
-    unwrap_at(F.spr_row, F.spr_nrow, F.spr_wrap, D.spr_ref, D.spr_value)
+    primitives_into(F, D, t, F.jc_kind, F.jc_bi, F.jc_bj, F.jc_vec, F.jc_row, F.jc_nrow, F.jc_offset, F.jc_drive,
+                    F.jc_wrap, D.jc_value, D.jc_rate, D.jc_bias, D.jc_jac, True)
+    unwrap_at(F.jc_row, F.jc_nrow, F.jc_wrap, D.jc_ref, D.jc_value)
+
+
+# The joint coordinates (coordinate_values_into) and their rates J v into D.jc_qd.
+cdef void coordinates_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
+    if F.njc == 0:
+        return
+    coordinate_values_into(F, D, t)
+    coordinate_rates_at(F.nbody, 6 if F.dim == 3 else 3, F.jc_bi, F.jc_bj, F.jc_row, F.jc_nrow, D.jc_jac, v, D.jc_qd)
+
+
+# The signals (mbsim.model.signals) into their registers, from the frames, coordinates and
+# actuator forces in D.
+cdef void signals_into(FlatModel F, FlatData D) noexcept nogil:
+    if F.nsig:
+        signals_at(F.dim, D.pos, D.rot, D.vel, D.omega, D.omega2, D.angle, D.jc_value, D.jc_qd, D.act_force,
+                   F.sig_kind, F.sig_index, F.sig_comp, F.dist_body, F.dist_point, F.sig_first, D.regs)
+
+
+# The forces on the joint coordinates (coordinates, signals and element forces done): the
+# actuators' into D.act_force and D.jc_tau, then every row's through J^T into Qc (springs) and Qn;
+# returns the springs' potential.
+cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
+    if F.njc == 0:
+        return 0.0
+    if F.nact:
+        D.regs[0] = t
+        actuator_forces_at(F.act_row, F.act_law, F.act_expr, F.act_rate, F.act_kp, F.act_kd, F.act_gear,
+                           F.act_lower, F.act_upper, F.jc_effort, D.jc_value, D.jc_qd, F.prog_op, F.prog_dst,
+                           F.prog_args, F.prog_imm, F.prog_start, F.prog_stop, F.prog_result, D.regs, D.act_force,
+                           D.jc_tau)
+    return joint_forces_at(F.nbody, 6 if F.dim == 3 else 3, F.jc_bi, F.jc_bj, F.jc_row, F.jc_nrow, F.jc_stiffness,
+                           F.jc_damping, F.jc_rest, F.jc_lower, F.jc_upper, F.jc_stop_k, F.jc_stop_c, F.jc_coulomb,
+                           F.jc_static, F.jc_stribeck, F.jc_viscous, F.jc_smoothing, D.jc_value, D.jc_qd, D.jc_jac,
+                           D.jc_tau, D.jc_limit_force, D.jc_friction_force, Qc, Qn)
+
+
+# The outputs' values (mbsim.model.signals) into out[start:], after a force evaluation at the
+# state (the actuator forces in D): the signals again, with the actuators' forces; returns the
+# column after them.
+cdef Py_ssize_t outputs_into(FlatModel F, FlatData D, double t, double[::1] out, Py_ssize_t start) noexcept nogil:
+    cdef Py_ssize_t k
+    D.regs[0] = t
+    signals_into(F, D)
+    for k in range(F.nout):
+        out[start + k] = expression(F, D, F.out_expr[k])
+    return start + F.nout
 
 
 # Generalized forces Q (all) and Qn (non-conservative) into D.Q, D.Qn; returns the power of the
@@ -360,12 +398,12 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
     for b in range(nb):
         for a in range(d):
             Qc[w * b + a] = F.body_weight[b, a]
+    # the joint coordinates and the signals first: the loads' and actuators' expressions read them
+    coordinates_into(F, D, t, v)
+    signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
-    # joint springs (spring_kernels): Qc -= J^T (k deflection), Qn -= J^T (c J v)
-    if F.nspr:
-        spring_deflections_into(F, D, t)
-        joint_springs_at(nb, w, F.spr_bi, F.spr_bj, F.spr_row, F.spr_nrow, F.spr_stiffness, F.spr_damping,
-                         D.spr_value, D.spr_jac, v, Qc, Qn)
+    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn
+    joint_forces_into(F, D, t, Qc, Qn)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]
@@ -403,3 +441,42 @@ cdef void block_diagonal_times(FlatModel F, const double[:, :, ::1] blocks, cons
 # out = M^-1 x (nv,), block by block.
 cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) noexcept nogil:
     block_diagonal_times(F, F.body_inv_mass, x, out)
+
+
+# The compiled force elements and the forces on the joint coordinates at one state given by its
+# Frames (Python's single evaluations: mbsim.model.dynamics.applied_forces) added into Qc
+# (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.spring_reference).
+# Returns their potential (spring-dampers and joint springs). The actuators' forces, the
+# coordinates and the stop and friction forces are left in D (read right after, holding the GIL).
+def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] v, reference, double[::1] Qc,
+                   double[::1] Qn) -> float:
+    cdef Py_ssize_t r
+    cdef double potential
+    cdef const double[::1] ref
+    if v.shape[0] != F.nv or Qc.shape[0] != F.nv or Qn.shape[0] != F.nv:
+        raise ValueError(f"element_forces: expected v, Qc, Qn of {F.nv}")
+    _load_frames(F, D, frames)
+    if reference is not None:
+        ref = reference
+        if ref.shape[0] != F.njc:
+            raise ValueError(f"element_forces: expected a reference of {F.njc}")
+        for r in range(F.njc):
+            D.jc_ref[r] = ref[r]
+    with nogil:
+        coordinates_into(F, D, t, v)
+        signals_into(F, D)
+        element_forces_into(F, D, t, Qc, Qn)
+        potential = joint_forces_into(F, D, t, Qc, Qn)
+        if F.sd_k.shape[0]:
+            potential += spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k,
+                                                    F.sd_rest)
+    return potential
+
+
+# The outputs' values (nout,) right after element_forces at the same state on the same D.
+def output_values(FlatModel F, FlatData D, double t):
+    out = np.zeros(F.nout)
+    cdef double[::1] view = out
+    with nogil:
+        outputs_into(F, D, t, view, 0)
+    return out

@@ -29,6 +29,7 @@ import h5py
 import numpy as np
 
 import mbsim
+from mbsim.diagnostics import placeholder_names
 from mbsim.errors import OutputError
 from mbsim.model.model import Model
 from mbsim.names import NAMED_GROUPS, hdf5_name, name_from_hdf5
@@ -47,6 +48,7 @@ from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 FORMAT_VERSION = 1
 _LIBVER = ("v108", "latest")
 _FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
+_EXTEND_MARGIN = 16 * 1024 * 1024  # a hole past the file's end during a flush (_extend_past_writes)
 # the per-body and per-joint datasets of a model with at most this many stay open between flushes
 _KEEP_OPEN = 64
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
@@ -220,6 +222,8 @@ class ResultWriter:
         # what the bodies look like, so that the result exports without its scene (CONTRACT §7)
         write_geometry(self.file, model.shapes, model.body_names, np.asarray(model.gravity, dtype=float))
         self._buffer: dict[str, list[np.ndarray]] = {}
+        # the names a placeholder of a row's key stands for (mbsim.diagnostics.PLACEHOLDERS)
+        self._placeholders = {key: names for key, names in placeholder_names(model).items()}
         self._datasets: dict[str, h5py.Dataset] = {}  # the datasets kept open between flushes
         # every dataset's rows, chunk rows and chunk bytes (what a flush writes and reserves)
         self._sizes: dict[str, tuple[int, int, int]] = {}
@@ -279,18 +283,14 @@ class ResultWriter:
     def _targets(self, key: str, block: np.ndarray):
         """(dataset path, data) pairs of a buffered block (n, ...)."""
         # the placeholders stand first in mbsim's own keys; a contact named "{body}" is not one
-        if key.startswith("bodies/{body}/"):
-            for b, name in enumerate(self.model.body_names):
-                yield key.replace("{body}", hdf5_name(name)), block[:, b]
-        elif key.startswith("joints/{driven}/"):
-            driven = [j for j in self.model.joints if j.drive_row is not None]
-            for j, joint in enumerate(driven):
-                yield key.replace("{driven}", hdf5_name(joint.name)), block[:, j]
-        elif key.startswith("joints/{joint}/"):
-            for j, joint in enumerate(self.model.joints):
-                yield key.replace("{joint}", hdf5_name(joint.name)), block[:, j]
-        else:
+        group, _, rest = key.partition("/")
+        placeholder = rest.partition("/")[0]
+        names = self._placeholders.get((group, placeholder))
+        if names is None:
             yield key, block
+            return
+        for k, name in enumerate(names):
+            yield key.replace(placeholder, hdf5_name(name), 1), block[:, k]
 
     def _create(self, path: str, row_shape: tuple[int, ...], chunk_rows: int) -> h5py.Dataset:
         # a method may have no coordinates at all (joint coordinates of welded bodies): chunks must
@@ -519,10 +519,13 @@ class ResultWriter:
         """Make the file on disk ``nbytes`` longer than HDF5's allocated end before a flush writes:
         a reader opening the live file mid-flush would otherwise meet a superblock that states an
         end the data writes have not reached yet ("truncated file"). HDF5's flush cuts the file back
-        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken)."""
+        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken).
+        The extension is twice the estimate plus _EXTEND_MARGIN: past the reserved blocks it is a
+        hole that takes no disk space, and CI once met a flush that allocated 1.9 MB past an
+        estimate (a reader then saw a "truncated file")."""
         if self._lost is not None:  # a file taken away or broken under the run is not touched
             return
-        size = self.file.id.get_filesize() + nbytes
+        size = self.file.id.get_filesize() + 2 * nbytes + _EXTEND_MARGIN
         if os.fstat(self.space.fd).st_size < size:
             os.ftruncate(self.space.fd, size)
 

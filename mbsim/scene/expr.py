@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsim.errors import shorten
+from mbsim.errors import did_you_mean, shorten
 
 # name -> (numpy implementation, number of arguments; -1 means two or more)
 FUNCTIONS: dict[str, tuple[Callable, int]] = {
@@ -188,6 +188,8 @@ def _to_ir(node: ast.AST, names: _Names, text: str) -> Node:
                 f"in '{text}': only calls of plain function names are allowed, got a call of '{ast.unparse(node.func)}'"
             )
         fname = node.func.id
+        if fname == "distance" and fname not in FUNCTIONS:
+            return ("var", _distance_signal(node, names, text))
         if fname not in FUNCTIONS:
             raise ExpressionError(f"in '{text}': unknown function '{fname}' (allowed: {', '.join(sorted(FUNCTIONS))})")
         if node.keywords:
@@ -205,9 +207,70 @@ def _to_ir(node: ast.AST, names: _Names, text: str) -> Node:
                 out = ("call", fname, (out, a))
             return out
         return ("call", fname, args)
-    if isinstance(node, ast.Attribute):
-        raise ExpressionError(f"in '{text}': attribute access ('.{node.attr}') is not allowed")
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return ("var", _signal_name(node, names, text))
     raise ExpressionError(f"in '{text}': {type(node).__name__} is not allowed in an expression")
+
+
+def _signal_name(node: ast.Attribute | ast.Subscript, names: _Names, text: str) -> str:
+    """A signal by its dotted name (CONTRACT §8: ``q.JOINT``, ``BODY.vx``), also written
+    ``q["JOINT"]`` for a name that is not a Python identifier; checked against ``names``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        dotted = f"{node.value.id}.{node.attr}"
+    elif (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        dotted = f"{node.value.id}.{node.slice.value}"
+    elif isinstance(node, ast.Attribute):
+        raise ExpressionError(f"in '{text}': attribute access ('.{_short(node.attr)}') is not allowed")
+    else:
+        raise ExpressionError(f"in '{text}': {type(node).__name__} is not allowed in an expression")
+    if dotted not in names:
+        signals = sorted(v for v in names.variables if "." in v)
+        if not signals:
+            raise ExpressionError(
+                f"in '{text}': attribute access ('{_short(dotted)}') is not allowed here (signals such as "
+                "q.JOINT are read by forces, actuators and outputs)"
+            )
+        hint = did_you_mean(dotted, signals)
+        raise ExpressionError(f"in '{text}': unknown signal '{_short(dotted)}'" + (f"; {hint}" if hint else ""))
+    return dotted
+
+
+def _distance_signal(node: ast.Call, names: _Names, text: str) -> str:
+    """``distance(BODY1, [x, y, z], BODY2, [x, y, z])``: the distance between two body points
+    (body axes; constant coordinates), a signal the namespace registers (its ``distance``)."""
+    register = getattr(names.variables, "distance", None)
+    if register is None:
+        raise ExpressionError(f"in '{text}': distance() is not available here")
+    if node.keywords or len(node.args) != 4:
+        raise ExpressionError(f"in '{text}': distance() takes 4 arguments: BODY1, [point1], BODY2, [point2]")
+    bodies, points = [], []
+    for k in (0, 2):
+        arg = node.args[k]
+        if isinstance(arg, ast.Name):
+            bodies.append(arg.id)
+        elif isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            bodies.append(arg.value)
+        else:
+            raise ExpressionError(f"in '{text}': distance()'s argument {k + 1} must be a body name")
+        point = node.args[k + 1]
+        if not isinstance(point, (ast.List, ast.Tuple)):
+            raise ExpressionError(f"in '{text}': distance()'s argument {k + 2} must be a point such as [0, 0, 0]")
+        coords = []
+        for element in point.elts:
+            value = _substitute(_to_ir(element, _Names(names.parameters, frozenset()), text), names.parameters)
+            if value[0] != "num":
+                raise ExpressionError(f"in '{text}': a point of distance() has constant coordinates")
+            coords.append(value[1])
+        points.append(tuple(coords))
+    try:
+        return register(bodies[0], points[0], bodies[1], points[1])
+    except ValueError as exc:
+        raise ExpressionError(f"in '{text}': {exc}") from None
 
 
 def _depth(tree: ast.AST) -> int:

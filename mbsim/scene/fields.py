@@ -40,6 +40,9 @@ class Context:
     scene: RawScene
     parameters: dict[str, float] = field(default_factory=dict)
     dimension: int = 3
+    # the model's signals (mbsim.model.signals.Signals) once its bodies and joints are known:
+    # what Expr(signals=True) may read besides its own variables
+    signals: Any = None
 
     def error(self, path: KeyPath, reason: str, hint: str = ""):
         return self.scene.error(path, reason, hint)
@@ -218,12 +221,19 @@ class Expr(Reader):
     """An expression kept symbolic: it may use ``t`` and the names in ``variables``."""
 
     variables: frozenset[str] = frozenset({"t"})
+    signals: bool = False  # also the model's signals (CONTRACT §8: q.JOINT, BODY.x, distance(...))
+
+    def names(self, ctx: Context):
+        """What the expression may read at this place of this scene."""
+        if self.signals and ctx.signals is not None:
+            return ctx.signals.where(self.variables, tuple(ctx.signals.actuators))
+        return self.variables
 
     def read(self, ctx: Context, path: KeyPath, value: Any) -> Expression:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ctx.error(path, f"expected a number or an expression, got {kind_of(value)}")
         try:
-            expr = compile_expression(value, ctx.parameters, self.variables)
+            expr = compile_expression(value, ctx.parameters, self.names(ctx))
         except ExpressionError as exc:
             raise ctx.error(path, str(exc)) from None
         if expr.is_constant and not math.isfinite(float(expr())):
@@ -231,7 +241,11 @@ class Expr(Reader):
         return expr
 
     def describe(self) -> str:
-        return "a number or an expression of " + ", ".join(sorted(self.variables))
+        return (
+            "a number or an expression of "
+            + ", ".join(sorted(self.variables))
+            + (" and the signals" if self.signals else "")
+        )
 
 
 @dataclass
@@ -240,6 +254,7 @@ class ExprVector(Reader):
 
     length: int | str = "dim"
     variables: frozenset[str] | None = None  # None: t and the body state of the dimension
+    signals: bool = True  # also the model's signals (CONTRACT §8)
 
     def read(self, ctx: Context, path: KeyPath, value: Any) -> list[Expression]:
         n = ctx.dimension if self.length == "dim" else (3 if ctx.dimension == 3 else 1)
@@ -251,11 +266,12 @@ class ExprVector(Reader):
         if not isinstance(value, list) or len(value) != n:
             want = f"a list of {n} numbers or expressions" if n > 1 else "one number or expression"
             raise ctx.error(path, f"expected {want}, got {kind_of(value)}")
-        reader = Expr(names)
+        reader = Expr(names, self.signals)
         return [reader.read(ctx, (*path, i), v) for i, v in enumerate(value)]
 
     def describe(self) -> str:
         what = "expressions of t and the body state" if self.variables is None else "expressions"
+        what += " and the signals" if self.signals else ""
         if self.length == "rot":
             return f"3 {what} (one when dimension is 2)"
         return f"2 or 3 {what} (by dimension)"

@@ -190,6 +190,12 @@ JOINT_FIELDS = {
         "method recursive only",
         0.0,
     ),
+    # the forces on a joint coordinate, checked by mbsim.model.joint_forces (revolute, prismatic)
+    "limits": Field(Raw("{lower, upper, restitution, stiffness, damping}"), "limits of the coordinate, enforced", None),
+    "friction": Field(
+        Raw("a number or {coulomb, static, stribeck_velocity, viscous, smoothing}"), "friction on the coordinate", None
+    ),
+    "effort": Field(Number(positive=True), "the most force the actuators on the joint apply together, N m or N", None),
     "initial": Field(
         Number(),
         "the joint coordinate at t = 0 (rad or m): its drive, spring rest, couplings and /q (recursive) "
@@ -271,6 +277,12 @@ SCENE_FIELDS = {
     "models": Field(
         Raw("a list of models"), "bodies and joints from URDF and MJCF files (see the models reference)", None
     ),
+    "actuators": Field(
+        Custom(_read_list, "a list of actuators"), "forces on joint coordinates (see the actuators reference)", []
+    ),
+    "outputs": Field(
+        Custom(_read_list, "a list of outputs"), "named expressions recorded per row as /outputs/NAME", []
+    ),
 }
 
 
@@ -340,6 +352,8 @@ class SceneSpec:
     body_names: tuple[str, ...] = field(default=())
     imported: list = field(default_factory=list)  # mbsim.models.Imported per models: entry
     couplings: list = field(default_factory=list)  # ItemSpec per couplings: entry (type "coupling")
+    actuators: list = field(default_factory=list)  # the raw actuators: entries (mbsim.model.actuators)
+    outputs: list = field(default_factory=list)  # the raw outputs: entries (mbsim.model.signals)
 
 
 def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
@@ -507,6 +521,8 @@ def build_spec(raw: RawScene) -> SceneSpec:
         body_names=tuple(b.name for b in bodies),
         imported=imported,
         couplings=_read_couplings(ctx, top["couplings"]),
+        actuators=top["actuators"],
+        outputs=top["outputs"],
     )
 
 

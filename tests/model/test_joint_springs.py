@@ -221,7 +221,7 @@ def _rotor() -> dict:
     ("method", "tol"), [("lagrange", 1e-6), ("variational", 1e-3), ("timestepping", 1e-5), ("event_driven", 1e-6)]
 )
 def test_a_torsion_spring_wound_through_three_turns_keeps_its_deflection_continuous(tmp_path, method, tol):
-    """lagrange and variational step in compiled blocks (their FlatData.spr_ref views the run's
+    """lagrange and variational step in compiled blocks (their FlatData.jc_ref views the run's
     Data.spring_reference), timestepping through SpringGroups and event_driven through its free
     phase's compiled right-hand side (the run's loop updates the same array); variational is second
     order, the others closer."""

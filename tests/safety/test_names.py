@@ -127,7 +127,7 @@ def test_each_name_is_one_group_with_its_exact_name(names_result, name):
         assert set(body) == {"position", "velocity", "angle", "angular_velocity"}
         assert body["position"].shape == (4, 2)
         assert f["joints"][link].attrs["name"] == name
-        assert set(f["joints"][link]) == {"reaction"}
+        assert set(f["joints"][link]) == {"reaction", "position", "velocity"}  # revolute: its coordinate too
         geometry = f["geometry"][link]
         assert geometry.attrs["name"] == name and geometry["0"].attrs["name"] == name
         assert list(f["geometry"].attrs["bodies"]) == NAMES  # the scene's order, as given

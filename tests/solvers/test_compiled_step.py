@@ -158,7 +158,7 @@ def test_the_accelerations_satisfy_the_equations_of_motion(prepared):
         t, y = random_state(model, rng)
         q, v = y[: model.nq], y[model.nq : model.nq + model.nv]
         if model.springs:
-            D.spr_ref[:] = solver.data.spring_reference[0]
+            D.jc_ref[:] = solver.data.spring_reference[0]
         ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, q, v)
         assert ok
         lam = np.array(D.lam)
@@ -262,7 +262,7 @@ def test_torsion_spring_wound_past_half_a_turn_does_not_snap_back(tmp_path):
     model, solver = prepare(load_scene(str(path)))
     block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 0, 100, 99, 0.2, np.inf)
     assert block.steps == 100
-    deflection = solver.data.flat.spr_value[: model.springs[0].ncoord]
+    deflection = solver.data.flat.jc_value[: model.springs[0].ncoord]
     assert np.all(np.abs(deflection) < 4.0)  # never re-wrapped to the other side of +-pi
 
 

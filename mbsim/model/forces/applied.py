@@ -37,12 +37,17 @@ class Loads:
         for e, exprs in enumerate(values):
             self._expr[e, : len(exprs)] = np.arange(first, first + len(exprs))
             first += len(exprs)
-        self._programs = compile_programs(flat, VARIABLES[dimension])
+        # programs of their own for evaluate (the recursive method's Python path); the compiled
+        # step and Python's single evaluations run the model's (mbsim.model.flat), with the signals
+        own = all(v in VARIABLES[dimension] for e in flat for v in e.variables)
+        self._programs = compile_programs(flat, VARIABLES[dimension]) if own else None
         self._body_frame = self.body_frame.astype(np.int64)
         self._torque = np.full(n, int(torque), dtype=np.int64)
 
     def evaluate(self, f: Frames, t: float, data=None) -> tuple[None, np.ndarray, float]:
         """(None, Q of the loads (non-conservative), 0.0) at the state of ``f`` and time t."""
+        if self._programs is None:
+            raise ValueError("loads whose expressions read signals are evaluated by the model's compiled form")
         q_nc = load_forces(
             f, t, self.dimension, self.nbody, self.bodies, self.points, self._body_frame, self._torque,
             self._expr, self._programs,

@@ -8,7 +8,9 @@ from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose,
 @register_joint
 class Prismatic(JointType):
     name = "prismatic"
-    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature"})
+    keys = frozenset(
+        {"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature", "limits", "friction", "effort"}
+    )
     required = frozenset({"axis"})
     coordinate = "position"
     doc = (

@@ -8,7 +8,9 @@ from mbsim.model.joints.base import JointFrame, JointType, TreeMotion, TreePose,
 @register_joint
 class Revolute(JointType):
     name = "revolute"
-    keys = frozenset({"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature"})
+    keys = frozenset(
+        {"point", "point1", "point2", "axis", "drive", "spring", "initial", "armature", "limits", "friction", "effort"}
+    )
     required = frozenset({"axis"})  # 3D only; a planar revolute turns about the normal
     coordinate = "angle"
     doc = (

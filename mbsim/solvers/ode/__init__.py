@@ -439,7 +439,7 @@ class OdeSolver(SolverBase):
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
-            self.data.flat.spr_ref[:] = self.data.spring_reference[0]
+            self.data.flat.jc_ref[:] = self.data.spring_reference[0]
         if self._adaptive is not None:
             if self._flat is not None and self._h_carried is not None:  # after a compiled block: its step size
                 h, self._h_carried = min(self._h_carried, m.t_end - state.t), None
@@ -478,7 +478,7 @@ class OdeSolver(SolverBase):
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._flat is not None:
             if m.springs:  # the references as the run's (Python steps may have moved them)
-                self.data.flat.spr_ref[:] = self.data.spring_reference[0]
+                self.data.flat.jc_ref[:] = self.data.spring_reference[0]
             extra, extra_power, extra_potential, frames = self._python_forces_at(state.t, state.q, state.v)
             stats = self.data.flat.solve_stats
             ode_kernels.reset_stats(stats, 0)

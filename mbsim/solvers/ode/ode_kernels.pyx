@@ -51,7 +51,7 @@ from mbsim.model.step_kernels cimport (
     row_has_body,
     row_nbody,
     row_dot,
-    spring_deflections_into,
+    coordinate_values_into,
 )
 from mbsim.solvers.ode.integrate cimport (
     A_EVAL_FAILED,
@@ -672,13 +672,13 @@ cdef void update_spring_references(FlatModel F, FlatData D, double t, const doub
     spring coordinate wraps: mbsim.model.dynamics.SpringGroups.update)."""
     cdef bint wrapped = False
     cdef Py_ssize_t p, r
-    for p in range(F.spr_wrap.shape[0]):
-        wrapped = wrapped or F.spr_wrap[p] != 0
+    for p in range(F.jc_wrap.shape[0]):
+        wrapped = wrapped or F.jc_wrap[p] != 0
     if wrapped:
         _frames_at_rest(F, D, q)
-        spring_deflections_into(F, D, t)
-        for r in range(F.nspr):
-            D.spr_ref[r] = D.spr_value[r]
+        coordinate_values_into(F, D, t)
+        for r in range(F.njc):
+            D.jc_ref[r] = D.jc_value[r]
 
 
 cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,

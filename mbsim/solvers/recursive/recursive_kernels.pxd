@@ -36,11 +36,11 @@ cdef class Tree(Record):
     cdef const long long[:, ::1] quat_v
     cdef const long long[::1] scalar_q
     cdef const long long[::1] scalar_v
-    cdef const long long[::1] spr_v
-    cdef const long long[::1] spr_q
-    cdef const double[::1] spr_k
-    cdef const double[::1] spr_c
-    cdef const double[::1] spr_rest
+    cdef const long long[::1] jc_v
+    cdef const long long[::1] jc_q
+    cdef const double[::1] jc_k
+    cdef const double[::1] jc_c
+    cdef const double[::1] jc_rest
     cdef const double[:, :, ::1] body_inertia
     cdef const long long[::1] owner
     cdef const long long[::1] body_joint

@@ -57,7 +57,7 @@ cdef class Tree(Record):
         mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) int8 all 0 and
             qdd_presc (nv,) zeros (no drives here); armature (nv,) the joints' armatures.
         quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
-        spr_v, spr_q, spr_k, spr_c, spr_rest: the joint springs (JointSpace.springs).
+        jc_v, jc_q, jc_k, jc_c, jc_rest: the joint springs (JointSpace.springs).
         body_inertia (nb, 3, 3): the model's (2D: [0, 0]) for the kinetic energy.
         owner (nv,): the body whose inboard joint owns each velocity; body_joint (nb,): the scene
             joint carrying each body (-1: a free root).
@@ -92,11 +92,11 @@ cdef class Tree(Record):
         self.quat_v = self.constant(fields, 'quat_v', 'int64')
         self.scalar_q = self.constant(fields, 'scalar_q', 'int64')
         self.scalar_v = self.constant(fields, 'scalar_v', 'int64')
-        self.spr_v = self.constant(fields, 'spr_v', 'int64')
-        self.spr_q = self.constant(fields, 'spr_q', 'int64')
-        self.spr_k = self.constant(fields, 'spr_k', 'float64')
-        self.spr_c = self.constant(fields, 'spr_c', 'float64')
-        self.spr_rest = self.constant(fields, 'spr_rest', 'float64')
+        self.jc_v = self.constant(fields, 'jc_v', 'int64')
+        self.jc_q = self.constant(fields, 'jc_q', 'int64')
+        self.jc_k = self.constant(fields, 'jc_k', 'float64')
+        self.jc_c = self.constant(fields, 'jc_c', 'float64')
+        self.jc_rest = self.constant(fields, 'jc_rest', 'float64')
         self.body_inertia = self.constant(fields, 'body_inertia', 'float64')
         self.owner = self.constant(fields, 'owner', 'int64')
         self.body_joint = self.constant(fields, 'body_joint', 'int64')
@@ -261,11 +261,11 @@ cdef inline void derivative(
     for k in range(nv):
         W.tau[k] = 0.0
     damping_power = 0.0
-    for s in range(T.spr_v.shape[0]):
-        d = T.spr_v[s]
+    for s in range(T.jc_v.shape[0]):
+        d = T.jc_v[s]
         rate = v[d]
-        W.tau[d] = -T.spr_k[s] * (q[T.spr_q[s]] - T.spr_rest[s]) - T.spr_c[s] * rate
-        damping_power -= T.spr_c[s] * rate * rate
+        W.tau[d] = -T.jc_k[s] * (q[T.jc_q[s]] - T.jc_rest[s]) - T.jc_c[s] * rate
+        damping_power -= T.jc_c[s] * rate * rate
     articulated_body_into_c(
         T.order, T.parent, T.vadr, T.nvj, T.mass, T.inertia, T.gravity, W.rot, W.o, W.com, W.V, W.Hs, W.acor,
         W.ext, W.tau, T.presc, T.qdd_presc, T.armature, W.aba, W.qdd, W.f, W.alpha,
@@ -426,8 +426,8 @@ cdef Py_ssize_t _reactions_into(FlatModel F, Tree T, TreeData W, double[::1] out
     for j in range(nj):
         for r in range(6):
             f[j, r] = W.f[T.carrier[j], r]
-    for s in range(T.spr_v.shape[0]):
-        d = T.spr_v[s]
+    for s in range(T.jc_v.shape[0]):
+        d = T.jc_v[s]
         j = T.body_joint[T.owner[d]]
         for r in range(6):
             f[j, r] -= W.Hs[d, r] * W.tau[d]
@@ -504,9 +504,9 @@ cdef void row_into(
     for b in range(nb):
         potential -= T.mass[b] * (W.com[b, 0] * T.gravity[0] + W.com[b, 1] * T.gravity[1] + W.com[b, 2] * T.gravity[2])
     potential += element_potential(F, D)
-    for s in range(T.spr_v.shape[0]):
-        deflection = q[T.spr_q[s]] - T.spr_rest[s]
-        potential += 0.5 * T.spr_k[s] * deflection * deflection
+    for s in range(T.jc_v.shape[0]):
+        deflection = q[T.jc_q[s]] - T.jc_rest[s]
+        potential += 0.5 * T.jc_k[s] * deflection * deflection
     # the scene's joint equations at the body states (zero up to round-off, by construction)
     pos_violation, vel_violation = 0.0, 0.0
     if F.nc:
