@@ -1,21 +1,22 @@
-# Joint springs, compiled once (mbsim.model.dynamics.SpringGroups): a spring and a damper on a
-# joint coordinate, f = -k (coordinate - rest) - c (coordinate rate), acting through the
-# coordinate's Jacobian.
+# The forces on the joint coordinates, compiled once (mbsim.model.joint_forces, mbsim.model.actuators):
+# springs and dampers, the actuators, the smooth methods' compliant stops and regularised friction.
 #
-# The coordinates are a table of primitive items (mbsim.model.flat: jc_*), item p giving rows
-# row[p] .. row[p] + nrow[p] - 1 between bodies bi[p] and bj[p] (extended: nbody = the ground).
-# The deflections (coordinate - rest, in value) and their Jacobian come from the constraint
-# primitives' evaluation; the Jacobian in body blocks, jac (ncoord, 2 w): row r's block of body
-# bi in columns [0, w), of body bj in [w, 2 w) (w = 6 in 3D, 3 in 2D; rotational columns in body
-# axes), so that its memory and work are linear in the springs whatever the model's size.
+# The coordinates are a table of primitive items (FlatModel jc_*), item p giving rows row[p] ..
+# row[p] + nrow[p] - 1 between bodies bi[p] and bj[p] (extended: nbody = the ground). Their values
+# (the coordinates, unwrapped) and Jacobian come from the constraint primitives' evaluation; the
+# Jacobian in body blocks, jac (ncoord, 2 w): row r's block of body bi in columns [0, w), of body
+# bj in [w, 2 w) (w = 6 in 3D, 3 in 2D; rotational columns in body axes), so that its memory and
+# work are linear in the coordinates whatever the model's size. Joint-coordinate methods
+# (mbsim.solvers.recursive) apply coordinate_force_at to their coordinates directly.
 #
-# Defined here, inline, so that the compiled step (step_kernels.spring_deflections_into and
-# applied_forces_into) and the records (record_kernels) compile them into their own loops; the
-# Python evaluation (SpringGroups) runs the same kernels through spring_kernels.pyx's def wrappers.
+# Defined here, inline, so that the compiled steps (step_kernels, recursive_kernels) and the
+# records (record_kernels) compile them into their own loops; Python's single evaluations run
+# them through step_kernels.element_forces.
 
 from libc.math cimport M_PI, exp, fabs
 
 from mbsim.model.expr_kernel cimport _mod, run_expression
+from mbsim.model.layout cimport FlatData, FlatModel
 
 
 # 3D revolute angles come out of atan2 in (-pi, pi]: a torsion spring wound past half a turn must
@@ -56,102 +57,70 @@ cdef inline void coordinate_rates_at(Py_ssize_t nbody, Py_ssize_t w, const long 
             qd[r] = rate
 
 
-# The actuators (mbsim.model.actuators) at coordinates q, rates qd: each one's force f by its law
-# on its length L = gear q and rate Ld = gear qd (0 value, 1 position servo kp (target - L) +
-# kd (rate - Ld), 2 velocity servo kd (target - Ld); value / target expression expr[a], the
-# target's rate expression rate_expr[a]), clamped to [lower, upper], into force[a]; gear f added to
-# tau[row[a]] (zeroed here first), each row's sum then clamped to +-effort. regs[0] = t already.
-cdef inline void actuator_forces_at(const long long[::1] act_row, const long long[::1] law,
-                                    const long long[::1] expr, const long long[::1] rate_expr,
-                                    const double[::1] kp, const double[::1] kd, const double[::1] gear,
-                                    const double[::1] lower, const double[::1] upper, const double[::1] effort,
-                                    const double[::1] q, const double[::1] qd, const long long[::1] op,
-                                    const long long[::1] dst, const long long[:, ::1] args, const double[::1] imm,
-                                    const long long[::1] start, const long long[::1] stop,
-                                    const long long[::1] result, double[::1] regs, double[::1] force,
-                                    double[::1] tau) noexcept nogil:
+# The actuators (mbsim.model.actuators) at the coordinates and rates in D (D.jc_value, D.jc_qd):
+# each one's force f by its law on its length L = gear q and rate Ld = gear qd (0 value, 1 position
+# servo kp (target - L) + kd (rate - Ld), 2 velocity servo kd (target - Ld); value / target program
+# act_expr[a], the target's rate program act_rate[a]), clamped to [lower, upper], into D.act_force;
+# gear f summed per coordinate into D.jc_tau, each sum then clamped to +-effort. D.regs[0] = t and
+# the signals already in the registers.
+cdef inline void actuator_forces_at(FlatModel F, FlatData D) noexcept nogil:
     cdef Py_ssize_t a, r
     cdef double f, length, rate
-    for r in range(tau.shape[0]):
-        tau[r] = 0.0
-    for a in range(act_row.shape[0]):
-        r = act_row[a]
-        length, rate = gear[a] * q[r], gear[a] * qd[r]
-        f = run_expression(op, dst, args, imm, start, stop, result, expr[a], regs)
-        if law[a] == 1:
-            f = kp[a] * (f - length) + kd[a] * (run_expression(op, dst, args, imm, start, stop, result, rate_expr[a],
-                                                               regs) - rate)
-        elif law[a] == 2:
-            f = kd[a] * (f - rate)
+    for r in range(F.njc):
+        D.jc_tau[r] = 0.0
+    for a in range(F.nact):
+        r = F.act_row[a]
+        length, rate = F.act_gear[a] * D.jc_value[r], F.act_gear[a] * D.jc_qd[r]
+        f = run_expression(F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop,
+                           F.prog_result, F.act_expr[a], D.regs)
+        if F.act_law[a] == 1:
+            f = F.act_kp[a] * (f - length) + F.act_kd[a] * (
+                run_expression(F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop,
+                               F.prog_result, F.act_rate[a], D.regs) - rate)
+        elif F.act_law[a] == 2:
+            f = F.act_kd[a] * (f - rate)
         # forcerange, then the transmission (MuJoCo's order)
-        if f < lower[a]:
-            f = lower[a]
-        elif f > upper[a]:
-            f = upper[a]
-        force[a] = f
-        tau[r] += gear[a] * f
-    for r in range(tau.shape[0]):
-        if tau[r] > effort[r]:
-            tau[r] = effort[r]
-        elif tau[r] < -effort[r]:
-            tau[r] = -effort[r]
+        if f < F.act_lower[a]:
+            f = F.act_lower[a]
+        elif f > F.act_upper[a]:
+            f = F.act_upper[a]
+        D.act_force[a] = f
+        D.jc_tau[r] += F.act_gear[a] * f
+    for r in range(F.njc):
+        if D.jc_tau[r] > F.jc_effort[r]:
+            D.jc_tau[r] = F.jc_effort[r]
+        elif D.jc_tau[r] < -F.jc_effort[r]:
+            D.jc_tau[r] = -F.jc_effort[r]
 
 
-# Generalized forces of the forces on the joint coordinates (mbsim.model.joint_forces) at
-# coordinates q (unwrapped), rates qd and Jacobian jac (body blocks, above): per row the spring's
-# elastic part -k (q - rest) through J^T into Qc; into Qn the damper -c qd, the actuators' tau, the
-# smooth methods' compliant stop beyond a limit (stop_k, stop_c: a linear spring-damper) and the
-# regularised friction, whose values go to limit_force, friction_force. Returns the springs'
-# potential sum 1/2 k (q - rest)^2.
-cdef inline double joint_forces_at(Py_ssize_t nbody, Py_ssize_t w, const long long[::1] bi,
-                                   const long long[::1] bj, const long long[::1] row, const long long[::1] nrow,
-                                   const double[::1] k, const double[::1] c, const double[::1] rest,
-                                   const double[::1] lower, const double[::1] upper, const double[::1] stop_k,
-                                   const double[::1] stop_c, const double[::1] coulomb, const double[::1] static,
-                                   const double[::1] stribeck, const double[::1] viscous,
-                                   const double[::1] smoothing, const double[::1] q, const double[::1] qd,
-                                   const double[:, ::1] jac, const double[::1] tau, double[::1] limit_force,
-                                   double[::1] friction_force, double[::1] Qc, double[::1] Qn) noexcept nogil:
-    cdef Py_ssize_t p, a, r, side, b, col, m
-    cdef Py_ssize_t body[2]
-    cdef Py_ssize_t block[2]
-    cdef double elastic, other, stop, friction, slide, speed, ratio
-    cdef double potential = 0.0
-    for p in range(row.shape[0]):
-        # the item's bodies in ascending order, with their blocks' first column in jac
-        if bi[p] <= bj[p]:
-            body[0], body[1], block[0], block[1] = bi[p], bj[p], 0, w
-        else:
-            body[0], body[1], block[0], block[1] = bj[p], bi[p], w, 0
-        for a in range(nrow[p]):
-            r = row[p] + a
-            elastic = k[r] * (q[r] - rest[r])
-            potential += 0.5 * elastic * (q[r] - rest[r])
-            # the compliant stop, only beyond a limit
-            stop = 0.0
-            if q[r] < lower[r]:
-                stop = stop_k[r] * (lower[r] - q[r]) - stop_c[r] * qd[r]
-            elif q[r] > upper[r]:
-                stop = -stop_k[r] * (q[r] - upper[r]) - stop_c[r] * qd[r]
-            # Coulomb with the Stribeck curve F(|qd|), viscous below the smoothing rate; viscous friction
-            friction = -viscous[r] * qd[r]
-            if coulomb[r] > 0.0 or static[r] > 0.0:
-                speed = fabs(qd[r])
-                slide = coulomb[r]
-                if stribeck[r] > 0.0:
-                    ratio = speed / stribeck[r]
-                    slide += (static[r] - coulomb[r]) * exp(-ratio * ratio)
-                friction -= slide * qd[r] / (speed if speed > smoothing[r] else smoothing[r])
-            limit_force[r] = stop
-            friction_force[r] = friction
-            other = tau[r] - c[r] * qd[r] + stop + friction
-            for side in range(2):
-                b, col = body[side], block[side]
-                if b < nbody:
-                    for m in range(w):
-                        Qc[w * b + m] -= jac[r, col + m] * elastic
-                        Qn[w * b + m] += jac[r, col + m] * other
-    return potential
+# The force on joint coordinate r (mbsim.model.joint_forces) at its coordinate q and rate qd in D:
+# returns the spring's elastic part -k (q - rest); into *other the rest: the damper -c qd, the
+# actuators' D.jc_tau[r], the smooth methods' compliant stop beyond a limit (stop_k, stop_c: a
+# linear spring-damper) and the regularised friction, whose values go to D.jc_limit_force and
+# D.jc_friction_force.
+cdef inline double coordinate_force_at(FlatModel F, FlatData D, Py_ssize_t r, double *other) noexcept nogil:
+    cdef double q = D.jc_value[r]
+    cdef double qd = D.jc_qd[r]
+    cdef double stop = 0.0
+    cdef double friction, slide, speed, ratio
+    # the compliant stop, only beyond a limit
+    if q < F.jc_lower[r]:
+        stop = F.jc_stop_k[r] * (F.jc_lower[r] - q) - F.jc_stop_c[r] * qd
+    elif q > F.jc_upper[r]:
+        stop = -F.jc_stop_k[r] * (q - F.jc_upper[r]) - F.jc_stop_c[r] * qd
+    # viscous friction; Coulomb with the Stribeck curve F(|qd|), viscous below the smoothing rate
+    friction = -F.jc_viscous[r] * qd
+    if F.jc_coulomb[r] > 0.0 or F.jc_static[r] > 0.0:
+        speed = fabs(qd)
+        slide = F.jc_coulomb[r]
+        if F.jc_stribeck[r] > 0.0:
+            ratio = speed / F.jc_stribeck[r]
+            slide += (F.jc_static[r] - F.jc_coulomb[r]) * exp(-ratio * ratio)
+        friction -= slide * qd / (speed if speed > F.jc_smoothing[r] else F.jc_smoothing[r])
+    D.jc_limit_force[r] = stop
+    D.jc_friction_force[r] = friction
+    other[0] = D.jc_tau[r] - F.jc_damping[r] * qd + stop + friction
+    return -F.jc_stiffness[r] * (q - F.jc_rest[r])
 
 
 # The joint springs' potential sum 1/2 k (q - rest)^2 (the records' energy; joint_forces_at returns it).
@@ -162,3 +131,30 @@ cdef inline double joint_spring_potential_at(const double[::1] k, const double[:
     for r in range(k.shape[0]):
         potential += 0.5 * k[r] * (q[r] - rest[r]) * (q[r] - rest[r])
     return potential
+
+
+# The forces on the joint coordinates (coordinate_force_at) through the coordinates' Jacobian in
+# body blocks D.jc_jac (above): the elastic parts into Qc, the rest into Qn. Returns the springs'
+# potential sum 1/2 k (q - rest)^2.
+cdef inline double joint_forces_at(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil:
+    cdef Py_ssize_t w = 6 if F.dim == 3 else 3
+    cdef Py_ssize_t p, a, r, side, b, col, m
+    cdef Py_ssize_t body[2]
+    cdef Py_ssize_t block[2]
+    cdef double elastic, other
+    for p in range(F.jc_row.shape[0]):
+        # the item's bodies in ascending order, with their blocks' first column in jc_jac
+        if F.jc_bi[p] <= F.jc_bj[p]:
+            body[0], body[1], block[0], block[1] = F.jc_bi[p], F.jc_bj[p], 0, w
+        else:
+            body[0], body[1], block[0], block[1] = F.jc_bj[p], F.jc_bi[p], w, 0
+        for a in range(F.jc_nrow[p]):
+            r = F.jc_row[p] + a
+            elastic = coordinate_force_at(F, D, r, &other)
+            for side in range(2):
+                b, col = body[side], block[side]
+                if b < F.nbody:
+                    for m in range(w):
+                        Qc[w * b + m] += D.jc_jac[r, col + m] * elastic
+                        Qn[w * b + m] += D.jc_jac[r, col + m] * other
+    return joint_spring_potential_at(F.jc_stiffness, F.jc_rest, D.jc_value)

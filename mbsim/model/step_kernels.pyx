@@ -337,14 +337,8 @@ cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc,
         return 0.0
     if F.nact:
         D.regs[0] = t
-        actuator_forces_at(F.act_row, F.act_law, F.act_expr, F.act_rate, F.act_kp, F.act_kd, F.act_gear,
-                           F.act_lower, F.act_upper, F.jc_effort, D.jc_value, D.jc_qd, F.prog_op, F.prog_dst,
-                           F.prog_args, F.prog_imm, F.prog_start, F.prog_stop, F.prog_result, D.regs, D.act_force,
-                           D.jc_tau)
-    return joint_forces_at(F.nbody, 6 if F.dim == 3 else 3, F.jc_bi, F.jc_bj, F.jc_row, F.jc_nrow, F.jc_stiffness,
-                           F.jc_damping, F.jc_rest, F.jc_lower, F.jc_upper, F.jc_stop_k, F.jc_stop_c, F.jc_coulomb,
-                           F.jc_static, F.jc_stribeck, F.jc_viscous, F.jc_smoothing, D.jc_value, D.jc_qd, D.jc_jac,
-                           D.jc_tau, D.jc_limit_force, D.jc_friction_force, Qc, Qn)
+        actuator_forces_at(F, D)
+    return joint_forces_at(F, D, Qc, Qn)
 
 
 # The outputs' values (mbsim.model.signals) into out[start:], after a force evaluation at the
