@@ -507,7 +507,8 @@ def build_spec(raw: RawScene) -> SceneSpec:
         raise ctx.error(
             ("output", "interval"),
             "output.every and output.interval are both given; give one of them",
-            "output.interval records at multiples of a time, output.every every n-th step",
+            "output.interval records at multiples of a time, output.every every n-th step "
+            "(--set output.every=null drops the scene's output.every)",
         )
     _check_step_count(ctx, top["time"], output["every"], solver.max_steps, output["interval"])
     ground = top["ground"] or {"shapes": []}
