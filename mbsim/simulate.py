@@ -86,6 +86,7 @@ def prepare(spec: SceneSpec, strict: bool = False):
     model = compile_model(spec)
     interrupts.check()
     solver = get_solver(spec, model, strict)
+    interval_steps(spec, model, solver)
     try:
         assemble(model, strict=strict)
     except AssemblyError as exc:  # locate the joint in the scene file
@@ -94,6 +95,39 @@ def prepare(spec: SceneSpec, strict: bool = False):
     model.freeze()  # from here on nothing writes the model: a run's state is its solver's Data
     interrupts.check()
     return model, solver
+
+
+def interval_steps(spec: SceneSpec, model: Model, solver) -> int | None:
+    """output.interval as a number of steps for a method without dense output (a fixed-step
+    integrator, timestepping, variational), whose rows are the steps that land on its multiples;
+    None without an interval or for a method that interpolates its steps.
+
+    Raises:
+        SceneError: an interval that is not a whole multiple of time.step (to round-off), or one
+            with compliant contacts' time.contact_step (the steps then vary in size).
+    """
+    interval = model.output_interval
+    if interval is None or solver.interpolates:
+        return None
+    h, path = model.step, ("output", "interval")
+    # a fixed step has no interpolant of its own order (and timestepping's velocities jump):
+    # its rows are its steps, and steps shortened to land on the multiples would change its results
+    why = f"{spec.solver.method} with {solver.integrator_label} takes fixed steps and records rows at its steps only"
+    steps = round(interval / h)
+    if steps < 1 or abs(steps * h - interval) > 1e-9 * interval:
+        raise spec.raw.error(
+            path,
+            f"expected a whole multiple of time.step = {h:g} s, got {interval:g} s ({interval / h:.6g} steps): {why}",
+            "a multiple of time.step, or an adaptive integrator (scipy:DOP853), whose dense output gives rows between",
+        )
+    if model.compliant is not None and model.contact_step is not None:
+        raise spec.raw.error(
+            path,
+            f"time.contact_step makes the fixed steps vary in size, so they do not land on the multiples of "
+            f"output.interval: {why}",
+            "output.every, or an adaptive integrator (scipy:DOP853)",
+        )
+    return steps
 
 
 def quietly(work: Callable[[], None]) -> None:
@@ -174,6 +208,13 @@ def run(
 
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
     divergence, max_steps = spec.solver.divergence, spec.solver.max_steps
+    # output.interval: rows at t = k * interval from each step's dense output, or (fixed steps)
+    # every so many steps, stamped with k * interval
+    interval = model.output_interval
+    dense = interval is not None and solver.interpolates
+    every = interval_steps(spec, model, solver) or every
+    at_multiple = 1e-9 * interval if interval is not None else 0.0  # a step's end this close is that multiple
+    next_multiple = 1  # k of the next row (t = 0 is the first)
     status, message, steps = "failed", "", 0
     start = time.perf_counter()
     last_progress = start
@@ -191,10 +232,42 @@ def run(
             stats.add_outputs(output_names, np.asarray(row["outputs/{output}"], dtype=float)[None])
         writer.append(row)
 
+    def stamped(t: float, number: int) -> float:
+        """The time of the row of fixed step ``number`` at t: k * interval when it lands on that
+        multiple (output.interval), t otherwise."""
+        if interval is None or dense or number % every:
+            return t
+        tk = (number // every) * interval
+        return tk if abs(tk - t) <= 1e-6 * model.step else t
+
+    def record_dense(before: float, new: State, info: StepInfo, end: bool) -> bool:
+        """output.interval's rows of the step from ``before`` to ``new``: at each multiple inside it
+        from the step's dense output (NaN in the per-step diagnostics: not a step's end), at a
+        multiple its end meets with the end's state, and the end itself when ``end`` (the last
+        step, an event, a violation). Returns whether the end was recorded."""
+        nonlocal next_multiple
+        interpolant = None
+        inside = StepInfo(iterations=info.iterations, h=info.h)
+        while next_multiple * interval <= new.t + at_multiple:
+            tk = next_multiple * interval
+            next_multiple += 1
+            if tk >= new.t - at_multiple:
+                record(State(tk, new.q, new.v, new.work), info)
+                return True
+            if tk > before:  # (a multiple at the step's start was recorded with the previous step)
+                interpolant = interpolant or solver.interpolant()
+                record(interpolant(tk), inside)
+        if end:
+            record(new, info)
+        return end
+
     def record_rows(rows: np.ndarray) -> int:
         """Compiled rows into the statistics and the file, up to the first that diverged; how many."""
         if not len(rows):
             return 0
+        if interval is not None:  # fixed steps landing on a multiple of output.interval: t = k * interval
+            for row in rows:
+                row[0] = stamped(float(row[0]), int(row[-1]))
         blocks = split_rows(columns, rows)
         quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
         kept = stats.add(
@@ -246,11 +319,17 @@ def run(
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 interrupts.check()
                 if blocks and not python_next:
-                    block = solver.advance(state, h, steps, every, max_steps, t_end, max_violation)
+                    before = state.t
+                    # with dense output one step a block and no row (a block allowed no step past
+                    # ``steps`` takes one, which it never records): the rows come from its interpolant
+                    block = solver.advance(state, h, steps, every, steps if dense else max_steps, t_end, max_violation)
                     python_next = block.status == "python"
                     if block.steps:
                         state, info = block.state, block.info
                         stats.max_position_violation = max(stats.max_position_violation, block.worst_violation)
+                    if dense and block.steps:
+                        last = t_end - state.t <= 1e-12 * max(1.0, t_end)
+                        record_dense(before, state, info, last or block.status == "violation")
                     rows = block.rows
                     kept = record_rows(rows)
                     if kept < len(rows):  # diverged at that row: the run ends there
@@ -265,7 +344,7 @@ def run(
                             t=state.t,
                         )
                     if block.status == "record":
-                        record(state, info)
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
                     if stats.last_ratio > divergence:
                         raise diverged(steps, state.t)
                     if block.status == "violation":
@@ -274,6 +353,7 @@ def run(
                     continue
                 else:
                     python_next = False
+                    before = state.t
                     h_try = min(h, t_end - state.t)
                     if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                         h_try = t_end - state.t
@@ -304,9 +384,13 @@ def run(
                         violation = float(np.max(np.abs(phi)))
                     stats.max_position_violation = max(stats.max_position_violation, violation)
                 last = t_end - state.t <= 1e-12 * max(1.0, t_end)
-                recorded = steps % every == 0 or last
+                if dense:  # an event's instant is recorded too: the state after it (the step's end)
+                    recorded = record_dense(before, state, info, last or info.event or violation > max_violation)
+                else:
+                    recorded = steps % every == 0 or last
+                    if recorded:
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
                 if recorded:
-                    record(state, info)
                     violation = stats.max_position_violation
                 if recorded and stats.last_ratio > divergence:
                     raise diverged(steps, state.t)

@@ -368,6 +368,7 @@ def compile_model(spec: SceneSpec) -> Model:
         step=spec.step,
         contact_step=spec.contact_step,
         output_every=spec.output_every,
+        output_interval=spec.output_interval,
         scene_text=spec.raw.to_yaml(),
         shapes=shapes,
         contacts=list(spec.contacts),

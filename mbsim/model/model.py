@@ -46,6 +46,7 @@ class StepInfo:
     h: float = 0.0
     position_violation: float | None = None  # max |Phi| at the new state, when the solver knows it
     extra: dict[str, float] = field(default_factory=dict)  # method-specific, /diagnostics/solver/<key>
+    event: bool = False  # the step ended at an event (event_driven): output.interval records its end
 
 
 @dataclass
@@ -173,6 +174,7 @@ class Model:
     t_end: float
     step: float
     output_every: int
+    output_interval: float | None = None  # record at multiples of this time, s (output.interval)
     scene_text: str = ""
     shapes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     assembly_report: list[dict[str, Any]] = field(default_factory=list)

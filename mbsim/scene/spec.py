@@ -139,6 +139,13 @@ SOLVER_FIELDS = {
 OUTPUT_FIELDS = {
     "file": Field(Text(), "result file; relative to the current directory", None),
     "every": Field(Number(minimum=1, integer=True), "record every n-th step", 1),
+    "interval": Field(
+        Number(positive=True),
+        "record at exact multiples of this time, s (dense output of the adaptive integrators; a multiple "
+        "of time.step for the fixed-step ones), plus the last step and, under event_driven, the events; "
+        "instead of output.every",
+        None,
+    ),
 }
 
 SHAPE_COMMON = ("type", "pose")
@@ -344,6 +351,7 @@ class SceneSpec:
     contact_step: float | None
     output_file: str | None
     output_every: int
+    output_interval: float | None
     ground_shapes: list[dict[str, Any]]
     bodies: list[BodySpec]
     joints: list[ItemSpec]
@@ -402,9 +410,12 @@ def _read_items(ctx: Context, key: str, items: list, table: dict[str, Field], st
     return out
 
 
-def _check_step_count(ctx: Context, time: dict[str, Any], every: int, max_steps: float) -> None:
+def _check_step_count(
+    ctx: Context, time: dict[str, Any], every: int, max_steps: float, interval: float | None = None
+) -> None:
     """Refuse a run that would take more than solver.max_steps steps (time.step: 1e-300 would
-    run until killed), and an output.every past it (nothing but the first and last step)."""
+    run until killed), an output.every past it (nothing but the first and last step), and an
+    output.interval that would record more than solver.max_steps rows."""
     end = time["end"]
     for key in ("step", "contact_step"):
         step = time[key]
@@ -422,6 +433,13 @@ def _check_step_count(ctx: Context, time: dict[str, Any], every: int, max_steps:
         raise ctx.error(
             ("output", "every"),
             f"expected a whole number <= solver.max_steps = {max_steps:.3g}, got {every:.3g}",
+        )
+    if interval is not None and end / interval > max_steps:  # inf when it overflows: refused too
+        raise ctx.error(
+            ("output", "interval"),
+            f"the run would record {end / interval:.3g} rows (time.end {end:g} s / output.interval "
+            f"{interval:g} s), more than solver.max_steps = {max_steps:.3g}",
+            "a larger interval, an earlier end, or a larger solver.max_steps",
         )
 
 
@@ -496,8 +514,17 @@ def build_spec(raw: RawScene) -> SceneSpec:
         raise ctx.error(("bodies",), "expected at least one body")
 
     gravity = top["gravity"] if top["gravity"] is not None else np.zeros(dim)
-    output = top["output"] or {"file": None, "every": 1}
-    _check_step_count(ctx, top["time"], output["every"], solver.max_steps)
+    output = top["output"] or {"file": None, "every": 1, "interval": None}
+    given = raw.data.get("output") if isinstance(raw.data.get("output"), dict) else {}
+    if output["interval"] is not None and given.get("every") is not None:
+        # two recording rules would contradict each other: which rows, and the step numbers of /time
+        raise ctx.error(
+            ("output", "interval"),
+            "output.every and output.interval are both given; give one of them",
+            "output.interval records at multiples of a time, output.every every n-th step "
+            "(--set output.every=null drops the scene's output.every)",
+        )
+    _check_step_count(ctx, top["time"], output["every"], solver.max_steps, output["interval"])
     ground = top["ground"] or {"shapes": []}
     return SceneSpec(
         raw=raw,
@@ -513,6 +540,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
         contact_step=top["time"]["contact_step"],
         output_file=output["file"],
         output_every=int(output["every"]),
+        output_interval=output["interval"],
         ground_shapes=ground["shapes"],
         bodies=bodies,
         joints=_read_items(ctx, "joints", top["joints"], JOINT_FIELDS),

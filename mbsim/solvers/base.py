@@ -8,6 +8,7 @@ Solvers never print and never write files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -89,6 +90,15 @@ class Solver(Protocol):
     def evaluate(self, state: State) -> Evaluation:
         """Multipliers, residuals and energies at a state (for recording)."""
 
+    @property
+    def interpolates(self) -> bool:
+        """Whether :meth:`interpolant` gives the last step's dense output (output.interval's rows
+        between steps); False: a fixed-step method, whose rows must fall on its steps."""
+
+    def interpolant(self) -> Callable[[float], State]:
+        """The state at a time inside the last step taken, from that step's dense output (in the
+        method's own coordinates, quaternions rescaled to unit norm); valid until the next step."""
+
     def event_table(self) -> tuple[np.ndarray, list[str], list[str]] | None:
         """The events so far (times, kinds, contact names; /events of CONTRACT §3), or None for
         a method that does not locate events."""
@@ -131,6 +141,28 @@ class SolverBase:
 
     def event_table(self) -> tuple[np.ndarray, list[str], list[str]] | None:
         return None
+
+    @property
+    def interpolates(self) -> bool:
+        return False
+
+    def interpolant(self) -> Callable[[float], State]:
+        raise TypeError(f"{type(self).__name__} has no dense output (interpolates is False)")
+
+
+def dense_states(
+    dense: Callable[[float], np.ndarray], nq: int, nv: int, normalize: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[float], State]:
+    """A step's dense output y(t), y = (q, v, work), as states. The quaternions of q are rescaled to
+    unit norm, as every step's end is (the interpolant's norm differs from 1 by the order of the
+    step's local error): a recorded orientation is a rotation, its rotation matrix and an
+    exported animation's keyframe are those of that rotation."""
+
+    def at(t: float) -> State:
+        y = np.asarray(dense(t), dtype=float)
+        return State(t, normalize(y[:nq]), y[nq : nq + nv].copy(), float(y[-1]))
+
+    return at
 
 
 def read_options(ctx: Context, path: KeyPath, raw: dict[str, Any], table: dict[str, Field]) -> dict[str, Any]:

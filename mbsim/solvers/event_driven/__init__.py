@@ -70,7 +70,7 @@ from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers import null_space
-from mbsim.solvers.base import SolverBase, read_options
+from mbsim.solvers.base import SolverBase, dense_states, read_options
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.linalg import MinNorm, correction, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
@@ -198,6 +198,7 @@ class Solver(SolverBase):
         self._impacts: dict[int, list[float]] = {}  # impact times per feature (accumulation)
         self._started = False
         self._at_once = (None, 0)
+        self._dense = None  # the last step's dense output (interpolant)
 
     @property
     def adaptive(self) -> bool:
@@ -448,6 +449,7 @@ class Solver(SolverBase):
             y1 = self._fixed(self, t0, y0, h)
             t1, h_next = t0 + h, h
             dense = _hermite(t0, y0, self.derivative(t0, y0), t1, y1, self.derivative(t1, y1))
+        self._dense = dense  # the step's dense output: output.interval's rows up to the step's end (interpolant)
         found = self._first_event(t0, y0, t1, dense, self._watch(t0, y0))
         events_before = len(self.events)
         if found is None:
@@ -462,9 +464,21 @@ class Solver(SolverBase):
         if found is not None:
             new = self._event(new, triggers)
             self._guard(new.t)
-        info = StepInfo(iterations=0, h=new.t - t0)
+        info = StepInfo(iterations=0, h=new.t - t0, event=len(self.events) > events_before)
         info.extra = {"events": float(len(self.events) - events_before)}
         return new, info, h_next
+
+    @property
+    def interpolates(self) -> bool:
+        return True
+
+    def interpolant(self):
+        """The last step's dense output as states (the integrator's, a cubic Hermite one for the
+        fixed-step integrators: the interpolant events are located on), up to the step's end: the
+        event's time when the step ended at one (the state there before the event). Not projected:
+        the projection's contact rows are those of the modes after the step's event, not of the
+        states before it; the rows show the joints' violation of the integrator's tolerance."""
+        return dense_states(self._dense, self.nq, self.nv, self.model.normalize)
 
     def _guard(self, t: float) -> None:
         last, count = self._at_once

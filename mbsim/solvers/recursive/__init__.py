@@ -43,7 +43,7 @@ from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.topology import LoopClosure, spanning_tree
 from mbsim.scene.fields import Context, Field, Number, Raw
-from mbsim.solvers.base import Block, SolverBase, read_options
+from mbsim.solvers.base import Block, SolverBase, dense_states, read_options
 from mbsim.solvers.ode import BLOCK_STEPS, ROWS_PER_BLOCK, integrate
 from mbsim.solvers.ode.integrators import stepper
 from mbsim.solvers.recursive import recursive_kernels as rk
@@ -332,6 +332,7 @@ class Solver(SolverBase):
         self._fixed, self._adaptive = stepper(integrator, rtol, atol, model.t_end, max_step)
         self._tolerances = (rtol, atol, max_step or np.inf)
         self._h_carried: float | None = None  # an embedded pair's next step when a block hands over to Python
+        self._last_compiled = False  # whether the last step was the compiled pair's (its dense output)
         self._gravity = embed(model.gravity)
         self._mass = np.ascontiguousarray(model.body_mass, dtype=float)
         if model.dimension == 3:
@@ -444,6 +445,29 @@ class Solver(SolverBase):
         return self._adaptive is not None
 
     @property
+    def interpolates(self) -> bool:
+        return self._adaptive is not None
+
+    def interpolant(self):
+        """The last accepted step's dense output (scipy's interpolant of the pair, of Radau, of BDF)
+        as states in joint coordinates."""
+        if self._last_compiled:  # the compiled pair's step: its Work still holds the stages
+            flat, tree, _, _, pair = self._compiled
+            dense = integrate.dense(rk.TreeSystem(flat, self.data.flat, tree, self.data.tree), pair)
+        else:
+            dense = self._adaptive.dense_output()
+        at = dense_states(dense, self.nq, self.nv, self.normalize)
+        if not self.space.driven:
+            return at
+
+        def driven(t: float) -> State:  # the driven coordinates at c(t), c'(t), as every step's end sets them
+            s = at(t)
+            q, v, _ = self._prescribe(t, s.q, s.v)
+            return State(t, q, v, s.work)
+
+        return driven
+
+    @property
     def block_stepping(self) -> bool:
         """Whether :meth:`advance` runs blocks of steps in compiled code (rows recorded by Python)."""
         return self._compiled is not None
@@ -474,6 +498,7 @@ class Solver(SolverBase):
         if self._adaptive is not None:  # a step handed to Python starts its pair where the compiled one stood
             self._h_carried = pair.h_abs if code != rk.OK and pair.started else None
         steps = int(out[2])
+        self._last_compiled = self._last_compiled if not steps else True
         if np.any(self.space.q_initial):  # /q counts each joint coordinate from its `initial`
             rows[: int(out[3]), 1 : 1 + self.space.nq] += self.space.q_initial
         new = State(float(out[0]), q, v, float(out[1])) if steps else state
@@ -760,6 +785,7 @@ class Solver(SolverBase):
             if self._h_carried is not None:  # after a compiled block: its step size
                 h, self._h_carried = min(self._h_carried, self.model.t_end - state.t), None
             t_new, y_new, h_next = self._adaptive.step(self, state.t, y, h)
+            self._last_compiled = False
         else:
             f0 = None
             if self._cached is not None and self._cached[0] == state.t and np.array_equal(self._cached[1], y):
