@@ -255,15 +255,14 @@ def record_row(
         row["joints/{joint}/reaction"] = reaction
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
-    if model.springs or model.outputs:
-        row.update(driven_values(model, data, frames, state.t))
+    if (model.springs or model.outputs) and not (ev.datasets and DRIVEN_KEYS & set(ev.datasets)):
+        row.update(driven_values(model, data, frames, state.t))  # unless the method gave them
     return row
 
 
 def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[str, np.ndarray]:
     """CONTRACT §8's values of a recorded state (the keys of :func:`driven_columns`) by the
     compiled force kernels at its frames (mbsim.model.dynamics.applied_forces)."""
-    from mbsim.model import step_kernels
     from mbsim.model.dynamics import applied_forces
     from mbsim.model.flat import rows_form
 
@@ -272,30 +271,41 @@ def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[st
         v = np.concatenate((frames.vel[:nb], frames.omega_body[:nb]), axis=1).reshape(-1)
     else:
         v = np.concatenate((frames.vel[:nb], frames.omega[:nb, None]), axis=1).reshape(-1)
-    joints = applied_forces(model, data, frames, v, t, with_potential=False).joints
+    applied_forces(model, data, frames, v, t, with_potential=False)
+    form = rows_form(model)
+    return driven_values_in(model, form.flat, form.data, t)
+
+
+def driven_values_in(model: Model, flat, D, t: float) -> dict[str, np.ndarray]:
+    """CONTRACT §8's values from the FlatData ``D`` of ``flat`` just after a force evaluation at a
+    state of time t (coordinates, rates, stop and friction forces, actuator forces in D)."""
+    from mbsim.model import step_kernels
+
     out: dict[str, np.ndarray] = {}
-    if joints is not None:
-        coordinate = [j for j in model.joints if j.coordinate_row is not None]
+    if flat.njc:
+        coordinate = coordinate_joints(model)
         rows = np.array([j.coordinate_row for j in coordinate], dtype=int)
         limited = np.array([j.coordinate_row for j in coordinate if j.limits is not None], dtype=int)
         frictional = np.array([j.coordinate_row for j in coordinate if has_friction(j.friction)], dtype=int)
+        value, rate = np.array(D.jc_value), np.array(D.jc_qd)
         if len(rows):
-            out["joints/{coordinate}/position"] = joints.coordinate[rows]
-            out["joints/{coordinate}/velocity"] = joints.rate[rows]
+            out["joints/{coordinate}/position"] = value[rows]
+            out["joints/{coordinate}/velocity"] = rate[rows]
         if len(limited):
-            out["joints/{limited}/limit_force"] = joints.limit_force[limited]
+            out["joints/{limited}/limit_force"] = np.array(D.jc_limit_force)[limited]
         if len(frictional):
-            out["joints/{frictional}/friction_force"] = joints.friction_force[frictional]
+            out["joints/{frictional}/friction_force"] = np.array(D.jc_friction_force)[frictional]
         if model.actuators:
-            gear = np.array([a.gear for a in model.actuators])
-            row = np.array([a.row for a in model.actuators], dtype=int)
-            out["actuators/{actuator}/force"] = joints.actuator_force
-            out["actuators/{actuator}/power"] = gear * joints.actuator_force * joints.rate[row]
+            force = np.array(D.act_force)
+            out["actuators/{actuator}/force"] = force
+            out["actuators/{actuator}/power"] = np.asarray(flat.act_gear) * force * rate[np.asarray(flat.act_row)]
     if model.outputs:
-        form = rows_form(model)
-        out["outputs/{output}"] = step_kernels.output_values(form.flat, form.data, t)
+        out["outputs/{output}"] = step_kernels.output_values(flat, D, t)
     return out
 
+
+# the keys of CONTRACT §8's values that a method may give in its Evaluation's datasets
+DRIVEN_KEYS = {"joints/{coordinate}/position", "outputs/{output}"}
 
 # the scalar columns of a row, in order (after the body columns; mbsim.model.record_kernels)
 SCALAR_COLUMNS = (
@@ -312,10 +322,14 @@ SCALAR_COLUMNS = (
 )
 
 
-def row_columns(model: Model, nq: int | None = None, nv: int | None = None) -> list[tuple[str, tuple[int, ...]]]:
+def row_columns(
+    model: Model, nq: int | None = None, nv: int | None = None, driven: bool = True
+) -> list[tuple[str, tuple[int, ...]]]:
     """The datasets of a row of :func:`record_row` (no contacts, no method datasets) in the order
     of a compiled row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row).
-    ``nq``, ``nv``: the sizes of /q and /v when the method has coordinates of its own."""
+    ``nq``, ``nv``: the sizes of /q and /v when the method has coordinates of its own; ``driven``:
+    with the columns of CONTRACT §8 at the end (:func:`driven_columns`; a method with columns of its
+    own after the reactions puts them after those)."""
     nb, d, nj = model.nbody, model.dimension, len(model.joints)
     columns = [
         ("time", ()),
@@ -335,7 +349,7 @@ def row_columns(model: Model, nq: int | None = None, nv: int | None = None) -> l
         columns.append(("joints/{joint}/reaction", (nj, 6 if d == 3 else 3)))
         if len(model.driven_rows):
             columns.append(("joints/{driven}/drive_force", (len(model.driven_rows),)))
-    return columns + driven_columns(model)
+    return columns + driven_columns(model) if driven else columns
 
 
 def driven_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
@@ -361,7 +375,7 @@ def driven_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
 def placeholder_names(model: Model) -> dict[tuple[str, str], list[str]]:
     """What each placeholder of a row's keys stands for, by (group, placeholder): the names, in
     the order of the row's values (``bodies/{body}/position`` has one per body)."""
-    coordinate = [j for j in model.joints if j.coordinate_row is not None]
+    coordinate = coordinate_joints(model)
     return {
         ("bodies", "{body}"): list(model.body_names),
         ("joints", "{joint}"): [j.name for j in model.joints],
@@ -372,6 +386,12 @@ def placeholder_names(model: Model) -> dict[tuple[str, str], list[str]]:
         ("actuators", "{actuator}"): [a.name for a in model.actuators],
         ("outputs", "{output}"): [name for name, _ in model.outputs],
     }
+
+
+def coordinate_joints(model: Model) -> list:
+    """The joints with a coordinate in the order of their rows of the joint-coordinate table (the
+    compiled rows' order: its rows are batched by primitive kind, not in the scene's order)."""
+    return sorted((j for j in model.joints if j.coordinate_row is not None), key=lambda j: j.coordinate_row)
 
 
 def has_friction(friction) -> bool:

@@ -244,10 +244,9 @@ def compile_model(spec: SceneSpec) -> Model:
         if coordinate_prim is not None:
             coordinate_prim.offset -= initial  # measured from the joint's `initial` origin
             coordinate_prim.labels = [f"{item.name}: {kind.coordinate}"]
-            coordinate_row[item.name] = len(coordinate_prims)
             forces_on = {"spring": spring, "limits": limits, "friction": friction, "initial": initial,
                          "effort": item.values.get("effort")}  # fmt: skip
-            coordinate_prims.append((coordinate_prim, forces_on))
+            coordinate_prims.append((coordinate_prim, forces_on, item.name))
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append(
@@ -290,13 +289,17 @@ def compile_model(spec: SceneSpec) -> Model:
         for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial, armature in joint_parts
     ]
     springs = []
+    forces_of: dict[str, dict[str, Any]] = {}
     if coordinate_prims:
-        sgroups, ncoord = batch([p for p, _ in coordinate_prims], 0, d)
-        springs = [SpringGroups(sgroups, ncoord, [(p.rows, forces_on) for p, forces_on in coordinate_prims])]
+        # batched by primitive kind: a joint's row is where its kind's group put it
+        sgroups, ncoord = batch([p for p, _, _ in coordinate_prims], 0, d)
+        springs = [SpringGroups(sgroups, ncoord, [(p.rows, forces_on) for p, forces_on, _ in coordinate_prims])]
+        for p, forces_on, name in coordinate_prims:
+            coordinate_row[name], forces_of[name] = int(p.rows[0]), forces_on
     for info in joints:
         info.coordinate_row = coordinate_row.get(info.name)
         if info.coordinate_row is not None:
-            forces_on = coordinate_prims[info.coordinate_row][1]
+            forces_on = forces_of[info.name]
             info.limits, info.friction, info.effort = forces_on["limits"], forces_on["friction"], forces_on["effort"]
 
     # what expressions may read from here on (forces, actuators, outputs): the signals

@@ -3,6 +3,8 @@
 
 from mbsim.model.layout cimport FlatModel, FlatData
 
+# a Python Frames' arrays (mbsim.model.model.Frames, the ground included) into D's frame buffers (holds the GIL)
+cdef load_frames(FlatModel F, FlatData D, frames)
 # body frames of (q, v) into D.pos, D.rot, D.vel, D.omega_body/D.omega (3D) or D.omega2/D.angle (2D)
 cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double[::1] v) noexcept nogil
 # value of expression `index` of the model's programs (variables already in D.regs)

@@ -219,7 +219,7 @@ cdef void constraint_blocks_into(FlatModel F, FlatData D, double t, double[:, ::
 
 # A Python Frames' arrays (mbsim.model.model.Frames, the ground included) into D's frame buffers;
 # the 2D frames fill the upper-left part of D's 3D layout (the 2D kernels read no more).
-cdef _load_frames(FlatModel F, FlatData D, frames):
+cdef load_frames(FlatModel F, FlatData D, frames):
     cdef Py_ssize_t d = F.dim, n = F.nbody + 1
     cdef Py_ssize_t b, a, c
     cdef const double[:, :] pos, vel, om3
@@ -289,7 +289,7 @@ def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, 
             raise ValueError(f"constraint_rows: expected q of {F.nq}")
         frames_into(F, D, q_, np.zeros(F.nv))
     else:
-        _load_frames(F, D, frames)
+        load_frames(F, D, frames)
     if springs:
         primitives_into(F, D, t, F.jc_kind, F.jc_bi, F.jc_bj, F.jc_vec, F.jc_row, F.jc_nrow, F.jc_offset,
                         F.jc_drive, F.jc_wrap, phi, phi_t, gamma, J, blocks)
@@ -449,7 +449,7 @@ def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] 
     cdef const double[::1] ref
     if v.shape[0] != F.nv or Qc.shape[0] != F.nv or Qn.shape[0] != F.nv:
         raise ValueError(f"element_forces: expected v, Qc, Qn of {F.nv}")
-    _load_frames(F, D, frames)
+    load_frames(F, D, frames)
     if reference is not None:
         ref = reference
         if ref.shape[0] != F.njc:

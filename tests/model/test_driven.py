@@ -38,7 +38,9 @@ def _pendulum(write_scene, mbsim, tmp_path, method="lagrange", end=2.0, step=1e-
     return h5py.File(out, "r")
 
 
-@pytest.mark.parametrize("method", quick(["lagrange", "null_space", "augmented_lagrangian"], keep="lagrange"))
+@pytest.mark.parametrize(
+    "method", quick(["lagrange", "null_space", "augmented_lagrangian", "recursive"], keep="lagrange")
+)
 def test_position_servo_follows_the_linear_second_order_response(write_scene, mbsim, tmp_path, method) -> None:
     """kp (target - q) - kd qd on I q'' : q(t) = target (1 - e^{-zeta wn t} (cos wd t + zeta/sqrt(1-zeta^2)
     sin wd t)), wn = sqrt(kp / I), zeta = kd / (2 sqrt(kp I)); the actuator's recorded force is

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.diagnostics import row_columns, row_width
+from mbsim.diagnostics import driven_columns, driven_values_in, row_columns, row_width
 from mbsim.model.constraints import constraint_values
 from mbsim.model.data import new_data
-from mbsim.model.flat import make_data, model_form, python_reason
+from mbsim.model.flat import compiled_form, make_data, model_form, python_reason
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.joints.base import TreeMotion, TreePose, embed, unit_quaternion
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
@@ -106,7 +106,8 @@ class JointSpace:
         scalar_q, scalar_v (m,): the other coordinates (q_dot = v there).
         driven: [(velocity index, position index, c, c', c'')] per driven joint (scene order).
         motions (nbody,): the inboard joint's motion (mbsim.model.joints.base.TreeMotion; None: a free root).
-        springs: velocity and position index (s,), stiffness, damping, rest (s,) of the joint springs.
+        coordinates: velocity and position index (ncoord,) of each row of the model's joint-coordinate
+            table (the forces on it: mbsim.model.joint_forces; its coordinate = q + the joint's initial).
     """
 
     order: np.ndarray
@@ -133,7 +134,7 @@ class JointSpace:
     scalar_q: np.ndarray
     scalar_v: np.ndarray
     driven: list
-    springs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    coordinates: tuple[np.ndarray, np.ndarray]
     q_initial: np.ndarray  # (nq,) the joints' `initial`: /q = q + q_initial (q is zero at t = 0)
     armature: np.ndarray  # (nv,) the joints' armature: an inertia on the coordinate
     motions: list[TreeMotion | None]
@@ -216,7 +217,9 @@ def joint_space(model: Model) -> JointSpace:
     driven = []
     q_initial = np.zeros(nq)
     armature = np.zeros(nv)
-    dofs, qdofs, stiffness, damping, rest = [], [], [], [], []
+    # the joint-coordinate table's rows (mbsim.model.joint_forces) as tree coordinates
+    ncoord = model.springs[0].ncoord if model.springs else 0
+    coordinate_v, coordinate_q = np.zeros(ncoord, dtype=np.int64), np.zeros(ncoord, dtype=np.int64)
     for j, info in enumerate(model.joints):
         k = carrier[j]
         if info.initial:  # joints with one coordinate (compile_model checks)
@@ -227,19 +230,9 @@ def joint_space(model: Model) -> JointSpace:
             d1 = info.drive.derivative("t")
             c = info.drive if not info.initial else _Shifted(info.drive, info.initial)
             driven.append((int(vadr[k]), int(qadr[k]), c, d1, d1.derivative("t")))
-        if info.spring is not None:
-            dofs.append(int(vadr[k]))
-            qdofs.append(int(qadr[k]))
-            stiffness.append(info.spring[0])
-            damping.append(info.spring[1])
-            rest.append(info.spring[2])
-    springs = (
-        np.array(dofs, dtype=np.int64),
-        np.array(qdofs, dtype=np.int64),
-        np.array(stiffness),
-        np.array(damping),
-        np.array(rest),
-    )
+        if info.coordinate_row is not None:
+            coordinate_v[info.coordinate_row], coordinate_q[info.coordinate_row] = vadr[k], qadr[k]
+    coordinates = (coordinate_v, coordinate_q)
     return JointSpace(
         order=tree.order,
         parent=tree.parent,
@@ -265,7 +258,7 @@ def joint_space(model: Model) -> JointSpace:
         scalar_q=np.array(scalar_q, dtype=np.int64),
         scalar_v=np.array(scalar_v, dtype=np.int64),
         driven=driven,
-        springs=springs,
+        coordinates=coordinates,
         q_initial=q_initial,
         armature=armature,
         motions=motions,
@@ -298,7 +291,8 @@ class Dynamics:
         drive_force: (ndriven,) generalized force of each driven joint's drive (scene order).
         power: power of the non-conservative applied forces, joint dampers and drives, W.
         potential: potential energy (gravity, force elements, joint springs), J, when asked for.
-        spring_force: (nv,) joint spring and damper forces on the coordinates.
+        spring_force: (nv,) the forces on the joint coordinates (springs, dampers, actuators, stops,
+            friction: applied forces, not reactions).
         frames: body frames of the state (mbsim.model.model.Frames), when the force elements needed
             them (else None: :meth:`Solver.frames` of ``kin``); kin: the kinematics sweep.
         q, v: the state used (driven coordinates at their prescribed values).
@@ -326,6 +320,8 @@ class Solver(SolverBase):
     ) -> None:
         self.model = model
         self.data = new_data(model)  # what this run changes (the model is never written)
+        # the force kernels' buffers (the compiled step's and the Python path's single evaluations)
+        self._flat_data = make_data(model_form(model), dense=False, spring_reference=None)
         self.space = space
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv
@@ -375,7 +371,7 @@ class Solver(SolverBase):
         if self.compiled_reason:
             return None
         flat = model_form(m)
-        dofs, qdofs, k, c, rest = space.springs
+        coordinate_v, coordinate_q = space.coordinates
         nj = len(m.joints)
         carrier = self._carrier
         body2 = np.array([info.body2 for info in m.joints], dtype=np.int64)
@@ -402,11 +398,8 @@ class Solver(SolverBase):
             quat_v=space.quat_v,
             scalar_q=space.scalar_q,
             scalar_v=space.scalar_v,
-            jc_v=dofs,
-            jc_q=qdofs,
-            jc_k=np.asarray(k, dtype=float),
-            jc_c=np.asarray(c, dtype=float),
-            jc_rest=np.asarray(rest, dtype=float),
+            jc_v=coordinate_v,
+            jc_q=coordinate_q,
             body_inertia=flat.body_inertia,
             owner=self._owner,
             body_joint=np.asarray(space.joint, dtype=np.int64),
@@ -423,7 +416,7 @@ class Solver(SolverBase):
         # the run's buffers: the tree's, and the FlatData of the force elements and rows, without the
         # dense constraint Jacobian (the kernels evaluate the joint equations row by row)
         self.data.tree = rk.make_tree_data(m.nbody, space.nq, space.nv, m.nv, nj, m.nc, m.body_width)
-        self.data.flat = make_data(flat, dense=False)
+        self.data.flat = self._flat_data
         # the integrator's buffers, and an embedded pair's state across blocks
         rtol, atol, max_step = self._tolerances
         steps = integrate.Work(space.nq + space.nv + 1, tree.integrator, rtol, atol, max_step, m.t_end)
@@ -435,10 +428,10 @@ class Solver(SolverBase):
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
         """The result file's row in joint coordinates, then the joints' reactions in body axes."""
         m = self.model
-        columns = row_columns(m, self.space.nq, self.space.nv)
+        columns = row_columns(m, self.space.nq, self.space.nv, driven=False)
         if m.joints:
             columns.append(("joints/{joint}/reaction_body", (len(m.joints), 6 if m.dimension == 3 else 3)))
-        return columns
+        return columns + driven_columns(m)
 
     @property
     def adaptive(self) -> bool:
@@ -657,49 +650,45 @@ class Solver(SolverBase):
 
     # ------------------------------------------------------------------ forces
 
-    def _applied(self, t: float, kin: Kinematics, frames: Frames | None, with_potential: bool):
-        """Applied loads of the model's force elements at the recursion's body states:
-        ext (nbody, 6) (torque, force) at the centres of mass, world; their non-conservative power;
-        the potential of gravity and the conservative elements."""
+    def _applied(self, t: float, kin: Kinematics, q: np.ndarray, v: np.ndarray, with_potential: bool):
+        """Applied forces at a state: ext (nbody, 6) (torque, force) of the force elements at the
+        centres of mass, world; the forces on the joint coordinates (nv,) (springs, dampers,
+        actuators, stops, friction: mbsim.model.joint_forces); their non-conservative power; the
+        potential of gravity, the conservative elements and the springs; the frames used (None when
+        nothing needed them). The compiled groups and the coordinates' forces by the compiled kernels
+        (recursive_kernels.tree_forces), the others (compliant contacts) by their Python functions."""
         m = self.model
-        nb, dim = m.nbody, m.dimension
-        ext = np.zeros((nb, 6))
-        power, potential = 0.0, 0.0
-        if with_potential:
-            potential = -float(self._mass @ (kin.com[:nb] @ self._gravity))
-        if not m.forces:
-            return ext, power, potential
-        w = m.body_width
-        total = np.zeros((nb + 1, w))
-        nonc = np.zeros((nb + 1, w))
+        nb, dim, w = m.nbody, m.dimension, m.body_width
+        ext, tau = np.zeros((nb, 6)), np.zeros(self.nv)
+        potential = -float(self._mass @ (kin.com[:nb] @ self._gravity)) if with_potential else 0.0
+        flat = model_form(m)
+        if not (m.forces or flat.njc):
+            return ext, tau, 0.0, potential, None
+        frames = self.frames(kin)
+        Qc, Qn = np.zeros(nb * w), np.zeros(nb * w)
+        coordinate_v, coordinate_q = self.space.coordinates
+        joint_power, pot = rk.tree_forces(flat, self._flat_data, coordinate_q, coordinate_v, t, frames, q, v, Qc, Qn,
+                                          tau)  # fmt: skip
+        potential += pot
+        total, nonc = (Qc + Qn).reshape(nb, w), Qn.reshape(nb, w)
         for group in m.forces:
+            if compiled_form(group):
+                continue
             q_cons, q_nc, pot = group.evaluate(frames, t, self.data)
             potential += pot
             if q_cons is not None:
-                total += q_cons
+                total = total + q_cons[:nb]
             if q_nc is not None:
-                total += q_nc
-                nonc += q_nc
+                total, nonc = total + q_nc[:nb], nonc + q_nc[:nb]
         if dim == 3:
-            ext[:, 3:] = total[:nb, :3]
-            ext[:, :3] = np.einsum("nij,nj->ni", kin.rot[:nb], total[:nb, 3:])
-            power = float(np.sum(nonc[:nb, :3] * frames.vel[:nb]) + np.sum(nonc[:nb, 3:] * frames.omega_body[:nb]))
+            ext[:, 3:] = total[:, :3]
+            ext[:, :3] = np.einsum("nij,nj->ni", kin.rot[:nb], total[:, 3:])
+            power = float(np.sum(nonc[:, :3] * frames.vel[:nb]) + np.sum(nonc[:, 3:] * frames.omega_body[:nb]))
         else:
-            ext[:, 3:5] = total[:nb, :2]
-            ext[:, 2] = total[:nb, 2]
-            power = float(np.sum(nonc[:nb, :2] * frames.vel[:nb]) + np.sum(nonc[:nb, 2] * frames.omega[:nb]))
-        return ext, power, potential
-
-    def _springs(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float, float]:
-        """Joint spring and damper forces on the coordinates (nv,), their damping power and potential."""
-        dofs, qdofs, k, c, rest = self.space.springs
-        tau = np.zeros(self.nv)
-        if not len(dofs):
-            return tau, 0.0, 0.0
-        deflection = q[qdofs] - rest
-        rate = v[dofs]
-        tau[dofs] = -k * deflection - c * rate
-        return tau, float(-np.sum(c * rate * rate)), float(0.5 * np.sum(k * deflection**2))
+            ext[:, 3:5] = total[:, :2]
+            ext[:, 2] = total[:, 2]
+            power = float(np.sum(nonc[:, :2] * frames.vel[:nb]) + np.sum(nonc[:, 2] * frames.omega[:nb]))
+        return ext, tau, power + joint_power, potential, frames
 
     # ------------------------------------------------------------------ dynamics
 
@@ -727,9 +716,7 @@ class Solver(SolverBase):
         else:
             qdd_presc = np.zeros(self.nv)
         kin = self.kinematics(q, v)
-        frames = self.frames(kin) if self.model.forces else None  # the force elements need them
-        ext, power, potential = self._applied(t, kin, frames, with_potential)
-        spring, damping_power, spring_potential = self._springs(q, v)
+        ext, spring, power, potential, frames = self._applied(t, kin, q, v, with_potential)
         total_tau = spring if tau is None else spring + tau
         s = self.space
         args = (s.order, s.parent, s.vadr, s.nvj, self._mass, self._inertia, self._gravity)
@@ -741,8 +728,6 @@ class Solver(SolverBase):
             body = self._dof_body(d)
             drive_force = np.einsum("ij,ij->i", kin.Hs[d], f[body]) - spring[d]
             power += float(drive_force @ v[d])
-        power += damping_power
-        potential += spring_potential
         return Dynamics(qdd, f, drive_force, power, potential, spring, frames, kin, q, v)
 
     def _dof_body(self, dofs: np.ndarray) -> np.ndarray:
@@ -758,9 +743,7 @@ class Solver(SolverBase):
             (tau (nv,), joint_force (nbody, 6): spatial force of each inboard joint on its body at O_k).
         """
         kin = self.kinematics(q, v)
-        frames = self.frames(kin) if self.model.forces else None
-        ext, _, _ = self._applied(t, kin, frames, False)
-        spring, _, _ = self._springs(q, v)
+        ext, spring, _, _, _ = self._applied(t, kin, q, v, False)
         s = self.space
         args = (s.order, s.parent, s.vadr, s.nvj, self._mass, self._inertia, self._gravity)
         state = (kin.rot, kin.o, kin.com, kin.V, kin.Hs, kin.acor)
@@ -869,7 +852,11 @@ class Solver(SolverBase):
             body_q=body_q,
             quaternion_norm_error=self.quaternion_norm_error(state.q),
             reactions=(reaction, dyn.drive_force),
-            datasets={"joints/{joint}/reaction_body": reaction_body} if m.joints else None,
+            # the joint coordinates, actuators and outputs of the forces' evaluation at this state
+            datasets={
+                **({"joints/{joint}/reaction_body": reaction_body} if m.joints else {}),
+                **driven_values_in(m, model_form(m), self._flat_data, state.t),
+            },
             q_recorded=state.q + self.space.q_initial if np.any(self.space.q_initial) else None,
         )
 
@@ -885,7 +872,7 @@ class Solver(SolverBase):
         kin = dyn.kin
         carrier = self._carrier
         f = dyn.joint_force[carrier].copy()
-        dofs = s.springs[0]
+        dofs = s.coordinates[0]
         if len(dofs):
             owner = self._dof_body(dofs)
             np.add.at(f, s.joint[owner], -kin.Hs[dofs] * dyn.spring_force[dofs, None])

@@ -38,9 +38,6 @@ cdef class Tree(Record):
     cdef const long long[::1] scalar_v
     cdef const long long[::1] jc_v
     cdef const long long[::1] jc_q
-    cdef const double[::1] jc_k
-    cdef const double[::1] jc_c
-    cdef const double[::1] jc_rest
     cdef const double[:, :, ::1] body_inertia
     cdef const long long[::1] owner
     cdef const long long[::1] body_joint

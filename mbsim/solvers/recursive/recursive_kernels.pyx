@@ -18,8 +18,21 @@ import numpy as np
 from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.layout cimport FlatData, FlatModel
-from mbsim.model.record_kernels cimport element_potential, rotation_columns_into, state_columns_into
-from mbsim.model.step_kernels cimport constraint_blocks_into, element_forces_into, row_blocks_dot
+from mbsim.model.record_kernels cimport (
+    driven_columns_into,
+    element_potential,
+    rotation_columns_into,
+    state_columns_into,
+)
+from mbsim.model.spring_kernels cimport actuator_forces_at, coordinate_force_at, joint_spring_potential_at
+from mbsim.model.step_kernels cimport (
+    constraint_blocks_into,
+    element_forces_into,
+    load_frames,
+    outputs_into,
+    row_blocks_dot,
+    signals_into,
+)
 from mbsim.solvers.ode.integrate cimport (
     A_OK,
     I_DOP853,
@@ -57,7 +70,8 @@ cdef class Tree(Record):
         mass (nb,), inertia (nb, 3, 3), gravity (3,); presc (nv,) int8 all 0 and
             qdd_presc (nv,) zeros (no drives here); armature (nv,) the joints' armatures.
         quat_q (k, 4), quat_v (k, 3), scalar_q, scalar_v: the quaternion and scalar coordinates.
-        jc_v, jc_q, jc_k, jc_c, jc_rest: the joint springs (JointSpace.springs).
+        jc_v, jc_q: (ncoord,) the velocity and position index of each row of the model's
+            joint-coordinate table (JointSpace.coordinates; the forces on it: FlatModel jc_*).
         body_inertia (nb, 3, 3): the model's (2D: [0, 0]) for the kinetic energy.
         owner (nv,): the body whose inboard joint owns each velocity; body_joint (nb,): the scene
             joint carrying each body (-1: a free root).
@@ -94,9 +108,6 @@ cdef class Tree(Record):
         self.scalar_v = self.constant(fields, 'scalar_v', 'int64')
         self.jc_v = self.constant(fields, 'jc_v', 'int64')
         self.jc_q = self.constant(fields, 'jc_q', 'int64')
-        self.jc_k = self.constant(fields, 'jc_k', 'float64')
-        self.jc_c = self.constant(fields, 'jc_c', 'float64')
-        self.jc_rest = self.constant(fields, 'jc_rest', 'float64')
         self.body_inertia = self.constant(fields, 'body_inertia', 'float64')
         self.owner = self.constant(fields, 'owner', 'int64')
         self.body_joint = self.constant(fields, 'body_joint', 'int64')
@@ -200,16 +211,19 @@ cdef void frames_into(FlatData D, TreeData W) noexcept nogil:
         D.angle[k] = W.angle[k]
 
 
-cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t) noexcept nogil:
+cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t, const double[::1] q,
+                          const double[::1] v) noexcept nogil:
     """Force elements at the sweep's body states into W.ext ((torque, force) at the centres of
-    mass, world); returns their non-conservative power (recursive.py ``_applied``)."""
+    mass, world), the forces on the joint coordinates into W.tau; returns their non-conservative
+    power (recursive.py ``_applied``)."""
     cdef Py_ssize_t nb = T.order.shape[0]
-    cdef Py_ssize_t k, r, a
-    cdef double power, t0, t1, t2
+    cdef Py_ssize_t k, r
     for k in range(nb):
         for r in range(6):
             W.ext[k, r] = 0.0
-    if not T.elements:
+    for k in range(T.nv):
+        W.tau[k] = 0.0
+    if not T.elements and F.njc == 0:
         return 0.0
     frames_into(D, W)
     cdef double[::1] Qc = D.Q
@@ -217,8 +231,43 @@ cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t)
     for k in range(Qc.shape[0]):
         Qc[k] = 0.0
         Qn[k] = 0.0
+    cdef double power = _tree_forces_into(F, D, T.jc_q, T.jc_v, t, q, v, Qc, Qn, W.tau)
+    return power + _external_into(F, D, T, W, Qc, Qn)  # the elements' forces just computed
+
+
+cdef double _tree_forces_into(FlatModel F, FlatData D, const long long[::1] jc_q, const long long[::1] jc_v, double t,
+                              const double[::1] q, const double[::1] v, double[::1] Qc, double[::1] Qn,
+                              double[::1] tau) noexcept nogil:
+    """At the body frames in D: the joint coordinates from the tree's (q + the joint's initial; the
+    rates v), the signals, the force elements into Qc, Qn (body axes) and the forces on the joint
+    coordinates (spring_kernels.coordinate_force_at) added to tau; returns the latter's
+    non-conservative power."""
+    cdef Py_ssize_t r
+    cdef double elastic, other
+    cdef double power = 0.0
+    for r in range(F.njc):
+        D.jc_value[r] = q[jc_q[r]] + F.jc_initial[r]
+        D.jc_qd[r] = v[jc_v[r]]
+    signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
-    power = 0.0
+    if F.njc:
+        if F.nact:
+            D.regs[0] = t
+            actuator_forces_at(F, D)
+        for r in range(F.njc):
+            elastic = coordinate_force_at(F, D, r, &other)
+            tau[jc_v[r]] += elastic + other
+            power += other * D.jc_qd[r]
+    return power
+
+
+cdef double _external_into(FlatModel F, FlatData D, Tree T, TreeData W, const double[::1] Qc,
+                           const double[::1] Qn) noexcept nogil:
+    """The force elements' generalized forces Qc, Qn (body axes) as W.ext; returns Qn's power."""
+    cdef Py_ssize_t nb = T.order.shape[0]
+    cdef Py_ssize_t k, a
+    cdef double power = 0.0
+    cdef double t0, t1, t2
     if F.dim == 3:
         for k in range(nb):
             for a in range(3):
@@ -243,6 +292,23 @@ cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t)
     return power
 
 
+def tree_forces(FlatModel F not None, FlatData D not None, const long long[::1] jc_q, const long long[::1] jc_v,
+                double t, frames, const double[::1] q, const double[::1] v, double[::1] Qc, double[::1] Qn,
+                double[::1] tau):
+    """Python's single evaluations (recursive.py ``_applied``) of what the compiled step's
+    _applied_into computes, at the body Frames of a state: the force elements added into Qc, Qn
+    (body axes), the forces on the joint coordinates into tau. Returns (their non-conservative
+    power, the potential of the elements and the joint springs)."""
+    cdef double power, potential
+    if Qc.shape[0] != F.nv or Qn.shape[0] != F.nv:
+        raise ValueError(f"tree_forces: expected Qc, Qn of {F.nv}")
+    load_frames(F, D, frames)
+    with nogil:
+        power = _tree_forces_into(F, D, jc_q, jc_v, t, q, v, Qc, Qn, tau)
+        potential = element_potential(F, D) + joint_spring_potential_at(F.jc_stiffness, F.jc_rest, D.jc_value)
+    return power, potential
+
+
 cdef inline void derivative(
     FlatModel F, FlatData D, Tree T, TreeData W, double t, const double[::1] y, double[::1] out
 ) noexcept nogil:
@@ -256,16 +322,8 @@ cdef inline void derivative(
         T.order, T.parent, T.jtype, T.qadr, T.vadr, T.rp, T.rc, T.qrel0, T.ax1, T.ax2, T.ang0, q, v,
         W.quat, W.rot, W.o, W.com, W.V, W.vcom, W.angle, W.Hs, W.acor, W.rel,
     )
-    power = _applied_into(F, D, T, W, t)
-    # joint springs and dampers on the coordinates (recursive.py ``_springs``)
-    for k in range(nv):
-        W.tau[k] = 0.0
-    damping_power = 0.0
-    for s in range(T.jc_v.shape[0]):
-        d = T.jc_v[s]
-        rate = v[d]
-        W.tau[d] = -T.jc_k[s] * (q[T.jc_q[s]] - T.jc_rest[s]) - T.jc_c[s] * rate
-        damping_power -= T.jc_c[s] * rate * rate
+    # force elements and the forces on the joint coordinates (recursive.py ``_applied``)
+    power = _applied_into(F, D, T, W, t, q, v)
     articulated_body_into_c(
         T.order, T.parent, T.vadr, T.nvj, T.mass, T.inertia, T.gravity, W.rot, W.o, W.com, W.V, W.Hs, W.acor,
         W.ext, W.tau, T.presc, T.qdd_presc, T.armature, W.aba, W.qdd, W.f, W.alpha,
@@ -273,7 +331,7 @@ cdef inline void derivative(
     q_rate_into(T, q, v, out[:nq])
     for k in range(nv):
         out[nq + k] = W.qdd[k]
-    out[nq + nv] = power + damping_power
+    out[nq + nv] = power
 
 
 cdef void q_rate_into(Tree T, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
@@ -426,7 +484,7 @@ cdef Py_ssize_t _reactions_into(FlatModel F, Tree T, TreeData W, double[::1] out
     for j in range(nj):
         for r in range(6):
             f[j, r] = W.f[T.carrier[j], r]
-    for s in range(T.jc_v.shape[0]):
+    for s in range(T.jc_v.shape[0]):  # the forces on the joint coordinates: applied, not reactions
         d = T.jc_v[s]
         j = T.body_joint[T.owner[d]]
         for r in range(6):
@@ -503,10 +561,7 @@ cdef void row_into(
     potential = 0.0
     for b in range(nb):
         potential -= T.mass[b] * (W.com[b, 0] * T.gravity[0] + W.com[b, 1] * T.gravity[1] + W.com[b, 2] * T.gravity[2])
-    potential += element_potential(F, D)
-    for s in range(T.jc_v.shape[0]):
-        deflection = q[T.jc_q[s]] - T.jc_rest[s]
-        potential += 0.5 * T.jc_k[s] * deflection * deflection
+    potential += element_potential(F, D) + joint_spring_potential_at(F.jc_stiffness, F.jc_rest, D.jc_value)
     # the scene's joint equations at the body states (zero up to round-off, by construction)
     pos_violation, vel_violation = 0.0, 0.0
     if F.nc:
@@ -542,6 +597,9 @@ cdef void row_into(
         c += 1
     if T.carrier.shape[0]:
         c = _reactions_into(F, T, W, out, c)
+    # CONTRACT §8's columns and the outputs (the evaluation at this state left them in D)
+    c = driven_columns_into(F, D, out, c)
+    outputs_into(F, D, t, out, c)
 
 
 def advance(
