@@ -6,11 +6,16 @@ committed file differs from what this prints.
 
 from __future__ import annotations
 
-from mbsim.model.compile import DRIVE_FIELDS, SPRING_FIELDS
+from mbsim.model.actuators import ACTUATOR_FIELDS
+from mbsim.model.actuators import __doc__ as actuators_doc
+from mbsim.model.compile import DRIVE_FIELDS
 from mbsim.model.forces import FORCE_TYPES
+from mbsim.model.joint_forces import FRICTION_FIELDS, LIMIT_FIELDS, SPRING_FIELDS, STOP_PERIOD
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.model.meshgen import GENERATORS
 from mbsim.model.shapes import SHAPE_TYPES
+from mbsim.model.signals import OUTPUT_FIELDS as OUTPUTS_FIELDS
+from mbsim.model.signals import __doc__ as signals_doc
 from mbsim.models import MODEL_FIELDS
 from mbsim.models import __doc__ as models_doc
 from mbsim.names import NAME_RULE
@@ -29,6 +34,12 @@ from mbsim.scene.spec import (
 )
 from mbsim.solvers import SOLVERS
 from mbsim.solvers.ode.integrators import INTEGRATORS
+
+
+def _first_paragraph(doc: str | None, index: int) -> str:
+    """Paragraph ``index`` of a module docstring, on one line."""
+    parts = (doc or "").strip().split("\n\n")
+    return parts[index].replace("\n", " ") if index < len(parts) else ""
 
 
 def scene_reference() -> str:
@@ -114,6 +125,30 @@ def scene_reference() -> str:
         "",
         table_markdown(SPRING_FIELDS),
         "",
+        "`limits` (revolute, prismatic), enforced: `timestepping` and `event_driven` treat them as unilateral "
+        "contacts with Newton restitution; the smooth methods use a compliant stop acting only beyond the "
+        f"limit, a linear spring-damper whose stiffness puts its natural period at {STOP_PERIOD} s for the "
+        "joint's effective inertia at t = 0 and whose damping gives the restitution (both may be given):",
+        "",
+        table_markdown(LIMIT_FIELDS),
+        "",
+        "`friction` (revolute, prismatic; a number is its `coulomb`):",
+        "",
+        table_markdown(FRICTION_FIELDS),
+        "",
+        "## `actuators[]`",
+        "",
+        "\n\n".join((actuators_doc or "").strip().split("\n\n")[1:4]).replace("``", "`"),
+        "",
+        table_markdown(ACTUATOR_FIELDS),
+        "",
+        "## `outputs[]`",
+        "",
+        "Named expressions of `t` and the signals, recorded per row as `/outputs/NAME`; the run's summary "
+        "(and `--assert`) has `max_NAME`, `min_NAME`, `final_NAME` of each.",
+        "",
+        table_markdown(OUTPUTS_FIELDS),
+        "",
         "## `forces[]`",
         "",
     ]
@@ -145,7 +180,9 @@ def scene_reference() -> str:
         + ". Inside a force or torque the state of the body it acts on is available: "
         f"3D {' '.join(f'`{v}`' for v in sorted(STATE_3D - {'t'}))}; "
         f"2D {' '.join(f'`{v}`' for v in sorted(STATE_2D - {'t'}))}. "
-        "Anything else is rejected when the scene is loaded. Expressions are parsed once into a "
+        "Forces, torques, actuators and outputs also read the signals (CONTRACT §8). "
+        + _first_paragraph(signals_doc, 1).replace("``", "`")
+        + " Anything else is rejected when the scene is loaded. Expressions are parsed once into a "
         "checked syntax tree and compiled; drives are differentiated symbolically (exact first and "
         "second time derivatives).",
         "",

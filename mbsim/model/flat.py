@@ -30,7 +30,7 @@ from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
 from mbsim.model.layout import FlatData, FlatModel
 from mbsim.model.model import Model, inverse_sqrt_mass_blocks
-from mbsim.model.signals import signal_table
+from mbsim.model.signals import KINDS, signal_table
 from mbsim.scene.expr import Expression, compile_programs
 
 # primitive kinds of the flat table (mbsim.model.kernels: KINDS, kernels.pxd)
@@ -208,6 +208,16 @@ def _coordinate_forces(springs) -> dict[str, np.ndarray]:
     }  # fmt: skip
 
 
+def _coordinates_needed(coordinates: dict[str, np.ndarray], nact: int, signals) -> bool:
+    """Whether a right-hand side needs the joint coordinates: a force acts on one (spring, damper,
+    limit, friction), an actuator, or a signal reads one."""
+    if nact or np.any(np.isin(signals.kind, [KINDS.index("coordinate"), KINDS.index("rate")])):
+        return True
+    forces = [coordinates[k] for k in ("stiffness", "damping", "coulomb", "static", "viscous")]
+    limited = np.isfinite(coordinates["lower"]) | np.isfinite(coordinates["upper"])
+    return bool(np.any(limited) or any(np.any(f != 0) for f in forces))
+
+
 def flatten(model: Model) -> FlatModel:
     """A new FlatModel of ``model`` (model_form keeps one per model); force groups without a
     compiled form are left out (python_reason)."""
@@ -266,6 +276,7 @@ def flatten(model: Model) -> FlatModel:
         body_weight=weight,
         **{f"prim_{k}": v for k, v in prims.items()},
         njc=len(coordinates["stiffness"]),
+        jc_forces=int(_coordinates_needed(coordinates, len(act["row"]), signals)),
         **{f"jc_{k}": v for k, v in spr.items()},
         **{f"jc_{k}": np.asarray(v, dtype=float) for k, v in coordinates.items()},
         nact=len(act["row"]),

@@ -28,6 +28,7 @@ cdef class FlatModel(Record):
     cdef const long long[::1] prim_drive
     cdef const long long[::1] prim_wrap
     cdef readonly Py_ssize_t njc
+    cdef readonly Py_ssize_t jc_forces
     cdef const long long[::1] jc_kind
     cdef const long long[::1] jc_bi
     cdef const long long[::1] jc_bj

@@ -83,7 +83,9 @@ cdef class FlatModel(Record):
             (ncoord,) the spring's stiffness, damping and rest, initial (the coordinate at t = 0),
             lower, upper (limits; +-inf none), stop_k, stop_c (the smooth methods' compliant
             stop), coulomb, static, stribeck (velocity; 0 none), viscous, smoothing (friction),
-            effort (the actuators' summed force's bound; inf none).
+            effort (the actuators' summed force's bound; inf none); jc_forces: 1 when a
+            right-hand side needs the coordinates (a force on one, an actuator, a signal reading
+            one), else they are evaluated for the recorded rows only.
         act_*: actuators (mbsim.model.actuators), per actuator: row (its coordinate), law (0
             value, 1 position, 2 velocity), expr (program of its value or target), rate (program
             of the target's rate; -1 none), kp, kd, gear, lower, upper (forcerange).
@@ -132,6 +134,7 @@ cdef class FlatModel(Record):
         self.prim_drive = self.constant(fields, 'prim_drive', 'int64')
         self.prim_wrap = self.constant(fields, 'prim_wrap', 'int64')
         self.njc = self.value(fields, 'njc')
+        self.jc_forces = self.value(fields, 'jc_forces')
         self.jc_kind = self.constant(fields, 'jc_kind', 'int64')
         self.jc_bi = self.constant(fields, 'jc_bi', 'int64')
         self.jc_bj = self.constant(fields, 'jc_bj', 'int64')

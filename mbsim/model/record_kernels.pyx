@@ -13,7 +13,7 @@ from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.force_kernels cimport spring_damper_potential_at
 from mbsim.model.spring_kernels cimport joint_spring_potential_at
-from mbsim.model.step_kernels cimport outputs_into, row_dot
+from mbsim.model.step_kernels cimport coordinates_into, outputs_into, row_dot
 
 
 # 1/2 v^T M v, body by body.
@@ -187,6 +187,8 @@ cdef void row_into(FlatModel F, FlatData D, double t, const double[::1] q, const
         out[c] = err
         c += 1
     c = reactions_into(F, D, out, c)
+    if not F.jc_forces:  # the right-hand side had no need of the joint coordinates: the row has
+        coordinates_into(F, D, t, v)
     c = driven_columns_into(F, D, out, c)
     outputs_into(F, D, t, out, c)
 

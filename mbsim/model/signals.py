@@ -4,7 +4,7 @@ Every expression of a force, torque, actuator or output may read ``t``, a one-co
 coordinate and rate (``q.JOINT``, ``qd.JOINT``, with the joint's ``initial`` origin; also
 written ``q["JOINT"]``), a body's world position, velocity and angular velocity (``BODY.x`` ...
 ``BODY.wz``; planar ``BODY.angle``, ``BODY.w``), its orientation quaternion (``BODY.qw`` ...
-``BODY.qz``, scalar first, sign continuous in time is not promised: w >= 0) and the distance
+``BODY.qz``, scalar first, taken with qw >= 0: its sign may jump where qw passes 0) and the distance
 between two body points (``distance(BODY1, [x, y, z], BODY2, [x, y, z])``, points in body axes;
 ``ground`` allowed). Outputs may also read an actuator's force (``actuator.NAME``).
 

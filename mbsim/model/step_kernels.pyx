@@ -393,11 +393,13 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
         for a in range(d):
             Qc[w * b + a] = F.body_weight[b, a]
     # the joint coordinates and the signals first: the loads' and actuators' expressions read them
-    coordinates_into(F, D, t, v)
+    if F.jc_forces:
+        coordinates_into(F, D, t, v)
     signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
     # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn
-    joint_forces_into(F, D, t, Qc, Qn)
+    if F.jc_forces:
+        joint_forces_into(F, D, t, Qc, Qn)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]

@@ -191,3 +191,51 @@ actuators:
     )
     result = mbsim("run", scene, "-o", tmp_path / "x.h5", "--quiet")
     assert result.exit_code == 2 and "actuators[0].joint" in result.stderr and "spherical" in result.stderr
+
+
+@pytest.mark.parametrize("method", quick(["lagrange", "recursive"], keep="recursive"))
+def test_a_torque_reading_a_joint_signal_acts_as_the_joint_spring(write_scene, mbsim, tmp_path, method) -> None:
+    """A body torque -k q.hinge - c qd.hinge (a force element reading signals) and a joint spring
+    {k, c} are one force written two ways: the same motion."""
+    k, c = 3.0, 0.2
+    torque = f"forces:\n  - {{type: torque, body: bar, value: '-{k}*q.hinge - {c}*qd.hinge'}}"
+    spring = f", spring: {{stiffness: {k}, damping: {c}}}"
+    with _pendulum(write_scene, mbsim, tmp_path / "a", method, w0=1.0, extra=torque) as a:
+        first = a["joints/hinge/position"][:]
+    with _pendulum(write_scene, mbsim, tmp_path / "b", method, w0=1.0, joint=spring) as b:
+        second = b["joints/hinge/position"][:]
+    assert np.max(np.abs(first)) > 0.1 and np.max(np.abs(first - second)) < 1e-12
+
+
+def test_3d_body_signals_are_the_recorded_state(write_scene, mbsim, tmp_path) -> None:
+    """BODY.x .. BODY.wz and BODY.qw .. BODY.qz (taken with qw >= 0) equal the recorded position,
+    velocity, angular velocity and orientation of a tumbling body on a ball joint."""
+    names = ["x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz", "qw", "qx", "qy", "qz"]
+    outputs = "\n".join(f"  - {{name: {n}, value: box.{n}}}" for n in names)
+    scene = write_scene(
+        f"""
+mbsim: 1
+name: tumbling
+gravity: [0, 0, -9.81]
+time: {{end: 1.0, step: 1e-3}}
+bodies:
+  - {{name: box, mass: 2, inertia: [0.1, 0.2, 0.3], position: [0.3, 0, -0.4], angular_velocity: [1, -2, 5]}}
+joints:
+  - {{name: ball, type: spherical, body1: ground, body2: box, point: [0, 0, 0]}}
+outputs:
+{outputs}
+"""
+    )
+    result = mbsim("run", scene, "-o", tmp_path / "x.h5", "--quiet")
+    assert result.exit_code == 0, result.output
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        got = {n: f[f"outputs/{n}"][:] for n in names}
+        position, velocity = f["bodies/box/position"][:], f["bodies/box/velocity"][:]
+        omega, quat = f["bodies/box/angular_velocity"][:], f["bodies/box/orientation"][:]
+    quat = quat * np.where(quat[:, :1] < 0, -1.0, 1.0) / np.linalg.norm(quat, axis=1)[:, None]
+    for k, axis in enumerate("xyz"):
+        assert np.max(np.abs(got[axis] - position[:, k])) < 1e-14
+        assert np.max(np.abs(got[f"v{axis}"] - velocity[:, k])) < 1e-14
+        assert np.max(np.abs(got[f"w{axis}"] - omega[:, k])) < 1e-13
+    for k, part in enumerate(("qw", "qx", "qy", "qz")):
+        assert np.max(np.abs(got[part] - quat[:, k])) < 1e-12
