@@ -59,6 +59,9 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "assembly": model.assembly_report,
         "notes": list(solver.notes),
         "mass_properties": mass_properties(spec, model),
+        "actuators": [{"name": a.name, "joint": a.joint} for a in model.actuators],
+        "limited_joints": [j.name for j in model.joints if j.limits is not None],
+        "outputs": [name for name, _ in model.outputs],
         "imported": [
             {"file": m.file, "format": m.format, "bodies": m.bodies, "joints": m.joints, "skipped": m.skipped}
             for m in spec.imported
@@ -77,6 +80,11 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         click.echo(f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')} imported")
         for what in item.skipped:
             click.echo(f"    skipped: {what} (actuators are not imported; scene drives and forces take their place)")
+    for key, what in (("actuators", "actuator"), ("limited_joints", "joint with limits"), ("outputs", "output")):
+        if report[key]:
+            names = [a["name"] if isinstance(a, dict) else a for a in report[key]]
+            shown = ", ".join(names[:10]) + (f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
+            click.echo(f"  {plural(len(names), what, what.replace('joint', 'joints') if ' ' in what else None)}: {shown}")
     for item in report["mass_properties"]:
         if item["from_density"]:
             inertia = item["inertia"]
