@@ -60,7 +60,14 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "notes": list(solver.notes),
         "mass_properties": mass_properties(spec, model),
         "imported": [
-            {"file": m.file, "format": m.format, "bodies": m.bodies, "joints": m.joints, "skipped": m.skipped}
+            {
+                "file": m.file,
+                "format": m.format,
+                "bodies": m.bodies,
+                "joints": m.joints,
+                "actuators": m.actuators,
+                "skipped": m.skipped,
+            }
             for m in spec.imported
         ],
     }
@@ -74,9 +81,13 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         f"{spec.solver.method}/{solver.integrator_label}, t_end {model.t_end:g} s, step {model.step:g} s"
     )
     for item in spec.imported:
-        click.echo(f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')} imported")
+        click.echo(
+            f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')}"
+            + (f", {plural(item.actuators, 'actuator')}" if item.actuators else "")
+            + " imported"
+        )
         for what in item.skipped:
-            click.echo(f"    skipped: {what} (actuators are not imported; scene drives and forces take their place)")
+            click.echo(f"    skipped: {what}")
     for item in report["mass_properties"]:
         if item["from_density"]:
             inertia = item["inertia"]

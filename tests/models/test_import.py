@@ -202,7 +202,7 @@ def test_mjcf_mass_properties_and_motion_match_mujoco(tmp_path, mbsim):
     sphere geoms with densities; degrees; a hinge off its body's origin with ref, stiffness with
     springref, damping; a slide): the bodies' masses and centres equal MuJoCo's, recursive's joint
     accelerations equal mj_forward's at 20 random states to 1e-9 relative, and 1 s agrees with
-    MuJoCo's RK4 at 1e-4 s to 1e-8 m (measured 8e-12 m). Its motor is listed as skipped."""
+    MuJoCo's RK4 at 1e-4 s to 1e-8 m (measured 8e-12 m). Its motor is imported (control 0), not skipped."""
     mujoco = pytest.importorskip("mujoco")
     m = mujoco.MjModel.from_xml_path(str(PENDULUM_MJCF))
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT  # its geoms are for mass, not contact
@@ -230,7 +230,7 @@ def test_mjcf_mass_properties_and_motion_match_mujoco(tmp_path, mbsim):
              "joint_velocities": {"shoulder": 0.2, "elbow": 1.0, "slider": -0.1}}  # fmt: skip
     scene = write_scene(tmp_path, PENDULUM_MJCF, "recursive", entry)
     result = mbsim("validate", scene)
-    assert result.exit_code == 0 and "actuator 'm1'" in result.output
+    assert result.exit_code == 0 and "1 actuator imported" in result.output and "skipped" not in result.output
     assert mbsim("run", scene, "-o", tmp_path / "mj.h5", "-q").exit_code == 0
     m0, d0 = mujoco_rk4(PENDULUM_MJCF, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1], seconds=0.0)
     m, d = mujoco_rk4(PENDULUM_MJCF, [0.5, -0.3, 0.05], [0.2, 1.0, -0.1])
@@ -330,9 +330,18 @@ def panda_mimic_reference(model, q, v):
     return G @ z_dd
 
 
+def unlimited(scene: Path, joints: list[str]) -> Path:
+    """The scene with the file's limits taken off the imported ``joints`` (amended with ``limits: null``):
+    Pinocchio's dynamics, the reference, know no limits."""
+    data = yaml.safe_load(scene.read_text())
+    data["joints"] = [{"name": name, "limits": None} for name in joints]
+    scene.write_text(yaml.safe_dump(data))
+    return scene
+
+
 def test_urdf_mimic_is_a_coupling_and_the_panda_matches_pinocchio(tmp_path, mbsim):
     """The Panda arm with its two-finger hand: <mimic> of the second finger becomes a coupling
-    (joint = 1.0 * leader + 0). lagrange's centre-of-mass accelerations at 20 random states
+    (joint = 1.0 * leader + 0), its limits taken off. lagrange's centre-of-mass accelerations at 20 random states
     (fingers apart, moving together) equal Pinocchio's reduced to the mimic's 8 coordinates to 1e-9
     relative, and 1 s under DOP853 at 1e-10 follows them within 1e-6 m (measured: 2e-11 m).
     recursive refuses the coupling with its name."""
@@ -345,7 +354,7 @@ def test_urdf_mimic_is_a_coupling_and_the_panda_matches_pinocchio(tmp_path, mbsi
         v = np.concatenate((rng.uniform(-1, 1, 7), [rng.uniform(-0.1, 0.1)] * 2))
         entry = {"joint_positions": dict(zip(names[:8], q[:8].tolist(), strict=True)),
                  "joint_velocities": dict(zip(names[:8], v[:8].tolist(), strict=True))}  # fmt: skip
-        spec = load_scene(str(write_scene(tmp_path, PANDA, "lagrange", entry)))
+        spec = load_scene(str(unlimited(write_scene(tmp_path, PANDA, "lagrange", entry), names)))
         m, solver = prepare(spec)
         vdot, _ = solver.acceleration(0.0, m.q0, m.v0)
         want = com_accelerations(model, data, q, v, panda_mimic_reference(model, q, v))
@@ -353,7 +362,7 @@ def test_urdf_mimic_is_a_coupling_and_the_panda_matches_pinocchio(tmp_path, mbsi
         for k, name in enumerate(spec.body_names):
             assert np.max(np.abs(vdot[6 * k : 6 * k + 3] - want[name])) <= 1e-9 * scale, name
     q0, v0 = q, v
-    scene = write_scene(tmp_path, PANDA, "lagrange", entry)
+    scene = unlimited(write_scene(tmp_path, PANDA, "lagrange", entry), names)
     assert mbsim("run", scene, "-o", tmp_path / "panda.h5", "-q").exit_code == 0
 
     def f(_, y):
@@ -446,10 +455,10 @@ MJCF_BROKEN = {
         "tendon 't': tendons change the dynamics",
         10,
     ),
-    "frictionloss": (
-        "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='hinge' frictionloss='0.1'/>\n"
+    "ball_frictionloss": (
+        "<mujoco>\n<worldbody>\n<body name='a'>\n<joint name='j' type='ball' frictionloss='0.1'/>\n"
         "<geom size='0.1'/>\n</body>\n</worldbody>\n</mujoco>",
-        "joint 'j': joint frictionloss 0.1 changes the dynamics",
+        "joint 'j': a ball joint's frictionloss cannot be represented",
         4,
     ),
     "not_xml": ("<mujoco><worldbody>", "not a well-formed XML file", 1),

@@ -186,7 +186,10 @@ STRUCTURE = {
         ("joint 'elbow' <mimic>", "without a joint"),
     ),
     "negative_damping": (('damping="0.1"', 'damping="-0.1"'), ("joint 'shoulder' <dynamics damping>", "negative")),
-    "joint_friction": (('damping="0.1"', 'damping="0.1" friction="0.5"'), ("joint 'shoulder' <dynamics>", "friction")),
+    "negative_friction": (
+        ('damping="0.1"', 'damping="0.1" friction="-0.5"'),
+        ("joint 'shoulder' <dynamics friction>", "negative friction"),
+    ),
     "limits_upside_down": (('lower="-3" upper="3"', 'lower="3" upper="-3"'), ("joint 'shoulder' <limit>", "above")),
 }
 
