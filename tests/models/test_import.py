@@ -62,6 +62,20 @@ def write_scene(tmp_path: Path, model_file: Path, method: str, entry: dict, name
     return path
 
 
+def unlimited(scene: Path, joints: list[str]) -> Path:
+    """The scene with the file's limits taken off the imported ``joints`` (amended with ``limits: null``):
+    Pinocchio's dynamics, the reference, know no limits."""
+    data = yaml.safe_load(scene.read_text())
+    data["joints"] = [{"name": name, "limits": None} for name in joints]
+    scene.write_text(yaml.safe_dump(data))
+    return scene
+
+
+def coordinate_joints(model) -> list[str]:
+    """Pinocchio's names of the joints with one coordinate."""
+    return [model.names[j] for j in range(1, model.njoints) if model.joints[j].nq == 1]
+
+
 def com_of_joints(model, data, q):
     """World centre of mass of each joint's body (links on fixed joints merged, as mbsim's)."""
     pin.forwardKinematics(model, data, q)
@@ -107,14 +121,15 @@ def mujoco_rk4(xml: Path, qpos, qvel, seconds: float = 1.0):
 def test_joint_accelerations_match_pinocchio_aba(tmp_path, urdf, free):
     """recursive's joint accelerations (its coordinates are the joints') at 20 random states equal
     Pinocchio's ABA to 1e-9 relative; lagrange's centre-of-mass accelerations (body coordinates)
-    equal Pinocchio's to the same. Measured: ~1e-13."""
+    equal Pinocchio's to the same (the files' joint limits taken off: the states pass them, and
+    Pinocchio's ABA knows none). Measured: ~1e-13."""
     model = pin_model(urdf, free)
     data = model.createData()
     rng = np.random.default_rng(7)
     for _ in range(20):
         q, v, entry = random_state(model, rng, free)
         a_ref = pin.aba(model, data, q, v, np.zeros(model.nv))
-        spec = load_scene(str(write_scene(tmp_path, urdf, "recursive", entry)))
+        spec = load_scene(str(unlimited(write_scene(tmp_path, urdf, "recursive", entry), coordinate_joints(model))))
         _, solver = prepare(spec)
         state = solver.initial_state()
         qdd, _ = solver.acceleration(0.0, state.q, state.v)
@@ -124,7 +139,7 @@ def test_joint_accelerations_match_pinocchio_aba(tmp_path, urdf, free):
                 got = qdd[names.index(f"{model.names[j]}.angle_rate")]
                 want = a_ref[model.joints[j].idx_v]
                 assert abs(got - want) <= 1e-9 * max(1.0, np.max(np.abs(a_ref)))
-        spec = load_scene(str(write_scene(tmp_path, urdf, "lagrange", entry)))
+        spec = load_scene(str(unlimited(write_scene(tmp_path, urdf, "lagrange", entry), coordinate_joints(model))))
         m, solver = prepare(spec)
         vdot, _ = solver.acceleration(0.0, m.q0, m.v0)
         want = com_accelerations(model, data, q, v, a_ref)
@@ -174,11 +189,12 @@ def pinocchio_trajectory(model, q0, v0, times, free: bool):
 def test_one_second_trajectories_match_pinocchio(tmp_path, mbsim, urdf, free, method):
     """1 s under scipy:DOP853 at 1e-10 from a random state: every link's centre of mass within
     1e-6 m of Pinocchio's ABA integrated at 1e-12, and recursive's /q (named by the file's joints,
-    counted as the file counts them) within 1e-6 rad of Pinocchio's q. Measured: 2e-11 m (UR5),
+    counted as the file counts them) within 1e-6 rad of Pinocchio's q (limits taken off, as
+    above). Measured: 2e-11 m (UR5),
     8e-12 m (Solo12)."""
     model = pin_model(urdf, free)
     q, v, entry = random_state(model, np.random.default_rng(3), free)
-    scene = write_scene(tmp_path, urdf, method, entry)
+    scene = unlimited(write_scene(tmp_path, urdf, method, entry), coordinate_joints(model))
     result = mbsim("run", scene, "-o", tmp_path / "out.h5", "-q")
     assert result.exit_code == 0, result.output
     with h5py.File(tmp_path / "out.h5") as f:
@@ -328,15 +344,6 @@ def panda_mimic_reference(model, q, v):
     b = pin.rnea(model, data, q, v, np.zeros(9))
     z_dd = np.linalg.solve(G.T @ M @ G, G.T @ (-b - model.damping * v))
     return G @ z_dd
-
-
-def unlimited(scene: Path, joints: list[str]) -> Path:
-    """The scene with the file's limits taken off the imported ``joints`` (amended with ``limits: null``):
-    Pinocchio's dynamics, the reference, know no limits."""
-    data = yaml.safe_load(scene.read_text())
-    data["joints"] = [{"name": name, "limits": None} for name in joints]
-    scene.write_text(yaml.safe_dump(data))
-    return scene
 
 
 def test_urdf_mimic_is_a_coupling_and_the_panda_matches_pinocchio(tmp_path, mbsim):

@@ -348,7 +348,14 @@ def test_an_axis_is_a_direction_or_refused(tmp_path, case):
         assert accepted(tmp_path, model)["joints"][0]["axis"] == pytest.approx(direction, abs=1e-15)
 
 
-@pytest.mark.parametrize("value", quick(["1e300", "1e-300"], keep="1e300"))
+# mbsim.model.joint_forces.effective_inertia (the compliant stops' defaults) overflows for a 1e300 kg
+# link with an imported limit: exit 1 ("SVD did not converge"); strict, so that its fix is noticed
+_STOP_OVERFLOW = pytest.mark.xfail(strict=True, reason="effective_inertia overflows at 1e300 kg (issue 30)")
+
+
+@pytest.mark.parametrize(
+    "value", quick([pytest.param("1e300", marks=_STOP_OVERFLOW, id="1e300"), "1e-300"], keep="1e300")
+)
 @pytest.mark.slow  # ~3 s (four processes); a variant of test_every_number_must_be_a_finite_decimal
 def test_extreme_but_finite_sizes_either_import_and_validate_or_are_refused(tmp_path, value):
     """Huge or tiny finite numbers: the import either writes a scene validate accepts or refuses
