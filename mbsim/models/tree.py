@@ -11,7 +11,9 @@ in the child's frame: a rotation by (q - ref) for ``revolute``, a translation by
 then places the links at the initial joint coordinates, merges links on ``fixed`` joints into
 their parent (masses and inertias added about the common centre of mass), makes links welded to
 the ground part of the ground, and writes bodies and joints in CONTRACT §1's format (world
-positions and axes at t = 0; the joint coordinates of mbsim's scene are zero there).
+positions and axes at t = 0; the joint coordinates of mbsim's scene are zero there), each joint
+with its limits, friction and effort (CONTRACT §8), and the file's actuators as the scene's
+(:func:`actuator_entry`).
 """
 
 from __future__ import annotations
