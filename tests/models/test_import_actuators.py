@@ -337,3 +337,22 @@ def test_unsupported_mjcf_actuators_are_exit_2_naming_file_element_and_line(tmp_
         assert result.exit_code == 2, result.output
         assert f"{model}:{line}" in result.output and element in result.output, result.output
         assert message in result.output, result.output
+
+
+def test_prefixed_actuators_and_a_name_taken_by_the_scene(tmp_path, mbsim):
+    """A prefix names the actuators and the joints their laws read (``q['a-wrist']`` for a name
+    that is not an identifier), and a ctrl may read the prefixed signals; a scene actuator with an
+    imported actuator's name is exit 2 at its own name's line."""
+    path = scene_file(tmp_path, {"file": str(ARM), "prefix": "a-", "ctrl": {"gen": "0.1*q['a-wrist']"}}, end=0.01)
+    data = load_scene(str(path)).raw.data
+    acts = {a["name"]: a for a in data["actuators"]}
+    assert set(acts) == {"a-servo", "a-motor", "a-gen"} and acts["a-motor"]["joint"] == "a-elbow"
+    assert "(0.5*q['a-wrist'])" in acts["a-gen"]["value"] and ")*(0.1*q['a-wrist'])" in acts["a-gen"]["value"]
+    assert mbsim("run", path, "-o", tmp_path / "p.h5", "-q").exit_code == 0
+    scene = yaml.safe_load(path.read_text())
+    scene["actuators"] = [{"name": "a-motor", "joint": "a-elbow", "type": "torque", "value": 1}]
+    path.write_text(yaml.safe_dump(scene, sort_keys=False))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "name: a-motor" in text)
+    result = mbsim("validate", path)
+    assert result.exit_code == 2 and f"{path}:{line}:" in result.output, result.output
+    assert "actuators[0].name: actuator 'a-motor' is also imported" in result.output
