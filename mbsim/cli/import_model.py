@@ -62,6 +62,8 @@ def standalone_scene(model_file: str, base: str, fmt: str | None = None, prefix:
     scene["joints"] = data["joints"]
     if data.get("couplings"):
         scene["couplings"] = data["couplings"]
+    if data.get("actuators"):  # MJCF: each with its control 0, clamped to its ctrlrange (edit the "0")
+        scene["actuators"] = data["actuators"]
     text = yaml.safe_dump(scene, sort_keys=False, default_flow_style=None, width=100)
     lines = [f"{HEADER}{path_text(path.name)}"]  # UTF-8 text whatever the locale decoded
     lines += [f"# skipped (not imported): {s}" for s in imported.skipped]

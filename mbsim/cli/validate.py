@@ -63,7 +63,14 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         "limited_joints": [j.name for j in model.joints if j.limits is not None],
         "outputs": [name for name, _ in model.outputs],
         "imported": [
-            {"file": m.file, "format": m.format, "bodies": m.bodies, "joints": m.joints, "skipped": m.skipped}
+            {
+                "file": m.file,
+                "format": m.format,
+                "bodies": m.bodies,
+                "joints": m.joints,
+                "actuators": m.actuators,
+                "skipped": m.skipped,
+            }
             for m in spec.imported
         ],
     }
@@ -77,14 +84,20 @@ def validate(scene: str, overrides: tuple[str, ...], as_json: bool, strict: bool
         f"{spec.solver.method}/{solver.integrator_label}, t_end {model.t_end:g} s, step {model.step:g} s"
     )
     for item in spec.imported:
-        click.echo(f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')} imported")
+        click.echo(
+            f"  {item.file}: {plural(item.bodies, 'body', 'bodies')}, {plural(item.joints, 'joint')}"
+            + (f", {plural(item.actuators, 'actuator')}" if item.actuators else "")
+            + " imported"
+        )
         for what in item.skipped:
-            click.echo(f"    skipped: {what} (actuators are not imported; scene drives and forces take their place)")
+            click.echo(f"    skipped: {what}")
     for key, what in (("actuators", "actuator"), ("limited_joints", "joint with limits"), ("outputs", "output")):
         if report[key]:
             names = [a["name"] if isinstance(a, dict) else a for a in report[key]]
             shown = ", ".join(names[:10]) + (f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
-            click.echo(f"  {plural(len(names), what, what.replace('joint', 'joints') if ' ' in what else None)}: {shown}")
+            click.echo(
+                f"  {plural(len(names), what, what.replace('joint', 'joints') if ' ' in what else None)}: {shown}"
+            )
     for item in report["mass_properties"]:
         if item["from_density"]:
             inertia = item["inertia"]

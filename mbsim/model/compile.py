@@ -377,5 +377,5 @@ def compile_model(spec: SceneSpec) -> Model:
         contacts=list(spec.contacts),
     )
     model.contact_pairs = contact_pairs  # which bodies may touch (mbsim.model.contact.pairs)
-    resolve_stops(model)
+    resolve_stops(model, ctx)
     return model

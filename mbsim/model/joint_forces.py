@@ -129,7 +129,7 @@ def stop_parameters(limits: Limits, inertia: float) -> tuple[float, float]:
         stiffness = inertia * (2.0 * math.pi / STOP_PERIOD) ** 2
     damping = limits.damping
     if damping is None:
-        damping = 2.0 * stop_damping_ratio(limits.restitution) * math.sqrt(stiffness * inertia)
+        damping = 2.0 * stop_damping_ratio(limits.restitution) * math.sqrt(stiffness) * math.sqrt(inertia)
     return stiffness, damping
 
 
@@ -143,9 +143,10 @@ def stop_damping_ratio(restitution: float) -> float:
     return -log_e / math.sqrt(math.pi**2 + log_e**2)
 
 
-def resolve_stops(model) -> None:
+def resolve_stops(model, ctx: Context) -> None:
     """The compliant stops' stiffness and damping (SpringGroups.stop_k, stop_c) of a model just
-    compiled: those given, else the defaults for each coordinate's effective inertia at t = 0."""
+    compiled: those given, else the defaults for each coordinate's effective inertia at t = 0
+    (exit 2 naming the joint when that default is not a finite positive number)."""
     if not model.springs:
         return
     springs = model.springs[0]
@@ -155,7 +156,17 @@ def resolve_stops(model) -> None:
     need = [r for r in rows if springs.limits[r].stiffness is None or springs.limits[r].damping is None]
     inertia = effective_inertia(model, need) if need else {}
     for r in rows:
-        springs.stop_k[r], springs.stop_c[r] = stop_parameters(springs.limits[r], inertia.get(r, math.nan))
+        k, c = stop_parameters(springs.limits[r], inertia.get(r, math.nan))
+        if not (math.isfinite(k) and k > 0 and math.isfinite(c) and c >= 0):
+            joint = next(j for j in model.joints if j.coordinate_row == r)
+            path = ("joints", [j.name for j in model.joints].index(joint.name), "limits")
+            raise ctx.error(
+                path,
+                f"the compliant stop's default stiffness and damping of joint '{joint.name}' are not finite "
+                f"(its effective inertia at t = 0 is {inertia.get(r, math.nan):.3g})",
+                "give limits.stiffness and limits.damping",
+            )
+        springs.stop_k[r], springs.stop_c[r] = k, c
     model.drop_cached()  # its compiled form was built before the stops were known
 
 
@@ -186,9 +197,17 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
         for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
             if body < nb:
                 C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
-    mc = minv @ C.T
-    reduced = C @ mc
-    if G.shape[0]:
-        mg = minv @ G.T
-        reduced -= mc.T @ G.T @ np.linalg.lstsq(G @ mg, G @ mc, rcond=1e-12)[0]
-    return {r: 1.0 / max(float(reduced[k, k]), 1e-300) for k, r in enumerate(rows)}
+    # c P c^T is linear in M^-1: computed with M^-1 scaled to order 1 (masses of 1e300 kg or
+    # 1e-300 kg would under- or overflow the products), then scaled back
+    scale = float(np.max(np.abs(minv))) or 1.0
+    minv = minv / scale
+    with np.errstate(all="ignore"):
+        mc = minv @ C.T
+        reduced = C @ mc
+        if G.shape[0]:
+            mg = minv @ G.T
+            try:
+                reduced = reduced - mc.T @ G.T @ np.linalg.lstsq(G @ mg, G @ mc, rcond=1e-12)[0]
+            except (np.linalg.LinAlgError, ValueError):  # absurd mass properties: no default then
+                reduced = np.full_like(reduced, np.nan)
+        return {r: 1.0 / scale / float(reduced[k, k]) if reduced[k, k] > 0 else math.nan for k, r in enumerate(rows)}

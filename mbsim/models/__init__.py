@@ -3,20 +3,22 @@
 Each entry names a URDF (mbsim.models.urdf) or MJCF (mbsim.models.mjcf) file; its links and
 joints become the scene's bodies and joints (mbsim.models.tree.scene_parts) before the scene is
 checked, as if they had been written in the scene by hand (``mbsim import`` writes exactly that
-scene). An entry of ``joints:`` without a ``type`` that names an imported joint (prefix
-included) amends it: its keys (``drive``, ``spring``) are added to the imported joint, in the
-amending entry's place.
+scene); an MJCF file's actuators become entries of ``actuators:``, each driven by its control
+from the entry's ``ctrl`` (CONTRACT §8). An entry of ``joints:`` without a ``type`` that names an
+imported joint (prefix included) amends it: its keys (``drive``, ``spring``, ``limits`` ...) are
+added to the imported joint, in the amending entry's place.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mbsim.errors import SceneError
 from mbsim.names import check_model_names
 from mbsim.scene.fields import (
     Boolean,
@@ -57,6 +59,45 @@ def _read_paths(ctx: Context, path: KeyPath, value: Any) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
+def _read_ctrl(ctx: Context, path: KeyPath, value: Any) -> dict[str, str] | list[str]:
+    """Each actuator's control: a number or an expression (text), by the file's actuator names
+    (a mapping) or in the file's actuator order (a list); checked against the file by :func:`_controls`."""
+
+    def text(at: KeyPath, v: Any) -> str:
+        if isinstance(v, str):
+            if not v.strip():
+                raise ctx.error(at, "expected a number or an expression, got an empty text")
+            return v
+        return repr(float(Number().read(ctx, at, v)))
+
+    if isinstance(value, dict):
+        return {str(k): text((*path, k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [text((*path, i), v) for i, v in enumerate(value)]
+    raise ctx.error(path, f"expected a mapping of the file's actuator names to expressions, or a list of "
+                    f"expressions in the file's actuator order, got {kind_of(value)}")  # fmt: skip
+
+
+def _controls(ctx: Context, path: KeyPath, given, names: list[str], file: str) -> dict[str, tuple[str, KeyPath]]:
+    """Actuator name in the file -> (its control expression, the key path that gave it)."""
+    if given is None:
+        return {}
+    at = (*path, "ctrl")
+    if isinstance(given, list):
+        if len(given) != len(names):
+            listed = f" ({', '.join(names)})" if names else ""
+            raise ctx.error(at, f"expected {len(names)} control{'s' * (len(names) != 1)}, one per actuator of {file} "
+                            f"in its order{listed}, got {len(given)}")  # fmt: skip
+        return {name: (v, (*at, k)) for k, (name, v) in enumerate(zip(names, given, strict=True))}
+    for name in given:
+        if name not in names:
+            from mbsim.errors import did_you_mean
+
+            what = f"no actuator '{name}' in {file}" + ("" if names else " (it has no actuators)")
+            raise ctx.error((*at, name), what, did_you_mean(name, names))
+    return {name: (v, (*at, name)) for name, v in given.items()}
+
+
 def _orientation(ctx: Context, path: KeyPath, value: Any) -> np.ndarray:
     return read_orientation(ctx, path, value)
 
@@ -85,6 +126,11 @@ MODEL_FIELDS = {
         None,
     ),
     "collisions": Field(Boolean(), "true: the file's collision geometry becomes the bodies' shapes", False),
+    "ctrl": Field(
+        Custom(_read_ctrl, "a mapping of actuator names to expressions, or a list in the file's actuator order"),
+        "MJCF: each actuator's control, an expression of t and the signals (clamped to its ctrlrange); default 0",
+        None,
+    ),
     "package_paths": Field(
         Custom(_read_paths, "a mapping of package names to folders"),
         "where package:// URIs resolve (relative to the scene file; then the model file's parent folders)",
@@ -104,6 +150,22 @@ class Imported:
     skipped: list[str]
     gravity: list[float]  # the file's (MJCF <option gravity>; -9.81 m/s^2 along z for URDF)
     constrained: bool  # couplings or closed loops: not a tree for method recursive
+    actuators: int = 0
+
+
+@dataclass
+class ImportedScene(RawScene):
+    """A scene with its ``models:`` expanded. An error in an imported actuator (found when the
+    model compiles: its control expression, its joint) is told at the models entry that made it
+    (its ``ctrl`` key where one gave the control), never at a key of the scene the user did not write."""
+
+    origins: dict[KeyPath, tuple[KeyPath, str]] = field(default_factory=dict)  # ("actuators", k) -> (path, label)
+
+    def error(self, path: KeyPath, reason: str, hint: str = "") -> SceneError:
+        origin = self.origins.get(tuple(path[:2]))
+        if origin is None:
+            return super().error(path, reason, hint)
+        return super().error(origin[0], f"{origin[1]}: {reason}", hint)
 
 
 def read_model(file: Path, fmt: str, package_paths: dict[str, Path], collisions: bool):
@@ -144,6 +206,12 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
     if not isinstance(data["bodies"], list) or not isinstance(data["joints"], list):
         return raw, []  # build_spec says what is wrong with them
     imported: list[Imported] = []
+    origins: dict[KeyPath, tuple[KeyPath, str]] = {}
+    if data.get("actuators") is None:
+        data["actuators"] = []
+    scene_actuators = data["actuators"] if isinstance(data["actuators"], list) else []  # else build_spec says
+    taken_actuators = {a.get("name"): k for k, a in enumerate(scene_actuators) if isinstance(a, dict)}
+    made_actuators: list[tuple[dict, KeyPath, str]] = []  # each imported actuator, where it was made, its label
     taken_bodies = {b.get("name") for b in data["bodies"] if isinstance(b, dict)}
     imported_joints: dict[str, dict] = {}
     typed_joints = {j.get("name"): k for k, j in enumerate(data["joints"]) if isinstance(j, dict) and "type" in j}
@@ -207,6 +275,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                 positions[c.joint] = c.multiplier * positions.get(c.leader, defaults.get(c.leader, 0.0)) + c.offset
             if c.joint not in velocities:
                 velocities[c.joint] = c.multiplier * velocities.get(c.leader, 0.0)
+        controls = _controls(ctx, path, got["ctrl"], [a.name for a in tree.actuators], got["file"])
         parts = scene_parts(
             tree,
             prefix,
@@ -216,6 +285,7 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
             velocities,
             _vector(got["base_velocity"]),
             _vector(got["base_angular_velocity"]),
+            {name: text for name, (text, _) in controls.items()},
         )
         for c in tree.couplings:
             data.setdefault("couplings", [])
@@ -247,6 +317,18 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                     "leave out its type to amend the imported joint",
                 )
             imported_joints[name] = joint
+        for act, source in zip(parts.actuators, tree.actuators, strict=True):
+            name = act["name"]
+            if name in taken_actuators:
+                k = taken_actuators[name]
+                if k >= 0:
+                    raise ctx.error(("actuators", k, "name"), f"actuator '{name}' is also imported from "
+                                    f"{got['file']}; rename it or give the model a prefix")  # fmt: skip
+                raise ctx.error((*path, "prefix"), f"actuator '{name}' from {got['file']} is already imported; "
+                                "give the model a prefix")  # fmt: skip
+            taken_actuators[name] = -1
+            given = controls.get(source.name)
+            made_actuators.append((act, given[1] if given else path, f"actuator '{name}' imported from {got['file']}"))
         data["bodies"].extend(parts.bodies)
         if parts.ground_shapes:
             if data.get("ground") is None:
@@ -266,14 +348,27 @@ def expand_models(raw: RawScene, ctx: Context) -> tuple[RawScene, list[Imported]
                 parts.skipped,
                 [float(g) for g in tree.gravity],
                 bool(tree.couplings or tree.loops),
+                len(parts.actuators),
             )  # fmt: skip
         )
-    # amendments: an entry without a type naming an imported joint takes its place
-    joints = []
+    # amendments: an entry without a type naming an imported joint takes its place; a drive
+    # (prescribed motion) replaces what the file puts on the coordinate: limits, friction, effort
+    # and actuators (the scene's own keys beside a drive are refused when the model compiles)
+    joints, driven = [], set()
     for item in data["joints"]:
         if isinstance(item, dict) and "type" not in item and item.get("name") in imported_joints:
-            joints.append({**imported_joints.pop(item["name"]), **item})
+            joint = imported_joints.pop(item["name"])
+            if item.get("drive") is not None:
+                driven.add(item["name"])
+                joint = {k: v for k, v in joint.items() if k not in ("limits", "friction", "effort")}
+            joints.append({**joint, **item})
         else:
             joints.append(item)
     data["joints"] = joints + list(imported_joints.values())
-    return RawScene(data, raw.file, raw.marks, raw.base_dir, raw.overridden, raw.created), imported
+    for act, origin, label in made_actuators:
+        if act["joint"] not in driven:
+            origins[("actuators", len(scene_actuators))] = (origin, label)
+            scene_actuators.append(act)
+    if not data["actuators"] and "actuators" not in raw.data:
+        del data["actuators"]
+    return ImportedScene(data, raw.file, raw.marks, raw.base_dir, raw.overridden, raw.created, origins), imported

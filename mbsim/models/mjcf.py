@@ -7,11 +7,14 @@ about the principal axes ``body_iquat`` are read back. Each body has at most one
 -> revolute about ``jnt_axis`` through ``jnt_pos`` (body frame), ``slide`` -> prismatic, ``free`` ->
 a free body, none -> welded to its parent; the coordinate of zero motion is qpos0 (the body's
 pose in the file), as MuJoCo's kinematics. Joint ``damping``, ``stiffness`` and ``springref``
-carry over; ``range`` is kept as the joint's limits. Actuators are listed as skipped. Content
-that changes the dynamics and that mbsim cannot represent is a scene error naming the element:
-tendons, joint ``frictionloss``, several joints on one body, a ``ball`` joint with stiffness,
-damping or armature. A hinge's or slide's ``armature`` carries over (method recursive takes
-it). ``ball`` -> spherical (its coordinates in joint_positions: the quaternion w, x, y, z; in
+carry over; ``range`` (limited) becomes the joint's ``limits``, ``frictionloss`` its Coulomb
+``friction``, a symmetric ``actuatorfrcrange`` (limited) its ``effort``. Actuators on a hinge or
+slide become the scene's actuators (mbsim.models.tree.actuator_entry, from the compiled gain and
+bias). Content that changes the dynamics and that mbsim cannot represent is a scene error naming
+the element: tendons, several joints on one body, a ``ball`` joint with stiffness, damping,
+frictionloss or armature, an asymmetric ``actuatorfrcrange``, actuators with activation dynamics,
+other transmissions or gains (_actuators). A hinge's or slide's ``armature`` carries over (method
+recursive takes it). ``ball`` -> spherical (its coordinates in joint_positions: the quaternion w, x, y, z; in
 joint_velocities: the angular velocity in the body's frame, as MuJoCo's qvel); a free joint's
 coordinates are MuJoCo's 7 qpos and 6 qvel too (mbsim.models.tree.place).
 Equality constraints: ``connect`` -> a spherical joint between the two bodies, ``weld`` -> a
@@ -35,6 +38,7 @@ from mbsim.models.tree import (
     Link,
     Loop,
     ModelTree,
+    TreeActuator,
     TreeJoint,
     check_couplings,
     check_links,
@@ -232,6 +236,7 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
                      name(mujoco.mjtObj.mjOBJ_TENDON, 0))  # fmt: skip
     links = {"world": Link("world")}
     joints: list[TreeJoint] = []
+    joint_of_id: dict[int, str] = {}  # MuJoCo's joint id -> the tree's joint name
     for b in range(1, m.nbody):
         label = body_names[b]
         R_in = quaternion_matrix(m.body_iquat[b])
@@ -252,24 +257,22 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
         if any(tj.name == jname for tj in joints):  # an unnamed joint's label taken by a named one
             raise refuse(f"an unnamed joint would be called '{jname}', the name of another joint; name it", "body",
                          label)  # fmt: skip
+        joint_of_id[j] = jname
         jtype = int(m.jnt_type[j])
         qa, da = int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
         if jtype == mujoco.mjtJoint.mjJNT_FREE:
             joints.append(TreeJoint(jname, "free", parent, label, origin, line=line("joint", jname)))
             continue
-        ndof = 3 if jtype == mujoco.mjtJoint.mjJNT_BALL else 1
         if jtype == mujoco.mjtJoint.mjJNT_BALL and np.any(m.dof_armature[da : da + 3] != 0.0):
             raise refuse("a ball joint's armature cannot be represented (mbsim's spherical joint has none)", "joint",
                          jname)  # fmt: skip
-        for what, values in (("frictionloss", m.dof_frictionloss),):
-            value = float(np.max(np.abs(values[da : da + ndof])))
-            if value != 0.0:
-                raise refuse(f"joint {what} {value:g} changes the dynamics and mbsim cannot represent it yet",
-                             "joint", jname)  # fmt: skip
-        if jtype == mujoco.mjtJoint.mjJNT_BALL:  # mbsim's spherical joint has no spring or damper
+        if jtype == mujoco.mjtJoint.mjJNT_BALL:  # mbsim's spherical joint has no spring, damper or friction
             if m.jnt_stiffness[j] != 0.0 or np.any(m.dof_damping[da : da + 3] != 0.0):
                 raise refuse("a ball joint's stiffness or damping cannot be represented (mbsim's spherical joint "
                              "has none)", "joint", jname)  # fmt: skip
+            if np.any(m.dof_frictionloss[da : da + 3] != 0.0):
+                raise refuse("a ball joint's frictionloss cannot be represented (mbsim's joint friction acts on "
+                             "one coordinate)", "joint", jname)  # fmt: skip
             quat = [float(x) for x in m.qpos0[qa : qa + 4]]
             joints.append(TreeJoint(jname, "spherical", parent, label, origin, point=np.array(m.jnt_pos[j], float),
                                     default=quat, line=line("joint", jname)))  # fmt: skip
@@ -283,6 +286,14 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
         )  # fmt: skip
         if m.jnt_limited[j]:
             tj.limits = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1]))
+        tj.friction = float(m.dof_frictionloss[da])
+        if m.jnt_actfrclimited[j]:  # MuJoCo clamps the actuators' summed force on the joint: effort
+            lo, hi = (float(x) for x in m.jnt_actfrcrange[j])
+            if lo != -hi or hi <= 0.0:
+                raise refuse(f"an actuatorfrcrange [{lo:g}, {hi:g}] that is not symmetric about 0 cannot be "
+                             "represented (a joint's effort bounds the actuators' force to [-effort, effort])",
+                             "joint", jname)  # fmt: skip
+            tj.effort = hi
         joints.append(tj)
     if collisions:
         for g in range(m.ngeom):
@@ -292,13 +303,82 @@ def read_mjcf(path: str | Path, collisions: bool = False) -> ModelTree:
             label = name(mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
             links[body].shapes.append(_geom_shape(m, g, refuse, label))
     loops, couplings = _equalities(m, body_names, line, refuse, file)
-    skipped = [f"actuator '{name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) or a}'" for a in range(m.nu)]
+    actuators = _actuators(m, joints, joint_of_id, refuse)
     tree = ModelTree(
-        file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), couplings, loops, skipped=skipped
+        file, "mjcf", "world", links, joints, np.array(m.opt.gravity, float), couplings, loops, actuators=actuators
     )
     check_links(tree)
     check_couplings(tree)
     return tree
+
+
+def _actuators(m, joints: list[TreeJoint], joint_of_id: dict[int, str], refuse) -> list[TreeActuator]:
+    """The actuators, each on a hinge's or slide's coordinate, by the compiled gain and bias
+    (every shortcut -- motor, position, velocity, damper, general -- as MuJoCo's compiler reduced
+    it); named as in the file, an unnamed one ``actuatorN`` (N its index in the file's order).
+    What mbsim cannot represent is refused, naming the actuator: activation dynamics, a
+    transmission other than a joint's, a gain or bias other than fixed or affine, and MuJoCo's
+    newer actuator options (armature, damping, delay, several controls, plugins)."""
+    import mujoco
+
+    kinds = {j.name: j.kind for j in joints}
+    named = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)}
+    gains = (mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtGain.mjGAIN_AFFINE)
+    biases = (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE)
+    out = []
+    for a in range(m.nu):
+        label = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator{a}"
+        if not mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) and label in named:
+            raise refuse(f"an unnamed actuator would be called '{label}', the name of another actuator; name it",
+                         "actuator", label)  # fmt: skip
+
+        def no(reason: str, label: str = label) -> SceneError:
+            return refuse(f"{reason}; mbsim's actuators act on a hinge's or slide's coordinate with a fixed or "
+                          "affine gain and bias (motor, position, velocity, general)", "actuator", label)  # fmt: skip
+
+        trn = int(m.actuator_trntype[a])
+        if trn not in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+            what = str(mujoco.mjtTrn(trn).name).removeprefix("mjTRN_").lower()
+            raise no(f"its transmission is a {what}, which mbsim cannot represent")
+        joint = joint_of_id[int(m.actuator_trnid[a][0])]
+        if kinds.get(joint) not in ("revolute", "prismatic"):
+            raise no(f"it drives joint '{joint}', a {kinds.get(joint)} joint, which has no single coordinate")
+        if int(m.actuator_dyntype[a]) != mujoco.mjtDyn.mjDYN_NONE:
+            what = str(mujoco.mjtDyn(int(m.actuator_dyntype[a])).name).removeprefix("mjDYN_").lower()
+            raise no(f"its activation dynamics ({what}) cannot be represented")
+        if int(m.actuator_gaintype[a]) not in gains or int(m.actuator_biastype[a]) not in biases:
+            gain = str(mujoco.mjtGain(int(m.actuator_gaintype[a])).name).removeprefix("mjGAIN_").lower()
+            bias = str(mujoco.mjtBias(int(m.actuator_biastype[a])).name).removeprefix("mjBIAS_").lower()
+            raise no(f"its gain ({gain}) and bias ({bias}) cannot be represented")
+        for attr, what in (("actuator_armature", "armature"), ("actuator_damping", "damping"),
+                           ("actuator_dampingpoly", "damping"), ("actuator_delay", "delay")):  # fmt: skip
+            values = np.asarray(getattr(m, attr, np.zeros((m.nu, 1))), float).reshape(m.nu, -1)[a]
+            if np.any(values != 0.0):
+                raise no(f"its {what} cannot be represented")
+        if int(getattr(m, "actuator_ctrlnum", np.ones(m.nu))[a]) != 1 or int(m.actuator_plugin[a]) != -1:
+            raise no("several controls or a plugin cannot be represented")
+        gear = np.asarray(m.actuator_gear[a], float)
+        gain, bias = np.asarray(m.actuator_gainprm[a][:3], float), np.asarray(m.actuator_biasprm[a][:3], float)
+        if not np.all(np.isfinite([*gear, *gain, *bias, *m.actuator_ctrlrange[a], *m.actuator_forcerange[a]])):
+            raise no("its compiled parameters are not finite")
+        if gear[0] == 0.0:
+            raise no("its gear is 0")
+        if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED:
+            gain[1:] = 0.0
+        if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_NONE:
+            bias[:] = 0.0
+        out.append(
+            TreeActuator(
+                label,
+                joint,
+                float(gear[0]),
+                (float(gain[0]), float(gain[1]), float(gain[2])),
+                (float(bias[0]), float(bias[1]), float(bias[2])),
+                tuple(float(x) for x in m.actuator_ctrlrange[a]) if m.actuator_ctrllimited[a] else None,
+                tuple(float(x) for x in m.actuator_forcerange[a]) if m.actuator_forcelimited[a] else None,
+            )  # fmt: skip
+        )
+    return out
 
 
 def _check_finite(m, refuse) -> None:

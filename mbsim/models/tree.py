@@ -11,11 +11,14 @@ in the child's frame: a rotation by (q - ref) for ``revolute``, a translation by
 then places the links at the initial joint coordinates, merges links on ``fixed`` joints into
 their parent (masses and inertias added about the common centre of mass), makes links welded to
 the ground part of the ground, and writes bodies and joints in CONTRACT §1's format (world
-positions and axes at t = 0; the joint coordinates of mbsim's scene are zero there).
+positions and axes at t = 0; the joint coordinates of mbsim's scene are zero there), each joint
+with its limits, friction and effort (CONTRACT §8), and the file's actuators as the scene's
+(:func:`actuator_entry`).
 """
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +64,24 @@ class TreeJoint:
     line: int | None = None
     tag: str = "joint"
     armature: float = 0.0  # inertia on the coordinate (MJCF armature)
+    friction: float = 0.0  # Coulomb friction on the coordinate (URDF <dynamics friction>, MJCF frictionloss)
+    effort: float | None = None  # the bound of the actuators' summed force (URDF <limit effort>)
+
+
+@dataclass
+class TreeActuator:
+    """An actuator on a joint coordinate with MuJoCo's transmission: length L = gear q, rate
+    Ld = gear qd, force f = (g0 + g1 L + g2 Ld) ctrl + b0 + b1 L + b2 Ld clamped to ``forcerange``,
+    ctrl clamped to ``ctrlrange`` first; the joint gets gear f (:func:`actuator_entry`)."""
+
+    name: str
+    joint: str
+    gear: float
+    gain: tuple[float, float, float]
+    bias: tuple[float, float, float]
+    ctrlrange: tuple[float, float] | None = None
+    forcerange: tuple[float, float] | None = None
+    line: int | None = None
 
 
 @dataclass
@@ -105,7 +126,8 @@ class ModelTree:
     gravity: np.ndarray
     couplings: list[Coupling] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # actuators and other ignored content, for validate
+    skipped: list[str] = field(default_factory=list)  # ignored content that a user may miss, for validate
+    actuators: list[TreeActuator] = field(default_factory=list)
     free_root: bool = False  # the file itself makes the root a floating base (MJCF free joint)
 
     def error(self, reason: str, element: str, line: int | None = None, hint: str = "") -> SceneError:
@@ -320,6 +342,7 @@ class SceneParts:
     joint_names: dict[str, str]  # the file's joint name -> the scene's (prefix added)
     body_of_link: dict[str, str]  # link -> scene body (or "ground")
     skipped: list[str]
+    actuators: list[dict]  # the scene's actuators: entries (prefix added)
 
 
 def scene_parts(
@@ -331,10 +354,13 @@ def scene_parts(
     velocities: dict[str, float],
     root_velocity: np.ndarray,
     root_omega: np.ndarray,
+    ctrl: dict[str, str] | None = None,
 ) -> SceneParts:
-    """The scene's bodies and joints of ``tree`` (see the module docstring)."""
+    """The scene's bodies, joints and actuators of ``tree`` (see the module docstring); ``ctrl``:
+    the control expression of each actuator by its name in the file (default 0)."""
     with np.errstate(all="ignore"):  # overflow of huge finite sizes: refused by _check_finite, without warnings
-        return _scene_parts(tree, prefix, free_base, root_pose, positions, velocities, root_velocity, root_omega)
+        return _scene_parts(tree, prefix, free_base, root_pose, positions, velocities, root_velocity, root_omega,
+                            ctrl)  # fmt: skip
 
 
 def _scene_parts(
@@ -346,6 +372,7 @@ def _scene_parts(
     velocities: dict[str, float],
     root_velocity: np.ndarray,
     root_omega: np.ndarray,
+    ctrl: dict[str, str] | None,
 ) -> SceneParts:
     placed = place(tree, root_pose, positions, velocities, root_velocity, root_omega)
     free_root = free_base or tree.free_root
@@ -456,6 +483,12 @@ def _scene_parts(
                     "damping": float(j.damping),
                     "rest": float(j.spring_ref),
                 }
+            if j.limits is not None:  # in the file's coordinate, which the scene's counts from (initial)
+                item["limits"] = {"lower": float(j.limits[0]), "upper": float(j.limits[1])}
+            if j.friction > 0.0:
+                item["friction"] = {"coulomb": float(j.friction)}
+            if j.effort is not None:
+                item["effort"] = float(j.effort)
         joints.append(item)
     frames = {"ground": (np.eye(3), np.zeros(3))}
     for body in bodies:
@@ -482,7 +515,53 @@ def _scene_parts(
         joints.append(item)
     for item, element in [*((b, "link") for b in bodies), *((j, "joint") for j in joints)]:
         _check_finite(tree, item, element, prefix)
-    return SceneParts(bodies, joints, ground_shapes, joint_names, body_of_link, list(tree.skipped))
+    actuators = [actuator_entry(a, prefix, (ctrl or {}).get(a.name, "0")) for a in tree.actuators]
+    return SceneParts(bodies, joints, ground_shapes, joint_names, body_of_link, list(tree.skipped), actuators)
+
+
+def signal(kind: str, joint: str) -> str:
+    """The signal ``q.JOINT`` (kind ``q``) or ``qd.JOINT``; ``q["JOINT"]`` for a name that is not
+    an identifier (CONTRACT §8)."""
+    if joint.isidentifier() and not keyword.iskeyword(joint):
+        return f"{kind}.{joint}"
+    return f"{kind}[{joint!r}]"
+
+
+def actuator_entry(act: TreeActuator, prefix: str, ctrl: str) -> dict:
+    """The scene's ``actuators:`` entry of ``act`` driven by the control expression ``ctrl``.
+
+    One rule for every kind the file's compiler reduced to gain and bias (MuJoCo: motor, position,
+    velocity, general): f = gain ctrl + bias on L = gear q, Ld = gear qd is a position servo when
+    it is kp (ctrl - L) - kv Ld, a velocity servo when kv (ctrl - Ld), a torque of g0 ctrl when it
+    has no bias, and else a torque whose value spells the affine law out."""
+    joint = prefix + act.joint
+    if act.ctrlrange is not None:  # the control is clamped before the law reads it (MuJoCo's ctrllimited)
+        ctrl = f"min(max({ctrl}, {float(act.ctrlrange[0])!r}), {float(act.ctrlrange[1])!r})"
+    (g0, g1, g2), (b0, b1, b2) = act.gain, act.bias
+    item: dict = {"name": prefix + act.name, "joint": joint}
+    fixed = g1 == 0.0 and g2 == 0.0
+    if fixed and b0 == 0.0 and b1 == 0.0 and b2 == 0.0:
+        item.update(type="torque", value=ctrl if g0 == 1.0 else f"{g0!r}*({ctrl})")
+    elif fixed and g0 > 0.0 and b0 == 0.0 and b1 == -g0 and b2 <= 0.0:
+        item.update(type="position", kp=float(g0), kd=0.0 - b2, target=ctrl, rate=0)  # no target rate
+    elif fixed and g0 > 0.0 and b0 == 0.0 and b1 == 0.0 and b2 == -g0:
+        item.update(type="velocity", kd=float(g0), target=ctrl)
+    else:
+        gear = "" if act.gear == 1.0 else f"{float(act.gear)!r}*"
+        length, rate = f"({gear}{signal('q', joint)})", f"({gear}{signal('qd', joint)})"
+
+        def affine(c0: float, c1: float, c2: float) -> list[str]:
+            terms = [f"{c0!r}"] if c0 != 0.0 else []
+            return terms + [f"{c!r}*{x}" for c, x in ((c1, length), (c2, rate)) if c != 0.0]
+
+        gain, bias = affine(g0, g1, g2), affine(b0, b1, b2)
+        terms = ([f"({' + '.join(gain)})*({ctrl})"] if gain else []) + bias
+        item.update(type="torque", value=" + ".join(terms) or "0")
+    if act.gear != 1.0:
+        item["gear"] = float(act.gear)
+    if act.forcerange is not None:
+        item["forcerange"] = [float(act.forcerange[0]), float(act.forcerange[1])]
+    return item
 
 
 def _check_body_inertia(tree: ModelTree, link: str, merged: str, inertia: np.ndarray) -> None:

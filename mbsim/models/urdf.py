@@ -18,8 +18,11 @@ reader is strict where a lenient one would change the dynamics without a word:
 Mass properties are the ``<inertial>`` elements (the inertia tensor rotated from the inertial
 frame into the link frame); a link without one has no mass (allowed on a fixed joint, or welded
 to the ground). Joint types: revolute and continuous -> revolute, prismatic, fixed, floating -> a
-free body; ``planar`` is a scene error. ``<dynamics damping>`` becomes a joint damper; ``<mimic>``
-a coupling of the two joints' coordinates; ``<limit>`` is carried as the joint's limits.
+free body; ``planar`` is a scene error. ``<dynamics damping>`` becomes a joint damper and
+``<dynamics friction>`` its Coulomb friction; ``<mimic>`` a coupling of the two joints'
+coordinates; ``<limit lower upper>`` the joint's ``limits`` (revolute, prismatic; both absent or
+both 0: none), ``<limit effort>`` > 0 its ``effort`` (the bound of the actuators a scene puts on
+it; URDF has no actuators); ``velocity`` is not imported (a controller's bound, not dynamics).
 ``package://NAME/...`` resolves through ``package_paths`` and then the URDF's parent folders (a
 folder called NAME, or one that contains NAME).
 """
@@ -204,23 +207,25 @@ def read_urdf(path: str | Path, package_paths: dict[str, Path] | None = None, co
             if tj.damping < 0.0:
                 raise r.error(f"negative damping {tj.damping:g} would feed energy in", dynamics,
                               f"{where} <dynamics damping>")  # fmt: skip
-            friction = r.number(dynamics, "friction", where, 0.0)
-            if friction:
-                raise r.error(
-                    f"joint friction {friction:g} changes the dynamics and mbsim has no joint friction; "
-                    "remove it (or set it to 0) to import the model",
-                    dynamics,
-                    f"{where} <dynamics>",
-                )
+            tj.friction = r.number(dynamics, "friction", where, 0.0)
+            if tj.friction < 0.0:
+                raise r.error(f"negative friction {tj.friction:g} would feed energy in", dynamics,
+                              f"{where} <dynamics friction>")  # fmt: skip
         limit = r.single(el, "limit", where)
         if limit is not None:
             values = {k: None if limit.get(k) is None else r.number(limit, k, where)
                       for k in ("lower", "upper", "effort", "velocity")}  # fmt: skip
-            if kind in ("revolute", "prismatic") and values["lower"] is not None and values["upper"] is not None:
-                if values["lower"] > values["upper"]:
-                    raise r.error(f"lower {values['lower']:g} is above upper {values['upper']:g}", limit,
-                                  f"{where} <limit>")  # fmt: skip
-                tj.limits = (values["lower"], values["upper"])  # continuous: none
+            # URDF's lower and upper default to 0; both absent or both 0 is read as "not given" (a
+            # joint locked at 0 would be a fixed joint), so the joint is free (continuous: never limited)
+            lower, upper = values["lower"] or 0.0, values["upper"] or 0.0
+            if kind in ("revolute", "prismatic") and (lower, upper) != (0.0, 0.0):
+                if lower > upper:
+                    raise r.error(f"lower {lower:g} is above upper {upper:g}", limit, f"{where} <limit>")
+                tj.limits = (lower, upper)
+            if values["effort"] is not None and values["effort"] < 0.0:
+                raise r.error(f"negative effort {values['effort']:g}", limit, f"{where} <limit effort>")
+            if values["effort"] and tj.kind in ("revolute", "prismatic"):  # 0: files write it for "not given"
+                tj.effort = values["effort"]
         mimic = r.single(el, "mimic", where)
         if mimic is not None:
             leader = mimic.get("joint")
