@@ -10,7 +10,8 @@ on the actuator's length L = gear q and rate Ld = gear qd (MuJoCo's transmission
 - ``velocity`` servo: f = kd (target - Ld).
 
 f is clamped to ``forcerange``; the generalized force on the coordinate is gear f (and, with the
-joint's ``effort``, the sum of its actuators' is clamped to +-effort). Applied under every
+joint's ``effort``, the sum of its actuators' is clamped to +-effort, each actuator's f scaled by
+the same factor, so that the recorded force is the one applied). Applied under every
 method (joint coordinates: the joint torque; body coordinates: the pair of equal and opposite
 wrenches about or along the joint's axis), its power gear f qd enters the work of
 /diagnostics/energy/work. Recorded per row: /actuators/NAME/force (f) and /power.

@@ -61,7 +61,8 @@ cdef inline void coordinate_rates_at(Py_ssize_t nbody, Py_ssize_t w, const long 
 # each one's force f by its law on its length L = gear q and rate Ld = gear qd (0 value, 1 position
 # servo kp (target - L) + kd (rate - Ld), 2 velocity servo kd (target - Ld); value / target program
 # act_expr[a], the target's rate program act_rate[a]), clamped to [lower, upper], into D.act_force;
-# gear f summed per coordinate into D.jc_tau, each sum then clamped to +-effort. D.regs[0] = t and
+# gear f summed per coordinate into D.jc_tau, each sum then clamped to +-effort (its actuators'
+# forces scaled alike). D.regs[0] = t and
 # the signals already in the registers.
 cdef inline void actuator_forces_at(FlatModel F, FlatData D) noexcept nogil:
     cdef Py_ssize_t a, r
@@ -86,6 +87,12 @@ cdef inline void actuator_forces_at(FlatModel F, FlatData D) noexcept nogil:
             f = F.act_upper[a]
         D.act_force[a] = f
         D.jc_tau[r] += F.act_gear[a] * f
+    # the joint's effort bound: each of its actuators' force scaled by the same factor, so that the
+    # recorded forces and powers are the ones applied
+    for a in range(F.nact):
+        r = F.act_row[a]
+        if fabs(D.jc_tau[r]) > F.jc_effort[r]:
+            D.act_force[a] *= F.jc_effort[r] / fabs(D.jc_tau[r])
     for r in range(F.njc):
         if D.jc_tau[r] > F.jc_effort[r]:
             D.jc_tau[r] = F.jc_effort[r]

@@ -48,7 +48,6 @@ from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 FORMAT_VERSION = 1
 _LIBVER = ("v108", "latest")
 _FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
-_EXTEND_MARGIN = 16 * 1024 * 1024  # a hole past the file's end during a flush (_extend_past_writes)
 # the per-body and per-joint datasets of a model with at most this many stay open between flushes
 _KEEP_OPEN = 64
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
@@ -222,8 +221,8 @@ class ResultWriter:
         # what the bodies look like, so that the result exports without its scene (CONTRACT §7)
         write_geometry(self.file, model.shapes, model.body_names, np.asarray(model.gravity, dtype=float))
         self._buffer: dict[str, list[np.ndarray]] = {}
-        # the names a placeholder of a row's key stands for (mbsim.diagnostics.PLACEHOLDERS)
-        self._placeholders = {key: names for key, names in placeholder_names(model).items()}
+        # the names a placeholder of a row's key stands for (mbsim.diagnostics.placeholder_names)
+        self._placeholders = placeholder_names(model)
         self._datasets: dict[str, h5py.Dataset] = {}  # the datasets kept open between flushes
         # every dataset's rows, chunk rows and chunk bytes (what a flush writes and reserves)
         self._sizes: dict[str, tuple[int, int, int]] = {}
@@ -519,13 +518,10 @@ class ResultWriter:
         """Make the file on disk ``nbytes`` longer than HDF5's allocated end before a flush writes:
         a reader opening the live file mid-flush would otherwise meet a superblock that states an
         end the data writes have not reached yet ("truncated file"). HDF5's flush cuts the file back
-        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken).
-        The extension is twice the estimate plus _EXTEND_MARGIN: past the reserved blocks it is a
-        hole that takes no disk space, and CI once met a flush that allocated 1.9 MB past an
-        estimate (a reader then saw a "truncated file")."""
+        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken)."""
         if self._lost is not None:  # a file taken away or broken under the run is not touched
             return
-        size = self.file.id.get_filesize() + 2 * nbytes + _EXTEND_MARGIN
+        size = self.file.id.get_filesize() + nbytes
         if os.fstat(self.space.fd).st_size < size:
             os.ftruncate(self.space.fd, size)
 

@@ -273,3 +273,20 @@ actuators:
         # the whole system's momentum along the rail grows at the pushing force, 6 N
         momentum = 3 * f["bodies/cart/velocity"][:, 0] + f["bodies/pole/velocity"][:, 0]
         assert momentum[-1] == pytest.approx(6 * 0.5, rel=1e-9)
+
+
+def test_the_effort_bound_scales_the_recorded_forces(write_scene, mbsim, tmp_path) -> None:
+    """Two torques 10 and 5 N m on a joint of effort 3: the joint gets 3 N m (q = 1.5 t^2 / I) and
+    the actuators record 2 and 1 N m, the shares they applied; their powers sum to the work."""
+    extra = (
+        "actuators:\n  - {name: a, joint: hinge, type: torque, value: 10}\n"
+        "  - {name: b, joint: hinge, type: torque, value: 5}"
+    )
+    with _pendulum(write_scene, mbsim, tmp_path, end=1.0, joint=", effort: 3", extra=extra) as f:
+        t, q = f["time"][:], f["joints/hinge/position"][:]
+        assert np.max(np.abs(q - 0.5 * (3.0 / I_BAR) * t**2)) < 1e-10
+        assert np.allclose(f["actuators/a/force"][:], 2.0, rtol=0, atol=1e-12)
+        assert np.allclose(f["actuators/b/force"][:], 1.0, rtol=0, atol=1e-12)
+        power = f["actuators/a/power"][:] + f["actuators/b/power"][:]
+        assert np.max(np.abs(power - 3.0 * f["joints/hinge/velocity"][:])) < 1e-10
+        assert f["diagnostics/energy/work"][-1] == pytest.approx(f["diagnostics/energy/kinetic"][-1], rel=1e-9)
