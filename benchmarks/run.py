@@ -26,6 +26,8 @@ report. Each section is a module of this folder, its docstring saying what it me
    minutes); this script keeps that section of BENCHMARKS.md as it is.
 15. The adaptive pair DOP853 against RK4 per step, and the four-box chain at equal accuracy against
     MuJoCo RK4's whole run (adaptive.py).
+16. A servo-driven Panda against the unactuated one, recursive + rk4, and where the actuators'
+    time goes (actuated.py).
 
 The machine table comes from machine.py, the report's frame from report.py. Times are
 ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go to a temporary
@@ -179,7 +181,7 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
 # sections 6-13: modules of their own, each with section(quick) -> markdown lines
 EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start", "recording")
 # sections 15 on: the same, numbered after the kept verify section (14)
-AFTER_VERIFY = ("adaptive",)
+AFTER_VERIFY = ("adaptive", "actuated")
 
 
 def _module(name: str):
