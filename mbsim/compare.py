@@ -783,6 +783,8 @@ def _columns(result: Comparison) -> tuple:
     cols += tuple((("outputs", k), k, k, ".6g") for k in summaries)
     if result.reference is not None:
         names = list(dict.fromkeys(n for row in result.rows for n in row.output_error_rms))
+        order = [k[len("max_") :] for k in summaries if k.startswith("max_")]  # the scene's
+        names.sort(key=lambda n: order.index(n) if n in order else len(order))
         cols += tuple((("output_error_rms", n), f"RMS error {n}", f"error_rms_{n}", ".2e") for n in names)
     return cols
 
