@@ -841,7 +841,7 @@ def render(result: Comparison, fmt: str) -> str:
             cells = [_csv_cell(d.get(c[0])) for c in cols]
             writer.writerow(cells + [row.message, "; ".join(row.notes)])
         return buf.getvalue().rstrip("\n")
-    cells = [[cell(_values(row).get(c[0]), c[3]) for c in cols] for row in result.rows]
+    cells = [[cell(d.get(c[0]), c[3]) for c in cols] for d in map(_values, result.rows)]
     headers = [c[1] for c in cols]
     numeric = [bool(c[3]) for c in cols]
     notes = _notes(result)

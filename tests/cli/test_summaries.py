@@ -218,3 +218,17 @@ def test_compare_output_error_on_another_time_grid_is_interpolated_cubically(mbs
     assert 0 < errors["angle"] < 1e-5
     assert not math.isnan(errors["tip_y"])
     assert "RMS error NAME = RMS over time of the output's difference" in (outdir / "compare.md").read_text()
+
+
+def test_compare_output_error_across_coordinates(mbsim, write_scene, tmp_path) -> None:
+    """recursive (joint coordinates) against lagrange (body coordinates with multipliers): /q
+    differs in kind, the outputs do not; two formulations of the same rk4 motion agree to
+    round-off, so the per-output error is the one comparable number."""
+    r = mbsim(
+        "compare", write_scene(SERVO), "--solvers", "recursive", "--reference", "lagrange",
+        "-o", tmp_path / "cmp", "-q", "--format", "json",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["rows"]
+    assert set(row["output_error_rms"]) == set(OUTPUTS)
+    assert max(row["output_error_rms"].values()) < 1e-10
