@@ -33,6 +33,7 @@ import yaml
 import mbsim
 from mbsim import interrupts
 from mbsim.errors import MbsimError, OutputError, SceneError, UsageError, did_you_mean, path_text
+from mbsim.names import member, member_names
 from mbsim.output.compare_plots import PLOT_NAMES, PLOT_SOFTWARE, plot_comparison
 from mbsim.output.outdir import (
     Mark,
@@ -392,6 +393,10 @@ class CompareRow:
     error_max: float | None = None
     notes: list[str] = field(default_factory=list)
     file_failure: str | None = None  # the run's result file was lost (full disk, taken away): exit 3
+    # the scene's outputs (CONTRACT §8): max_NAME, min_NAME, final_NAME as the run's summary has them
+    outputs: dict[str, float] = field(default_factory=dict)
+    # NAME -> RMS over the reference's times of the output's difference to the reference's
+    output_error_rms: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -440,7 +445,9 @@ class Comparison:
 ERROR_METRIC = (
     "error_rms = sqrt(mean over the reference's times of sum over coordinates of (q - q_ref)^2) on the overlapping "
     "time span, /q of the solver interpolated (cubic spline, column by column) onto the reference's times when the "
-    "grids differ, quaternion signs aligned with the reference; error_max = max |q - q_ref| over times and coordinates"
+    "grids differ, quaternion signs aligned with the reference; error_max = max |q - q_ref| over times and "
+    "coordinates; output_error_rms[NAME] = sqrt(mean over the same times of (y - y_ref)^2) of /outputs/NAME, "
+    "interpolated alike"
 )
 
 
@@ -490,6 +497,7 @@ def _run_choice(item: PreparedChoice, repeat: int, note: Callable[[str], None], 
         row.energy_drift = last.energy_drift
         row.events = event_summary(item.file)
         row.file_failure = last.file_failure
+        row.outputs = dict(last.outputs)
     if row.status != "completed":
         note(f"  {choice.text}: failed: {row.message}")
     return row
@@ -548,6 +556,47 @@ def read_body_positions(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[
     return t, q, names
 
 
+def on_reference_times(t: np.ndarray, values: np.ndarray, t_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``values`` (n, k) recorded at ``t``, at the reference's times ``t_ref`` where both have
+    results: (values there, the mask of ``t_ref`` used), or None when they share fewer than two.
+    Identical grids are taken as they are; otherwise a cubic spline per column (linear
+    interpolation would add an error of order h^2 that hides a fourth-order method's accuracy)."""
+    from scipy.interpolate import CubicSpline
+
+    tol = 1e-12 * max(1.0, abs(t_ref[-1]))
+    if len(t) == len(t_ref) and np.allclose(t, t_ref, rtol=0, atol=tol):
+        return values, np.ones(len(t_ref), dtype=bool)
+    inside = (t_ref >= t[0] - tol) & (t_ref <= t[-1] + tol)
+    if inside.sum() < 2:
+        return None
+    t_eval = np.clip(t_ref[inside], t[0], t[-1])
+    t_u, first = np.unique(t, return_index=True)
+    return (CubicSpline(t_u, values[first], axis=0)(t_eval) if len(t_u) >= 2 else values[first]), inside
+
+
+def read_outputs(path: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(time (n,), NAME -> /outputs/NAME (n,)) of a result file (no outputs: an empty dict)."""
+    with open_result(path) as f:
+        t = f["time"][:] if "time" in f else np.zeros(0)
+        return t, {n: member(f["outputs"], n)[:] for n in member_names(f.get("outputs"))}
+
+
+def output_errors(path: str | Path, reference: str | Path) -> dict[str, float | None]:
+    """NAME -> RMS over the reference's times of /outputs/NAME - the reference's, for every output
+    both files have (:func:`on_reference_times`; None where they share too few rows)."""
+    t, values = read_outputs(path)
+    t_ref, ref_values = read_outputs(reference)
+    out: dict[str, float | None] = {}
+    for name in [n for n in values if n in ref_values]:
+        sampled = on_reference_times(t, values[name], t_ref) if len(t) >= 2 and len(t_ref) >= 2 else None
+        if sampled is None:
+            out[name] = None
+            continue
+        y_at, inside = sampled
+        out[name] = float(np.sqrt(np.mean((y_at - ref_values[name][inside]) ** 2)))
+    return out
+
+
 def position_error(path: str | Path, reference: str | Path) -> tuple[float | None, float | None, str]:
     """RMS over time of |q - q_ref| (Euclidean over coordinates) and max |q - q_ref|.
 
@@ -562,8 +611,6 @@ def position_error(path: str | Path, reference: str | Path) -> tuple[float | Non
     Returns:
         (error_rms, error_max, why not) -- the numbers are None when they cannot be computed.
     """
-    from scipy.interpolate import CubicSpline
-
     t, q, names = read_positions(path)
     t_ref, q_ref, names_ref = read_positions(reference)
     if names != names_ref:  # another method's own coordinates: compare the bodies' instead
@@ -573,18 +620,11 @@ def position_error(path: str | Path, reference: str | Path) -> tuple[float | Non
             return None, None, "its bodies differ from the reference's; no error computed"
     if len(t) < 2 or len(t_ref) < 2:
         return None, None, "too few recorded steps for an error"
-    same_grid = len(t) == len(t_ref) and np.allclose(t, t_ref, rtol=0, atol=1e-12 * max(1.0, abs(t_ref[-1])))
-    if same_grid:
-        q_at, q_r = q, q_ref
-    else:
-        tol = 1e-12 * max(1.0, abs(t_ref[-1]))
-        inside = (t_ref >= t[0] - tol) & (t_ref <= t[-1] + tol)
-        if inside.sum() < 2:
-            return None, None, "no overlap in time with the reference"
-        t_eval = np.clip(t_ref[inside], t[0], t[-1])
-        t_u, first = np.unique(t, return_index=True)
-        q_at = CubicSpline(t_u, q[first], axis=0)(t_eval) if len(t_u) >= 2 else q[first]
-        q_r = q_ref[inside]
+    sampled = on_reference_times(t, q, t_ref)
+    if sampled is None:
+        return None, None, "no overlap in time with the reference"
+    q_at, inside = sampled
+    q_r = q_ref[inside]
     for j, name in enumerate(names):
         if name.endswith(".qw") and j + 4 <= len(names):
             flip = np.sum(q_at[:, j : j + 4] * q_r[:, j : j + 4], axis=1) < 0
@@ -694,6 +734,10 @@ def _errors(result: Comparison) -> None:
             row.error_rms, row.error_max, why = None, None, f"cannot compute the error: {exc}"
         if why:
             row.notes.append(why)
+        try:
+            row.output_error_rms = output_errors(row.file, ref.file)
+        except (MbsimError, OSError, KeyError, ValueError) as exc:
+            row.notes.append(f"cannot compute the outputs' errors: {exc}")
 
 
 def _write(result: Comparison) -> None:
@@ -731,7 +775,26 @@ _ERROR_COLUMNS = (
 
 
 def _columns(result: Comparison) -> tuple:
-    return _COLUMNS + (_ERROR_COLUMNS if result.reference is not None else ())
+    """The standard columns, the errors of /q (with a reference), then the outputs' summaries,
+    one column each (the outputs of the scene: every row's, in the order first met), and their
+    errors against the reference. An output's key is a tuple: it never meets a standard key."""
+    summaries = list(dict.fromkeys(k for row in result.rows for k in row.outputs))
+    cols = _COLUMNS + (_ERROR_COLUMNS if result.reference is not None else ())
+    cols += tuple((("outputs", k), k, k, ".6g") for k in summaries)
+    if result.reference is not None:
+        names = list(dict.fromkeys(n for row in result.rows for n in row.output_error_rms))
+        order = [k[len("max_") :] for k in summaries if k.startswith("max_")]  # the scene's
+        names.sort(key=lambda n: order.index(n) if n in order else len(order))
+        cols += tuple((("output_error_rms", n), f"RMS error {n}", f"error_rms_{n}", ".2e") for n in names)
+    return cols
+
+
+def _values(row: CompareRow) -> dict[Any, Any]:
+    """A row's cells by column key (:func:`_columns`)."""
+    out: dict[Any, Any] = asdict(row)
+    out.update({("outputs", k): v for k, v in row.outputs.items()})
+    out.update({("output_error_rms", n): v for n, v in row.output_error_rms.items()})
+    return out
 
 
 def _notes(result: Comparison) -> list[str]:
@@ -745,12 +808,20 @@ def _notes(result: Comparison) -> list[str]:
         ref = result.reference
         text = f"reference: {ref.solver} ({ref.status}"
         text += f", {ref.steps} steps, {cell(ref.wall_time_s, '.3g')} s)" if ref.steps is not None else ")"
-        lines.append(text + "; error = RMS over time of |q - q_ref|, max |dq| over time and coordinates")
+        text += "; error = RMS over time of |q - q_ref|, max |dq| over time and coordinates"
+        if any(row.output_error_rms for row in result.rows):
+            text += "; RMS error NAME = RMS over time of the output's difference to the reference's"
+        lines.append(text)
         lines += [f"reference: {n}" for n in ref.notes]
     lines += result.notes
     if result.repeat > 1:
         lines.append(f"wall s: median of {result.repeat} runs")
     return lines
+
+
+def _csv_cell(value: Any) -> Any:
+    """Full precision (repr), an empty cell for a missing number."""
+    return "" if value is None else (repr(value) if isinstance(value, float) else value)
 
 
 def render(result: Comparison, fmt: str) -> str:
@@ -766,13 +837,11 @@ def render(result: Comparison, fmt: str) -> str:
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([c[2] for c in cols] + ["message", "notes"])
         for row in result.rows:
-            d = asdict(row)
-            cells = [
-                "" if d[c[0]] is None else (repr(d[c[0]]) if isinstance(d[c[0]], float) else d[c[0]]) for c in cols
-            ]
+            d = _values(row)
+            cells = [_csv_cell(d.get(c[0])) for c in cols]
             writer.writerow(cells + [row.message, "; ".join(row.notes)])
         return buf.getvalue().rstrip("\n")
-    cells = [[cell(asdict(row)[c[0]], c[3]) for c in cols] for row in result.rows]
+    cells = [[cell(d.get(c[0]), c[3]) for c in cols] for d in map(_values, result.rows)]
     headers = [c[1] for c in cols]
     numeric = [bool(c[3]) for c in cols]
     notes = _notes(result)

@@ -7,6 +7,7 @@ import math
 import click
 
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option
+from mbsim.names import shown
 from mbsim.output.summary import check_result_path, read_info
 
 
@@ -30,7 +31,7 @@ def info(result: str, as_json: bool, debug: bool) -> None:
         elif isinstance(value, list):
             click.echo(f"{key}:")
             for item in value:
-                click.echo(f"  {item}")
+                click.echo(f"  {_member_text(item) if isinstance(item, dict) else item}")
         elif isinstance(value, float):
             click.echo(f"{key:<{width}}  {value:.6g}")
         else:
@@ -43,3 +44,13 @@ def _violation_text(over_steps: float | None, recorded: float | None) -> str:
     if over_steps is None:
         return f"{rows} (the maximum over every step is written when the run ends)"
     return f"{over_steps:.6g} (every step; {rows})"
+
+
+def _member_text(item: dict) -> str:
+    """An output's or actuator's line: ``tip_y  final 0.27, min 0, max 0.29``."""
+    values = ", ".join(f"{k.replace('_', ' ')} {_number(v)}" for k, v in item.items() if k != "name")
+    return f"{shown(item['name'])}  {values}"
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6g}"

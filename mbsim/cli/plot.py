@@ -26,8 +26,10 @@ from mbsim.output.summary import check_result_path
     default="energy,violation",
     show_default=True,
     help="Comma-separated: energy, violation, quaternion, iterations, step_size, contacts, "
+    "outputs (a panel per output), outputs/NAME, actuators (forces; powers), actuators/NAME, "
+    "joints (joint positions; velocities), joints/NAME, "
     "BODY (its position), BODY.position|velocity|angle|angular_velocity|orientation[.x|y|z|w], "
-    "JOINT.reaction, JOINT.drive_force, q:NAME, v:NAME.",
+    "JOINT.reaction, JOINT.drive_force, JOINT.position|velocity|limit_force|friction_force, q:NAME, v:NAME.",
 )
 @debug_option
 @handle_errors

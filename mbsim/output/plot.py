@@ -8,7 +8,7 @@ import numpy as np
 
 from mbsim.errors import UsageError
 from mbsim.output.safety import check_picture_target, written_atomically
-from mbsim.output.summary import open_result, series, split_items
+from mbsim.output.summary import open_result, panels, split_items
 
 
 def plot_result(path: str | Path, out: str | Path, items: list[str] | str) -> Path:
@@ -26,10 +26,10 @@ def plot_result(path: str | Path, out: str | Path, items: list[str] | str) -> Pa
             what, items = items, split_items(f, items)
             if not items:
                 raise UsageError(f"expected a comma-separated list of quantities, got '{what}'", file="--what")
-        panels = [series(f, item) for item in items]
+        drawn = [panel for item in items for panel in panels(f, item)]
         title = f"{f.attrs.get('scene_name', '')} ({f.attrs.get('method', '')}, {f.attrs.get('status', '')})"
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6), sharex=True, squeeze=False)
-    for ax, (name, values, labels) in zip(axes[:, 0], panels, strict=True):
+    fig, axes = plt.subplots(len(drawn), 1, figsize=(8, 2.6 * len(drawn) + 0.6), sharex=True, squeeze=False)
+    for ax, (name, values, labels) in zip(axes[:, 0], drawn, strict=True):
         if "max_penetration" in labels and len(labels) > 1:
             # metres and a count do not share a scale: the penetration gets its own axis (right)
             k = labels.index("max_penetration")
@@ -42,13 +42,13 @@ def plot_result(path: str | Path, out: str | Path, items: list[str] | str) -> Pa
             name = "contact count"
         for k, label in enumerate(labels):
             ax.plot(time, values[:, k], label=label, lw=1.0)
-        if "violation" in name or "quaternion" in name:
+        if name in ("constraint violation", "quaternion norm error"):  # not a user's output of that name
             positive = values[values > 0]
             if positive.size:
                 ax.set_yscale("log")
         ax.set_ylabel(name)
         ax.grid(True, alpha=0.3)
-        if len(labels) > 1:
+        if len(labels) > 1 or (labels and labels[0] not in name):  # a group's one member: its name
             ax.legend(fontsize=8, loc="best")
     axes[-1, 0].set_xlabel("time, s")
     fig.suptitle(title)

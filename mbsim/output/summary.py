@@ -9,7 +9,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from mbsim.errors import UsageError
+from mbsim.errors import UsageError, did_you_mean
 from mbsim.names import member, member_names, readable_path, shown
 from mbsim.output.safety import FORMAT, describe_writer, is_locked
 
@@ -123,6 +123,17 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
             out["events"] = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"
         out["bodies"] = sorted(member_names(f.get("bodies")))  # the users' names (mbsim.names)
         out["joints"] = sorted(member_names(f.get("joints")))
+        if "outputs" in f:  # CONTRACT §8: the scene's outputs over the recorded rows, as run's summary has them
+            out["outputs"] = [{"name": n, **_extremes(member(f["outputs"], n))} for n in group_members(f, "outputs")]
+        if "actuators" in f:
+            out["actuators"] = [
+                {
+                    "name": n,
+                    "final_force": _final(member(f["actuators"], n).get("force")),
+                    "final_power": _final(member(f["actuators"], n).get("power")),
+                }
+                for n in group_members(f, "actuators")
+            ]
         datasets: list[str] = []
         f.visititems(
             lambda name, obj: (
@@ -131,6 +142,19 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
         )
         out["datasets"] = datasets
     return out
+
+
+def _final(dataset: h5py.Dataset | None) -> float | None:
+    """The last recorded value of a series (None for none)."""
+    return float(dataset[-1]) if dataset is not None and len(dataset) else None
+
+
+def _extremes(dataset: h5py.Dataset) -> dict[str, float | None]:
+    """final, min and max of a recorded output, as ``run`` summarises it (NaN rows skipped)."""
+    values = dataset[:]
+    if not len(values):
+        return {"final": None, "min": None, "max": None}
+    return {"final": float(values[-1]), "min": float(np.fmin.reduce(values)), "max": float(np.fmax.reduce(values))}
 
 
 def energy_drift(f: h5py.File) -> float:
@@ -213,9 +237,96 @@ def _owner(f: h5py.File, item: str, strict: bool = False) -> tuple[str, str, lis
     return None if strict else loose
 
 
+# --what items over the scene's named members (CONTRACT §8): GROUP draws one panel per quantity
+# with a line per member (``outputs``: a panel per output), GROUP/NAME the panels of one member
+_GROUP_PANELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "outputs": (("", ""),),
+    "actuators": (("force", "actuator force, N or N m"), ("power", "actuator power, W")),
+    "joints": (("position", "joint position, rad or m"), ("velocity", "joint velocity, rad/s or m/s")),
+}
+
+
+_MEMBER = {"outputs": "output", "actuators": "actuator", "joints": "joint with a coordinate"}
+
+
+def group_members(f: h5py.File, group: str) -> list[str]:
+    """The names of ``group``'s members that carry its plotted quantities (every output; the
+    actuators; the joints with a coordinate: /joints/NAME/position), in the file's order."""
+    stored = f.get(group)
+    if not isinstance(stored, h5py.Group):
+        return []
+    quantity = _GROUP_PANELS[group][0][0]
+    return [n for n in member_names(stored) if not quantity or quantity in member(stored, n)]
+
+
+def _group_item(f: h5py.File, item: str) -> tuple[str, str | None] | None:
+    """``outputs``, ``actuators``, ``joints`` -> (group, None); ``GROUP/NAME`` of a member of the
+    file -> (group, NAME); else None (a body or joint may be called so: it is looked up next)."""
+    if item in _GROUP_PANELS:
+        return item, None
+    group, slash, name = item.partition("/")
+    if slash and group in _GROUP_PANELS and name in group_members(f, group):
+        return group, name
+    return None
+
+
 def resolves(f: h5py.File, item: str) -> bool:
     """Whether ``item`` names a series of this file (``mbsim plot --what``)."""
-    return item in _NAMED_SERIES or item.startswith(("q:", "v:")) or _owner(f, item, strict=True) is not None
+    return (
+        item in _NAMED_SERIES
+        or item.startswith(("q:", "v:"))
+        or _group_item(f, item) is not None
+        or _owner(f, item, strict=True) is not None
+    )
+
+
+def plot_items(f: h5py.File) -> list[str]:
+    """Every ``--what`` item this file can draw but components and columns: the candidates of
+    "did you mean"."""
+    out = [*_NAMED_SERIES, *_GROUP_PANELS]
+    out += [f"{g}/{n}" for g in _GROUP_PANELS for n in group_members(f, g)]
+    return out + member_names(f.get("bodies")) + member_names(f.get("joints"))
+
+
+def panels(f: h5py.File, item: str) -> list[tuple[str, np.ndarray, list[str]]]:
+    """The panels of one ``--what`` item: (title, values (n, k), labels) each. ``outputs`` is a
+    panel per output, ``actuators`` a force and a power panel (a line per actuator), ``joints``
+    a position and a velocity panel (a line per joint with a coordinate), ``GROUP/NAME`` the same
+    for one member; any other item is one panel (:func:`series`).
+
+    Raises:
+        UsageError: the file has none of the group's members, or no member of that name (exit 2,
+            with "did you mean").
+    """
+    found = _group_item(f, item)
+    group, slash, name = item.partition("/")
+    if found is None and slash and group in _GROUP_PANELS and _owner(f, item, strict=True) is None:
+        names = group_members(f, group)
+        have = f"it has {', '.join(shown(n) for n in names)}" if names else f"it has no {group}"
+        raise UsageError(
+            f"no {_MEMBER[group]} '{shown(name)}' in this result file; {have}",
+            file="--what",
+            hint=did_you_mean(name, names),
+        )
+    if found is None:
+        return [series(f, item)]
+    group, name = found
+    names = [name] if name is not None else group_members(f, group)
+    if not names:
+        what = {"outputs": "outputs (the scene has no outputs: list)", "actuators": "actuators"}.get(
+            group, "joint coordinates (/joints/NAME/position: the scene has no one-coordinate joint)"
+        )
+        raise UsageError(f"'{item}': this result file has no {what}", file="--what")
+    stored = f[group]
+    if group == "outputs":
+        return [(n, member(stored, n)[:][:, None], [n]) for n in names]
+    out = []
+    for quantity, title in _GROUP_PANELS[group]:
+        have = [n for n in names if quantity in member(stored, n)]
+        if have:
+            values = np.column_stack([member(stored, n)[quantity][:] for n in have])
+            out.append((title if name is None else f"{name}.{quantity}", values, have))
+    return out
 
 
 def split_items(f: h5py.File, what: str) -> list[str]:
@@ -259,7 +370,9 @@ def series(f: h5py.File, item: str) -> tuple[str, np.ndarray, list[str]]:
     found = _owner(f, item)
     if found is None:
         raise UsageError(
-            f"unknown plot item '{shown(item)}': not a quantity, body or joint of this file", file="--what"
+            f"unknown plot item '{shown(item)}': not a quantity, output, actuator, body or joint of this file",
+            file="--what",
+            hint=did_you_mean(item, plot_items(f)),
         )
     group, owner, parts = found
     stored = member(f[group], owner)

@@ -45,6 +45,20 @@ SUMMARY_KEYS = (
 )
 
 
+OUTPUT_SUMMARIES = ("max_", "min_", "final_")
+
+
+def output_summaries(summary: dict[str, Any]) -> dict[str, float]:
+    """The outputs' ``max_NAME``, ``min_NAME``, ``final_NAME`` of a case's run summary: its
+    ``outputs`` (the worker keeps them apart from the standard numbers, so that no output's name
+    meets one), else (a summary stored without them) its keys with those prefixes that are not a
+    standard number."""
+    kept = summary.get("outputs")
+    if isinstance(kept, dict):
+        return dict(kept)
+    return {k: v for k, v in summary.items() if k.startswith(OUTPUT_SUMMARIES) and k not in SUMMARY_KEYS}
+
+
 @dataclass(slots=True)
 class SweepRow:
     """One case of the sweep.
@@ -66,6 +80,8 @@ class SweepRow:
         case_hash: see mbsim.sweep.cases ('' for a case whose turn never came: the cases are
             derived one at a time, and an interrupted sweep leaves the rest underived).
         steps ... energy_drift: the run summary's numbers (None when the case did not run).
+        outputs: the summaries of the scene's outputs (CONTRACT §8), ``max_NAME``, ``min_NAME``,
+            ``final_NAME`` -> value, in the scene's order (empty when the case did not run).
     """
 
     case: int
@@ -88,6 +104,7 @@ class SweepRow:
     max_velocity_violation: float | None = None
     max_quaternion_norm_error: float | None = None
     energy_drift: float | None = None
+    outputs: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The row as a dict in field order (``dataclasses.asdict`` without its deep copies,
@@ -97,6 +114,7 @@ class SweepRow:
     def set_summary(self, summary: dict[str, Any]) -> None:
         for key in SUMMARY_KEYS:
             setattr(self, key, summary.get(key))
+        self.outputs = output_summaries(summary)
 
     @property
     def asserts_held(self) -> bool:
@@ -222,6 +240,12 @@ TABLES: dict[str, Mark] = {
 }
 
 
+def _output_columns(result: SweepResult) -> list[str]:
+    """The outputs' summaries as columns, after the standard ones: every row's, in the order first
+    met (the cases share one scene, so one set of outputs unless a parameter changes them)."""
+    return list(dict.fromkeys(k for row in result.rows for k in row.outputs))
+
+
 def _cell(value: Any, fmt: str) -> str:
     if isinstance(value, float) and math.isfinite(value) and not fmt:
         return format(value, ".6g")
@@ -265,26 +289,30 @@ def render(result: SweepResult, fmt: str) -> str:
     if fmt == "json":
         return "".join(_json_chunks(result))
     keys = [p["key"] for p in result.params]
+    summaries = _output_columns(result)
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        header = ["case", "file", *keys, *(c[2] for c in _COLUMNS), *(c[1] for c in _CSV_EXTRA)]
+        header = ["case", "file", *keys, *(c[2] for c in _COLUMNS), *(c[1] for c in _CSV_EXTRA), *summaries]
         header += [f"assert: {a}" for a in result.assertions] + ["message", "history"]
         writer.writerow(header)
         for row in result.rows:
             d = row.to_dict()
             cells: list[Any] = [row.case, row.file, *(_csv_value(row.parameters.get(k)) for k in keys)]
             cells += [_csv_value(d[c[0]]) for c in _COLUMNS] + [_csv_value(d[c[0]]) for c in _CSV_EXTRA]
+            cells += [_csv_value(row.outputs.get(k)) for k in summaries]
             cells += [_assert_cell(row, k) for k in range(len(result.assertions))]
             writer.writerow([*cells, row.message, "; ".join(row.history)])
         return buf.getvalue().rstrip("\n")
-    headers = ["case", *keys, *(c[1] for c in _COLUMNS)] + (["asserts"] if result.assertions else [])
-    numeric = [True] + [False] * len(keys) + [bool(c[3]) for c in _COLUMNS] + ([False] if result.assertions else [])
+    headers = ["case", *keys, *(c[1] for c in _COLUMNS), *summaries] + (["asserts"] if result.assertions else [])
+    numeric = [True] + [False] * len(keys) + [bool(c[3]) for c in _COLUMNS] + [True] * len(summaries)
+    numeric += [False] if result.assertions else []
     body = []
     for row in result.rows:
         d = row.to_dict()
         cells = [str(row.case), *(_param_cell(row.parameters.get(k)) for k in keys)]
         cells += [_cell(d[c[0]], c[3]) for c in _COLUMNS]
+        cells += [_cell(row.outputs.get(k), ".6g") for k in summaries]
         if result.assertions:
             held = sum(a["passed"] for a in row.assertions)
             cells.append("n/a" if not row.assertions else ("held" if held == len(row.assertions) else "FAILED"))

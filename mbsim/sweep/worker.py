@@ -85,7 +85,8 @@ class CaseOutcome:
         kind: ``ok``, ``simulation`` (the run failed: exit 3 in ``mbsim run``'s terms), ``scene``
             (the case's scene is wrong: not retried) or ``internal`` (an unforeseen exception).
         message: why it failed ('' when it completed).
-        summary: ``RunSummary.to_dict()`` of the run (None when it did not start).
+        summary: ``RunSummary.to_dict()`` of the run, plus ``outputs``: its outputs' summaries
+            apart (max_NAME ... -> value); None when it did not start.
         data: the bytes of the result file (None when none was written).
         worker: ``host:pid`` that ran it.
         seconds: wall time of the whole task on the worker (files, load, compile, run, read back).
@@ -156,7 +157,10 @@ def run_case(payload: CasePayload) -> CaseOutcome:
         try:
             scene = _lay_out(payload, root / "scene")
             spec = load_scene(str(scene), payload.overrides)
-            summary = run(spec, out, strict=payload.strict).to_dict()
+            ran = run(spec, out, strict=payload.strict)
+            summary = ran.to_dict()
+            # the outputs' summaries also apart: the table's columns, whatever the outputs' names
+            summary["outputs"] = dict(ran.outputs)
         except SceneError as exc:
             outcome.kind, outcome.message = "scene", str(exc)
         except MbsimError as exc:
