@@ -150,6 +150,25 @@ def parse_assertion(text: str) -> Assertion:
     return Assertion(source, expression)
 
 
+def check_output_names(assertions: Iterable[Assertion], outputs: Iterable[str]) -> None:
+    """Every max_/min_/final_ name of the assertions must be a summary of one of the scene's
+    ``outputs`` (CONTRACT §8).
+
+    Raises:
+        UsageError: (exit 2) naming the assertion, with "did you mean" among the names it may use.
+    """
+    known = {f"{prefix}{name}" for prefix in OUTPUT_SUMMARIES for name in outputs}
+    for assertion in assertions:
+        for name in assertion.names:
+            if name not in SUMMARY_NAMES and name not in known:
+                listing = ", ".join(sorted(known)[:12]) or "none: the scene has no outputs"
+                raise UsageError(
+                    f"'{name}' is not a summary of the scene's outputs (their summaries: {listing})",
+                    file=f"--assert '{assertion.text}'",
+                    hint=did_you_mean(name, [*SUMMARY_NAMES, *known]),
+                )
+
+
 def parse_assertions(texts: Iterable[str]) -> tuple[Assertion, ...]:
     """Check every ``--assert`` expression (see :func:`parse_assertion`)."""
     return tuple(parse_assertion(t) for t in texts)
@@ -162,6 +181,7 @@ def evaluate_all(assertions: Iterable[Assertion], summary: Mapping[str, Any]) ->
 
 __all__ = [
     "SUMMARY_NAMES",
+    "check_output_names",
     "Assertion",
     "AssertionOutcome",
     "evaluate_all",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mbsim import errors, interrupts
-from mbsim.assertions import evaluate_all, parse_assertions
+from mbsim.assertions import check_output_names, evaluate_all, parse_assertions
 from mbsim.cli.options import (
     assert_option,
     debug_option,
@@ -109,6 +109,7 @@ def run(
     if export_to is not None:
         check_export_target(export_to)  # a wrong name is refused before the run, not after it
     spec = load_scene(scene, overrides)
+    check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a
     # scene refused while loading does not need
     from mbsim.simulate import output_path, prepare_claimed

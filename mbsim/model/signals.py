@@ -168,12 +168,21 @@ OUTPUT_FIELDS = {
 }
 
 
+# output names whose summaries would be a run summary's own (mbsim.simulate.RunSummary:
+# max_position_violation, ...)
+RESERVED_OUTPUTS = frozenset({"position_violation", "velocity_violation", "quaternion_norm_error"})
+
+
 def read_outputs(ctx: Context, items: list) -> list[tuple[str, Expression]]:
     """The scene's ``outputs:`` list: (name, expression) each, names unique."""
     out: list[tuple[str, Expression]] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(items):
         got = read_mapping(ctx, ("outputs", i), item, OUTPUT_FIELDS)
+        if got["name"] in RESERVED_OUTPUTS:
+            raise ctx.error(
+                ("outputs", i, "name"), f"'{got['name']}' is taken: max_{got['name']} is a run summary's own"
+            )
         if got["name"] in seen:
             raise ctx.error(
                 ("outputs", i, "name"), f"duplicate output name '{got['name']}' (also outputs[{seen[got['name']]}])"

@@ -290,3 +290,20 @@ def test_the_effort_bound_scales_the_recorded_forces(write_scene, mbsim, tmp_pat
         power = f["actuators/a/power"][:] + f["actuators/b/power"][:]
         assert np.max(np.abs(power - 3.0 * f["joints/hinge/velocity"][:])) < 1e-10
         assert f["diagnostics/energy/work"][-1] == pytest.approx(f["diagnostics/energy/kinetic"][-1], rel=1e-9)
+
+
+def test_an_assertion_on_a_misspelt_output_is_exit_2(write_scene, mbsim, tmp_path) -> None:
+    scene = write_scene(
+        PENDULUM.format(
+            end=0.1,
+            step=1e-3,
+            method="lagrange",
+            speed=0,
+            w0=0,
+            joint="",
+            extra="outputs:\n  - {name: turn, value: q.hinge}",
+        )  # fmt: skip
+    )
+    result = mbsim("run", scene, "-o", tmp_path / "x.h5", "--quiet", "--assert", "max_trun < 1")
+    assert result.exit_code == 2 and "did you mean 'max_turn'" in result.stderr, result.stderr
+    assert not (tmp_path / "x.h5").exists()
