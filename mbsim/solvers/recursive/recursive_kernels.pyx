@@ -223,16 +223,21 @@ cdef double _applied_into(FlatModel F, FlatData D, Tree T, TreeData W, double t,
             W.ext[k, r] = 0.0
     for k in range(T.nv):
         W.tau[k] = 0.0
-    if not T.elements and F.njc == 0:
+    if not T.elements and not F.jc_forces:  # nothing acts: the records read the coordinates themselves
         return 0.0
-    frames_into(D, W)
+    # the body frames where an element or a signal reads them
+    if T.elements or F.nsig:
+        frames_into(D, W)
     cdef double[::1] Qc = D.Q
     cdef double[::1] Qn = D.Qn
-    for k in range(Qc.shape[0]):
-        Qc[k] = 0.0
-        Qn[k] = 0.0
+    if T.elements:
+        for k in range(Qc.shape[0]):
+            Qc[k] = 0.0
+            Qn[k] = 0.0
     cdef double power = _tree_forces_into(F, D, T.jc_q, T.jc_v, t, q, v, Qc, Qn, W.tau)
-    return power + _external_into(F, D, T, W, Qc, Qn)  # the elements' forces just computed
+    if T.elements:
+        power += _external_into(F, D, T, W, Qc, Qn)  # the elements' forces just computed
+    return power
 
 
 cdef double _tree_forces_into(FlatModel F, FlatData D, const long long[::1] jc_q, const long long[::1] jc_v, double t,
@@ -248,7 +253,8 @@ cdef double _tree_forces_into(FlatModel F, FlatData D, const long long[::1] jc_q
     for r in range(F.njc):
         D.jc_value[r] = q[jc_q[r]] + F.jc_initial[r]
         D.jc_qd[r] = v[jc_v[r]]
-    signals_into(F, D)
+    if F.nsig:
+        signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
     if F.njc:
         if F.nact:
@@ -597,7 +603,12 @@ cdef void row_into(
         c += 1
     if T.carrier.shape[0]:
         c = _reactions_into(F, T, W, out, c)
-    # CONTRACT §8's columns and the outputs (the evaluation at this state left them in D)
+    # CONTRACT §8's columns and the outputs (the evaluation at this state left them in D, unless
+    # nothing acted on the coordinates: then they are read here)
+    if not T.elements and not F.jc_forces:
+        for r in range(F.njc):
+            D.jc_value[r] = q[T.jc_q[r]] + F.jc_initial[r]
+            D.jc_qd[r] = v[T.jc_v[r]]
     c = driven_columns_into(F, D, out, c)
     outputs_into(F, D, t, out, c)
 
