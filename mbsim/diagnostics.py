@@ -256,13 +256,17 @@ def record_row(
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
     if model.springs or model.outputs:
-        row.update(driven_values(model, data, frames, state.t))
+        row.update(driven_values(model, data, frames, state.t, ev.coordinate_forces))
     return row
 
 
-def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[str, np.ndarray]:
+def driven_values(
+    model: Model, data: Data, frames: Frames, t: float, coordinate_forces: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """CONTRACT §8's values of a recorded state (the keys of :func:`driven_columns`) by the
-    compiled force kernels at its frames (mbsim.model.dynamics.applied_forces)."""
+    compiled force kernels at its frames (mbsim.model.dynamics.applied_forces). The LCP methods
+    give ``coordinate_forces`` (Evaluation.coordinate_forces): the limit forces are theirs, the
+    friction forces theirs plus the viscous friction of the kernels (nonsmooth)."""
     from mbsim.model import step_kernels
     from mbsim.model.dynamics import applied_forces
     from mbsim.model.flat import rows_form
@@ -272,8 +276,12 @@ def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[st
         v = np.concatenate((frames.vel[:nb], frames.omega_body[:nb]), axis=1).reshape(-1)
     else:
         v = np.concatenate((frames.vel[:nb], frames.omega[:nb, None]), axis=1).reshape(-1)
-    joints = applied_forces(model, data, frames, v, t, with_potential=False).joints
+    nonsmooth = coordinate_forces is not None
+    joints = applied_forces(model, data, frames, v, t, with_potential=False, nonsmooth=nonsmooth).joints
     out: dict[str, np.ndarray] = {}
+    if joints is not None and nonsmooth:
+        joints.limit_force = coordinate_forces[0]
+        joints.friction_force = joints.friction_force + coordinate_forces[1]
     if joints is not None:
         coordinate = [j for j in model.joints if j.coordinate_row is not None]
         rows = np.array([j.coordinate_row for j in coordinate], dtype=int)

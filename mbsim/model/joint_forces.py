@@ -176,19 +176,29 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
     minv = np.zeros((model.nv, model.nv))
     for b in range(nb):
         minv[w * b : w * (b + 1), w * b : w * (b + 1)] = model.inv_mass_blocks[b]
-    C = np.zeros((len(rows), model.nv))
-    row_item = {}
-    for p, (first, count) in enumerate(zip(springs.item_row, springs.item_nrow, strict=True)):
-        for a in range(count):
-            row_item[first + a] = p
-    for k, r in enumerate(rows):
-        p = row_item[r]
-        for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
-            if body < nb:
-                C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
+    C = coordinate_jacobian(model, blocks, rows)
     mc = minv @ C.T
     reduced = C @ mc
     if G.shape[0]:
         mg = minv @ G.T
         reduced -= mc.T @ G.T @ np.linalg.lstsq(G @ mg, G @ mc, rcond=1e-12)[0]
     return {r: 1.0 / max(float(reduced[k, k]), 1e-300) for k, r in enumerate(rows)}
+
+
+def coordinate_jacobian(model, blocks, rows):
+    """The Jacobian rows (len(rows), nv), dense, of the joint coordinates ``rows`` from their body
+    blocks (mbsim.model.constraints.spring_rows: each row's body i block, then body j's)."""
+    import numpy as np
+
+    springs = model.springs[0]
+    w, nb = model.body_width, model.nbody
+    item = np.zeros(springs.ncoord, dtype=np.int64)  # the item of each row
+    for p, (first, count) in enumerate(zip(springs.item_row, springs.item_nrow, strict=True)):
+        item[first : first + count] = p
+    C = np.zeros((len(rows), model.nv))
+    for k, r in enumerate(rows):
+        p = item[r]
+        for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
+            if body < nb:
+                C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
+    return C

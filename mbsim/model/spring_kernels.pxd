@@ -101,8 +101,10 @@ cdef inline void actuator_forces_at(const long long[::1] act_row, const long lon
 # coordinates q (unwrapped), rates qd and Jacobian jac (body blocks, above): per row the spring's
 # elastic part -k (q - rest) through J^T into Qc; into Qn the damper -c qd, the actuators' tau, the
 # smooth methods' compliant stop beyond a limit (stop_k, stop_c: a linear spring-damper) and the
-# regularised friction, whose values go to limit_force, friction_force. Returns the springs'
-# potential sum 1/2 k (q - rest)^2.
+# regularised friction, whose values go to limit_force, friction_force. With ``nonsmooth`` (the LCP
+# methods, timestepping and event_driven, whose own rows hold the stops and the Coulomb/Stribeck
+# friction exactly) the stop and the Coulomb/Stribeck part are left out: viscous friction stays.
+# Returns the springs' potential sum 1/2 k (q - rest)^2.
 cdef inline double joint_forces_at(Py_ssize_t nbody, Py_ssize_t w, const long long[::1] bi,
                                    const long long[::1] bj, const long long[::1] row, const long long[::1] nrow,
                                    const double[::1] k, const double[::1] c, const double[::1] rest,
@@ -111,7 +113,8 @@ cdef inline double joint_forces_at(Py_ssize_t nbody, Py_ssize_t w, const long lo
                                    const double[::1] stribeck, const double[::1] viscous,
                                    const double[::1] smoothing, const double[::1] q, const double[::1] qd,
                                    const double[:, ::1] jac, const double[::1] tau, double[::1] limit_force,
-                                   double[::1] friction_force, double[::1] Qc, double[::1] Qn) noexcept nogil:
+                                   double[::1] friction_force, double[::1] Qc, double[::1] Qn,
+                                   bint nonsmooth) noexcept nogil:
     cdef Py_ssize_t p, a, r, side, b, col, m
     cdef Py_ssize_t body[2]
     cdef Py_ssize_t block[2]
@@ -129,13 +132,14 @@ cdef inline double joint_forces_at(Py_ssize_t nbody, Py_ssize_t w, const long lo
             potential += 0.5 * elastic * (q[r] - rest[r])
             # the compliant stop, only beyond a limit
             stop = 0.0
-            if q[r] < lower[r]:
-                stop = stop_k[r] * (lower[r] - q[r]) - stop_c[r] * qd[r]
-            elif q[r] > upper[r]:
-                stop = -stop_k[r] * (q[r] - upper[r]) - stop_c[r] * qd[r]
+            if not nonsmooth:
+                if q[r] < lower[r]:
+                    stop = stop_k[r] * (lower[r] - q[r]) - stop_c[r] * qd[r]
+                elif q[r] > upper[r]:
+                    stop = -stop_k[r] * (q[r] - upper[r]) - stop_c[r] * qd[r]
             # Coulomb with the Stribeck curve F(|qd|), viscous below the smoothing rate; viscous friction
             friction = -viscous[r] * qd[r]
-            if coulomb[r] > 0.0 or static[r] > 0.0:
+            if (coulomb[r] > 0.0 or static[r] > 0.0) and not nonsmooth:
                 speed = fabs(qd[r])
                 slide = coulomb[r]
                 if stribeck[r] > 0.0:

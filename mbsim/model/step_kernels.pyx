@@ -332,7 +332,8 @@ cdef void signals_into(FlatModel F, FlatData D) noexcept nogil:
 # The forces on the joint coordinates (coordinates, signals and element forces done): the
 # actuators' into D.act_force and D.jc_tau, then every row's through J^T into Qc (springs) and Qn;
 # returns the springs' potential.
-cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
+cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn,
+                              bint nonsmooth) noexcept nogil:
     if F.njc == 0:
         return 0.0
     if F.nact:
@@ -344,7 +345,7 @@ cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc,
     return joint_forces_at(F.nbody, 6 if F.dim == 3 else 3, F.jc_bi, F.jc_bj, F.jc_row, F.jc_nrow, F.jc_stiffness,
                            F.jc_damping, F.jc_rest, F.jc_lower, F.jc_upper, F.jc_stop_k, F.jc_stop_c, F.jc_coulomb,
                            F.jc_static, F.jc_stribeck, F.jc_viscous, F.jc_smoothing, D.jc_value, D.jc_qd, D.jc_jac,
-                           D.jc_tau, D.jc_limit_force, D.jc_friction_force, Qc, Qn)
+                           D.jc_tau, D.jc_limit_force, D.jc_friction_force, Qc, Qn, nonsmooth)
 
 
 # The outputs' values (mbsim.model.signals) into out[start:], after a force evaluation at the
@@ -402,8 +403,9 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
     coordinates_into(F, D, t, v)
     signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
-    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn
-    joint_forces_into(F, D, t, Qc, Qn)
+    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn (the
+    # compiled step is the smooth methods': their compliant stops and regularised friction)
+    joint_forces_into(F, D, t, Qc, Qn, False)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]
@@ -448,8 +450,9 @@ cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) 
 # (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.spring_reference).
 # Returns their potential (spring-dampers and joint springs). The actuators' forces, the
 # coordinates and the stop and friction forces are left in D (read right after, holding the GIL).
+# ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck friction.
 def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] v, reference, double[::1] Qc,
-                   double[::1] Qn) -> float:
+                   double[::1] Qn, bint nonsmooth=False) -> float:
     cdef Py_ssize_t r
     cdef double potential
     cdef const double[::1] ref
@@ -466,7 +469,7 @@ def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] 
         coordinates_into(F, D, t, v)
         signals_into(F, D)
         element_forces_into(F, D, t, Qc, Qn)
-        potential = joint_forces_into(F, D, t, Qc, Qn)
+        potential = joint_forces_into(F, D, t, Qc, Qn, nonsmooth)
         if F.sd_k.shape[0]:
             potential += spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k,
                                                     F.sd_rest)
