@@ -152,36 +152,45 @@ class Solver(SolverBase):
         P_E = np.zeros(m.nc)
         P_C = np.zeros(0)
         iterations = 0
-        # the joint coordinates' stops (unilateral) and friction (box) rows after the contacts'
-        J_X, b_X, stops, bound = self._coordinate_rows(frames, t_mid, v, v_free, h)
-        nx = len(b_X)
-        if k or nx:
-            blocks, b_C = [], np.zeros(0)
-            if k:
-                J_N, J_T = self._contact_rows(frames, batch)
-                blocks = [J_N, J_T]
-                b_C = np.concatenate(
-                    (
-                        (J_N @ v_free)
-                        - self._target(J_N @ v, J_N @ v_free, batch.gap, self.restitution[batch.entry], h),
-                        J_T @ v_free,
-                    )
-                )
-            J_C = _vstack([*blocks, J_X] if nx else blocks)
-            b_C = np.concatenate((b_C, b_X))
-            A = _schur_product(m, J_C)
-            if m.nc:
-                A, b_C, eliminate = self._eliminate(J_E, J_C, A, b_C, v_free, phi_t)
-            P_C, iterations = self._solve_lcp(A, b_C, batch, k, state.t, len(stops), bound)
-            if m.nc:
-                P_E = eliminate(P_C)
-            impulse = (J_C.T @ P_C) + (J_E.T @ P_E if m.nc else 0.0)
-        elif m.nc:
-            P_E = self._joint_impulses(J_E, v_free, phi_t)
-            impulse = J_E.T @ P_E
-        else:
-            impulse = np.zeros(m.nv)
-        v_new = v_free + inverse_mass_times(m, impulse)
+        blocks, b_K = [], np.zeros(0)
+        if k:
+            J_N, J_T = self._contact_rows(frames, batch)
+            blocks = [J_N, J_T]
+            target = self._target(J_N @ v, J_N @ v_free, batch.gap, self.restitution[batch.entry], h)
+            b_K = np.concatenate(((J_N @ v_free) - target, J_T @ v_free))
+        # the joint coordinates' stops (unilateral) and friction (box) rows after the contacts'; a
+        # stop left out (farther than the step reaches) that the others' impulses would still close
+        # within the step (a link yanked by its neighbour's impact) is taken in and the LCP solved again
+        at = self._coordinate_state(frames, t_mid)
+        stops = np.zeros(0, dtype=np.int64)
+        if at:
+            speed = np.maximum(np.abs(at[1] @ v), np.abs(at[1] @ v_free))
+            stops = np.flatnonzero(at[0] <= self.margin + h * speed)
+        while True:
+            J_X, b_X, bound = self._coordinate_rows(at, stops, v, v_free, h)
+            nx = len(b_X)
+            if k or nx:
+                J_C = _vstack([*blocks, J_X] if nx else blocks)
+                b_C = np.concatenate((b_K, b_X))
+                A = _schur_product(m, J_C)
+                if m.nc:
+                    A, b_C, eliminate = self._eliminate(J_E, J_C, A, b_C, v_free, phi_t)
+                P_C, iterations = self._solve_lcp(A, b_C, batch, k, state.t, len(stops), bound)
+                if m.nc:
+                    P_E = eliminate(P_C)
+                impulse = (J_C.T @ P_C) + (J_E.T @ P_E if m.nc else 0.0)
+            elif m.nc:
+                P_E = self._joint_impulses(J_E, v_free, phi_t)
+                impulse = J_E.T @ P_E
+            else:
+                impulse = np.zeros(m.nv)
+            v_new = v_free + inverse_mass_times(m, impulse)
+            if not at:
+                break
+            missed = np.setdiff1d(np.flatnonzero(at[0] + 0.5 * h * (at[1] @ v_new) < 0.0), stops)
+            if len(missed) == 0:
+                break
+            stops = np.union1d(stops, missed)
         q_new = m.normalize(m.retract(q_mid, 0.5 * h * v_new))
         # §3: the drift of the joints is projected out before the next step's LCP (and so before
         # this state is recorded): positions, then velocities, in the mass-matrix norm
@@ -229,23 +238,27 @@ class Solver(SolverBase):
         open_target = np.where(closes & (e > 0.0), bounce, land)
         return np.where(closed, np.maximum(bounce, correction), open_target)
 
-    def _coordinate_rows(self, frames, t: float, v: np.ndarray, v_free: np.ndarray, h: float):
-        """The joint coordinates' rows at the midpoint (mbsim.solvers.numerics.joint_rows): the
-        stops that can close within the step (gap <= margin + h |rate|), unilateral with the
+    def _coordinate_state(self, frames, t: float):
+        """(stop gaps, stop rows, friction rows) of the joint coordinates at the midpoint
+        (mbsim.solvers.numerics.joint_rows), or None without stops and friction."""
+        if not self.coordinates:
+            return None
+        reference = self.data.spring_reference[0] if self.data.spring_reference else None
+        return self.coordinates.at(frames, t, reference)
+
+    def _coordinate_rows(self, at, stops: np.ndarray, v: np.ndarray, v_free: np.ndarray, h: float):
+        """The LCP rows of the joint coordinates: the ``stops`` (indices), unilateral with the
         contacts' target velocities, then the friction rows, c v+ = 0 within |P| <= F(|c v|) h
         (the Stribeck curve at the step's start rate: the static force at rest). Returns
-        (rows (nx, nv), b (nx,): w = rows v_free - target, the stops taken (indices), bounds)."""
-        rows = self.coordinates
-        if not rows:
-            return np.zeros((0, self.model.nv)), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
-        reference = self.data.spring_reference[0] if self.data.spring_reference else None
-        gap, G, C = rows.at(frames, t, reference)
-        rate, rate_free = G @ v, G @ v_free
-        stops = np.flatnonzero(gap <= self.margin + h * np.maximum(np.abs(rate), np.abs(rate_free)))
+        (rows (nx, nv), b (nx,): w = rows v_free - target, bounds of the friction rows)."""
+        if not at:
+            return np.zeros((0, self.model.nv)), np.zeros(0), np.zeros(0)
+        gap, G, C = at
         G = G[stops]
-        target = self._target(rate[stops], rate_free[stops], gap[stops], rows.stop_restitution[stops], h)
-        b = np.concatenate((rate_free[stops] - target, C @ v_free))
-        return np.vstack((G, C)), b, stops, rows.friction_bound(C @ v) * h
+        rate, rate_free = G @ v, G @ v_free
+        target = self._target(rate, rate_free, gap[stops], self.coordinates.stop_restitution[stops], h)
+        b = np.concatenate((rate_free - target, C @ v_free))
+        return np.vstack((G, C)), b, self.coordinates.friction_bound(C @ v) * h
 
     def _eliminate(self, J_E, J_C, A_CC, b_C, v_free, phi_t):
         """Eliminate the joint rows: P_E = -A_EE^+ (A_EC P_C + b_E); returns the reduced problem."""
