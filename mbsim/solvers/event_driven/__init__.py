@@ -527,10 +527,11 @@ class Solver(SolverBase):
         stick = np.flatnonzero(self.fmode == 0)
         if len(stick):
             f = self._solve(t, q, v).friction
-            bound = self.coordinates.friction_bound(np.zeros(len(f)))  # the breakaway force F(0)
-            slack = FORCE_TOL * float(np.max(bound))
+            # the breakaway force F(0); no slack (a constant bound, no redundant set to share it):
+            # the event is where the force reaches it (_friction_modes takes that as a slip)
+            bound = self.coordinates.friction_bound(np.zeros(len(f)))
             for i in stick:
-                values[("joint stick", int(i))] = bound[i] - abs(float(f[i])) + slack
+                values[("joint stick", int(i))] = bound[i] - abs(float(f[i]))
         slide = np.flatnonzero(self.fmode != 0)
         if len(slide):
             rate = self._coordinate_rows(self.model.frames(q, v))[2] @ v
@@ -567,7 +568,6 @@ class Solver(SolverBase):
             onset.update(int(i) for i in over)
         t = state.t
         changed = np.flatnonzero(self.fmode != old) if self._friction_known else []
-        self._friction_known = True  # the start's modes are no events
         for i in changed:
             name = self.coordinates.friction_name[i]
             if self.fmode[i] == 0:
@@ -578,13 +578,17 @@ class Solver(SolverBase):
     # ------------------------------------------------------------------ the step
 
     def initial_state(self) -> State:
-        return State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
+        state = State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
+        if self.coordinates.nfriction:  # the joint friction's modes of the start (its record), no events
+            self._friction_modes(state, [])
+        return state
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         m = self.model
         if not self._started:  # the modes of the start state (and an impact at t = 0)
             self._started = True
             state = self._event(state, [])
+            self._friction_known = True  # the start's joint friction modes are no events
         y0 = np.concatenate((state.q, state.v, (state.work,)))
         t0 = state.t
         if self._adaptive is not None:
