@@ -276,3 +276,33 @@ def test_block_breaks_away_at_the_static_force(run_scene, method) -> None:
         moving = t[np.flatnonzero(qd > 0.0)[0]]
         assert 1.0 <= moving <= 1.0 + 1e-3 + 1e-12
     assert res["joints/slide/friction_force"][-1] == pytest.approx(-3.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", quick(["event_driven", "timestepping"], keep="event_driven"))
+def test_pendulum_with_joint_friction_meets_its_stop_with_the_work_left(run_scene, method) -> None:
+    """3D hinge with Coulomb friction F_c = 0.2 N m falling 1 rad onto its stop (e = 0.5): it meets
+    the stop at w1 = sqrt(2 (m g d sin 1 - F_c 1) / I) (the friction's work over the fall) and
+    rebounds at e w1 (event_driven 1e-9, timestepping 1 %); it comes to rest on the stop, which
+    then holds the whole gravity moment (the friction, statically indeterminate beside the stop's
+    force, is taken as 0), and total - work stays constant (event_driven, 1e-8 relative)."""
+    scene = _pendulum(method, 2.0, G, 0.0, {"lower": -1.0, "restitution": 0.5})
+    scene["dimension"] = 3
+    scene["gravity"] = [0.0, -G, 0.0]
+    scene["bodies"][0].update(inertia=[0.1, 0.1, 0.1], position=[0.5, 0.0, 0.0], velocity=[0.0, 0.0, 0.0])
+    del scene["bodies"][0]["angular_velocity"]
+    scene["joints"][0].update(point=[0.0, 0.0, 0.0], axis=[0.0, 0.0, 1.0], friction={"coulomb": 0.2})
+    _, res = run_scene(scene)
+    t, q, qd = res.time, res["joints/hinge/position"], res["joints/hinge/velocity"]
+    w1 = math.sqrt(2.0 * (2.0 * G * 0.5 * math.sin(1.0) - 0.2 * 1.0) / I_HINGE)
+    if method == "event_driven":
+        times, kinds = res["events/time"], _names(res["events/kind"])
+        assert kinds[0] == "limit"
+        assert qd[np.searchsorted(t, times[0])] == pytest.approx(0.5 * w1, abs=1e-9 * w1)
+        drift = res["diagnostics/energy/total"] - res["diagnostics/energy/work"]
+        assert np.max(np.abs(drift - drift[0])) < 1e-8 * 0.5 * I_HINGE * w1**2
+    else:
+        _, rates = _rebounds(t, qd)
+        assert rates[0] == pytest.approx(0.5 * w1, rel=0.01)
+    assert q[-1] == pytest.approx(-1.0, abs=1e-9) and abs(qd[-1]) < 1e-9
+    assert res["joints/hinge/limit_force"][-1] == pytest.approx(2.0 * G * 0.5 * math.cos(1.0), rel=1e-9)
+    assert res["joints/hinge/friction_force"][-1] == 0.0

@@ -119,6 +119,7 @@ FORCE_TOL = 1e-9  # a closed contact detaches (or slips) below -FORCE_TOL times 
 MAX_EVENTS_AT_ONCE = 50  # events at one time without progress: the run fails instead of looping
 ONSET_ITERATIONS = 20  # rounds over the contacts that start to slip (_modes)
 ONSET_SAMPLES = 36  # angles sampled for a slip's direction at onset (_onset_direction)
+HELD = 2.0  # a joint friction mode (Solver.fmode): the coordinate rests on a closed stop
 
 
 @dataclass
@@ -205,8 +206,8 @@ class Solver(SolverBase):
         self._impacts: dict[int, list[float]] = {}  # impact times per feature (accumulation)
         self._started = False
         self._at_once = (None, 0)
-        # joint friction per frictional coordinate: 0 sticking, +-1 sliding with qd of that sign
-        # (decided at every event: _friction_modes; sliding until the first)
+        # joint friction per frictional coordinate: 0 sticking, +-1 sliding with qd of that sign,
+        # HELD resting on a closed stop (decided at every event: _friction_modes)
         self.fmode = np.ones(self.coordinates.nfriction)
         self._friction_known = False
 
@@ -327,11 +328,11 @@ class Solver(SolverBase):
         if len(friction):
             C = self._coordinate_rows(frames)[2]
             rate = C @ v
-            slide = self.fmode != 0
+            slide = np.abs(self.fmode) == 1
             friction[slide] = -self.fmode[slide] * self.coordinates.friction_bound(rate)[slide]
             Q = Q + C.T @ friction
             friction_power = float(friction @ rate)
-            stick = np.flatnonzero(~slide)
+            stick = np.flatnonzero(self.fmode == 0)
         cv = constraint_values(m, frames, t) if m.nc else None
         joints = MinNorm(m, cv.jacobian, self.rank_tol) if m.nc else None
         a0 = self._response(joints, Q[:, None])[:, 0]
@@ -460,7 +461,7 @@ class Solver(SolverBase):
                     open_[("slide", int(key))] = float(np.linalg.norm(rows.tangent[c] @ v))
         if self.coordinates.nfriction:  # the sliding joint coordinates' rates at the start
             rate = self._coordinate_rows(frames)[2] @ v
-            for i in np.flatnonzero(self.fmode != 0):
+            for i in np.flatnonzero(np.abs(self.fmode) == 1):
                 open_[("joint slide", int(i))] = abs(float(rate[i]))
         return open_
 
@@ -532,7 +533,7 @@ class Solver(SolverBase):
             bound = self.coordinates.friction_bound(np.zeros(len(f)))
             for i in stick:
                 values[("joint stick", int(i))] = bound[i] - abs(float(f[i]))
-        slide = np.flatnonzero(self.fmode != 0)
+        slide = np.flatnonzero(np.abs(self.fmode) == 1)
         if len(slide):
             rate = self._coordinate_rows(self.model.frames(q, v))[2] @ v
             for i in slide:
@@ -553,6 +554,11 @@ class Solver(SolverBase):
         old = self.fmode.copy()
         moving = np.abs(rate) > self.velocity_tol
         self.fmode = np.where(moving, np.sign(rate), 0.0)
+        # resting on a closed stop, the stop holds the coordinate: the friction, then statically
+        # indeterminate with the stop's force, is taken as 0 (its stick row would be the stop's row)
+        closed = {-1 - int(key) for key in self.modes if key < 0}
+        held = [i for i, stops in enumerate(self.coordinates.friction_stops) if closed.intersection(stops)]
+        self.fmode[held] = HELD
         bound = self.coordinates.friction_bound(np.zeros(len(rate)))
         reached = np.zeros(len(rate), dtype=bool)
         reached[[i for kind, i in triggers if kind == "joint stick"]] = True
@@ -567,7 +573,7 @@ class Solver(SolverBase):
             self.fmode[over] = -np.sign(f[over])  # the slip goes where the held force would push
             onset.update(int(i) for i in over)
         t = state.t
-        changed = np.flatnonzero(self.fmode != old) if self._friction_known else []
+        changed = np.flatnonzero((self.fmode != old) & (self.fmode != HELD)) if self._friction_known else []
         for i in changed:
             name = self.coordinates.friction_name[i]
             if self.fmode[i] == 0:

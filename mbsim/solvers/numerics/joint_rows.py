@@ -46,6 +46,8 @@ class JointRows:
             rough = np.zeros(0, dtype=np.int64)
         self.friction_row = rough.astype(np.int64)
         self.friction_name = [names.get(int(r), f"coordinate {r}") for r in self.friction_row]
+        # the stops of each frictional coordinate (indices into the stops)
+        self.friction_stops = [set(np.flatnonzero(self.stop_row == r).tolist()) for r in self.friction_row]
         if springs is not None:
             self.coulomb, self.static = springs.coulomb[rough], springs.static[rough]
             self.stribeck = springs.stribeck[rough]
