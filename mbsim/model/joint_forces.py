@@ -13,11 +13,14 @@ and opposite wrenches about or along the joint's axis). Per row, by mbsim.model.
   ``STOP_PERIOD`` for the joint's effective inertia m at t = 0, k_s = m (2 pi / T)^2, and the
   damping gives the restitution e of a linear spring-damper impact, c_s = 2 zeta sqrt(k_s m) with
   zeta = -ln e / sqrt(pi^2 + ln^2 e) (zeta = 1 for e = 0); both may be given. The LCP methods
-  (timestepping, event_driven) treat limits as unilateral contacts instead;
+  (timestepping, event_driven) treat limits as unilateral contacts instead
+  (mbsim.solvers.numerics.joint_rows; their force evaluations pass nonsmooth=True);
 - friction, in the smooth methods regularised: the Coulomb (and Stribeck) force is
   -F(|qd|) qd / max(|qd|, v_s) with v_s = ``smoothing`` -- viscous below v_s, so a joint held by
   a force F < F_c creeps at about v_s F / F_c instead of sticking --, plus -viscous qd;
   F(v) = F_c + (F_s - F_c) exp(-(v / v_st)^2) with a Stribeck velocity v_st (Armstrong-Helouvry);
+  the LCP methods bound the Coulomb/Stribeck force by F exactly instead (sticking at rest), and
+  keep the viscous part as a force;
 - effort: the actuators' summed force on the coordinate is clamped to [-effort, effort] (URDF
   ``<limit effort>``).
 """

@@ -49,7 +49,15 @@ t_k + d_k r / (1 - r) with d_k the last flight and r = d_k / d_(k-1) (the time o
 itself when there are fewer than three impacts or the flights do not shrink); the body then
 rests, having moved by at most its last bounce height (u^2 / 2 g: 5e-12 m at 1e-5 m/s).
 
-Recorded: /events/time, kind (impact, detach, stick, slip, accumulation) and contact (its name),
+Joint limits (CONTRACT §8; mbsim.solvers.numerics.joint_rows) are frictionless contacts among
+the contacts: entries after model.contacts', features -1 - stop, gap q - lower (or upper - q) and
+normal row +c (or -c), so the same events, impacts (recorded as ``limit``), closed modes and
+accumulation apply. Joint Coulomb/Stribeck friction has modes of its own (fmode): sticking, its
+row c v_dot = -dc/dt v closed with the contacts' rows while |f| < F_s (event ('joint stick', i));
+sliding with -s F(|qd|) applied while s qd > 0 (event ('joint slide', i)); held by a closed stop.
+Decided after the contacts' modes at every event (_friction_modes); stick and slip are recorded.
+
+Recorded: /events/time, kind (impact, limit, detach, stick, slip, accumulation) and contact (its name),
 in time order; the work of impacts (the kinetic energy they remove) and of sliding friction goes
 to the energy bookkeeping, so that total - work stays constant.
 """

@@ -39,6 +39,14 @@ would otherwise end in penetration. Contacts are searched within ``margin`` plus
 the bodies can travel in the step, (|v| + |omega| R) h, with v the larger of the step's start
 velocity and the velocity the forces alone would give.
 
+Joint limits and joint friction (CONTRACT §8; mbsim.solvers.numerics.joint_rows): rows after the
+contacts' in the same LCP, the force evaluation leaving out the smooth methods' compliant stops
+and regularised friction. A stop (gap q - lower, row +c; upper - q, row -c) is a unilateral row
+with the contacts' target velocity and the limit's restitution, taken when its gap is within
+``margin`` plus the step's travel, or when the solved impulses would still close it within the
+step (then solved again); friction is a box row c v+ = 0, |P| <= F(|c v|) h with the Stribeck
+curve F at the step's start rate. Their impulses over h are the recorded limit and friction forces.
+
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
 step's normal impulses) and LCP iterations (PGS sweeps or Lemke pivots). The work of contact
