@@ -257,7 +257,9 @@ class Solver(SolverBase):
     def _coordinate_rows(self, at, stops: np.ndarray, v: np.ndarray, v_free: np.ndarray, h: float):
         """The LCP rows of the joint coordinates: the ``stops`` (indices), unilateral with the
         contacts' target velocities, then the friction rows, c v+ = 0 within |P| <= F(|c v|) h
-        (the Stribeck curve at the step's start rate: the static force at rest). Returns
+        (the Stribeck curve at the step's start rate: the static force at rest; 0 for a coordinate
+        resting on a closed stop, which holds it: the stop's and the friction's forces are then
+        statically indeterminate, and a stabilising stop would fight a sticking row). Returns
         (rows (nx, nv), b (nx,): w = rows v_free - target, bounds of the friction rows)."""
         if not at:
             return np.zeros((0, self.model.nv)), np.zeros(0), np.zeros(0)
@@ -266,7 +268,10 @@ class Solver(SolverBase):
         rate, rate_free = G @ v, G @ v_free
         target = self._target(rate, rate_free, gap[stops], self.coordinates.stop_restitution[stops], h)
         b = np.concatenate((rate_free - target, C @ v_free))
-        return np.vstack((G, C)), b, self.coordinates.friction_bound(C @ v) * h
+        bound = self.coordinates.friction_bound(C @ v) * h
+        closed = set(stops[gap[stops] <= 0.0].tolist())
+        bound[[i for i, own in enumerate(self.coordinates.friction_stops) if closed & own]] = 0.0
+        return np.vstack((G, C)), b, bound
 
     def _eliminate(self, J_E, J_C, A_CC, b_C, v_free, phi_t):
         """Eliminate the joint rows: P_E = -A_EE^+ (A_EC P_C + b_E); returns the reduced problem."""
