@@ -572,12 +572,12 @@ class Solver(SolverBase):
         reached[[i for kind, i in triggers if kind == "joint stick"]] = True
         onset = set()
         for _ in range(ONSET_ITERATIONS):
-            f = np.abs(self._solve(state.t, state.q, state.v).friction)
-            over = (f > bound * (1.0 + 1e-9)) | (reached & (f >= bound * (1.0 - 1e-6)))
+            f = self._solve(state.t, state.q, state.v).friction
+            size = np.abs(f)
+            over = (size > bound * (1.0 + 1e-9)) | (reached & (size >= bound * (1.0 - 1e-6)))
             over = np.flatnonzero((self.fmode == 0) & over)
             if len(over) == 0:
                 break
-            f = self._solve(state.t, state.q, state.v).friction
             self.fmode[over] = -np.sign(f[over])  # the slip goes where the held force would push
             onset.update(int(i) for i in over)
         t = state.t
