@@ -256,13 +256,18 @@ def record_row(
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
     if (model.springs or model.outputs) and not (ev.datasets and DRIVEN_KEYS & set(ev.datasets)):
-        row.update(driven_values(model, data, frames, state.t))  # unless the method gave them
+        # unless the method gave them (recursive); the LCP methods' own limit and friction forces
+        row.update(driven_values(model, data, frames, state.t, ev.coordinate_forces))
     return row
 
 
-def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[str, np.ndarray]:
+def driven_values(
+    model: Model, data: Data, frames: Frames, t: float, coordinate_forces: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """CONTRACT §8's values of a recorded state (the keys of :func:`driven_columns`) by the
-    compiled force kernels at its frames (mbsim.model.dynamics.applied_forces)."""
+    compiled force kernels at its frames (mbsim.model.dynamics.applied_forces). The LCP methods
+    give ``coordinate_forces`` (Evaluation.coordinate_forces): the limit forces are theirs, the
+    friction forces theirs plus the viscous friction of the kernels (nonsmooth)."""
     from mbsim.model.dynamics import applied_forces
     from mbsim.model.flat import rows_form
 
@@ -271,9 +276,20 @@ def driven_values(model: Model, data: Data, frames: Frames, t: float) -> dict[st
         v = np.concatenate((frames.vel[:nb], frames.omega_body[:nb]), axis=1).reshape(-1)
     else:
         v = np.concatenate((frames.vel[:nb], frames.omega[:nb, None]), axis=1).reshape(-1)
-    applied_forces(model, data, frames, v, t, with_potential=False)
+    nonsmooth = coordinate_forces is not None
+    applied_forces(model, data, frames, v, t, with_potential=False, nonsmooth=nonsmooth)
     form = rows_form(model)
-    return driven_values_in(model, form.flat, form.data, t)
+    out = driven_values_in(model, form.flat, form.data, t)
+    if nonsmooth and form.flat.njc:  # the LCP rows' forces (per coordinate row) in place of the smooth ones
+        coordinate = coordinate_joints(model)
+        limited = np.array([j.coordinate_row for j in coordinate if j.limits is not None], dtype=int)
+        frictional = np.array([j.coordinate_row for j in coordinate if has_friction(j.friction)], dtype=int)
+        if len(limited):
+            out["joints/{limited}/limit_force"] = coordinate_forces[0][limited]
+        if len(frictional):
+            key = "joints/{frictional}/friction_force"
+            out[key] = out[key] + coordinate_forces[1][frictional]
+    return out
 
 
 def driven_values_in(model: Model, flat, D, t: float) -> dict[str, np.ndarray]:

@@ -148,10 +148,18 @@ class JointForceValues:
 
 
 def applied_forces(
-    model: Model, data: Data, frames: Frames, v: np.ndarray, t: float, with_potential: bool = True
+    model: Model,
+    data: Data,
+    frames: Frames,
+    v: np.ndarray,
+    t: float,
+    with_potential: bool = True,
+    nonsmooth: bool = False,
 ) -> AppliedForces:
     """Gravity, force elements and joint springs at one state (rotational parts in body axes)
-    of a run (``data``: its spring references; the compliant contacts' counters are written there)."""
+    of a run (``data``: its spring references; the compliant contacts' counters are written there).
+    ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck
+    joint friction, which their own rows apply (mbsim.solvers.numerics.joint_rows)."""
     nb, d, w = model.nbody, model.dimension, model.body_width
     cons = np.zeros((nb + 1, w))
     nonc = np.zeros((nb + 1, w))
@@ -171,7 +179,7 @@ def applied_forces(
     form = rows_form(model)
     reference = data.spring_reference[0] if data.spring_reference else None
     v = np.ascontiguousarray(v, dtype=float)
-    potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn)
+    potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn, nonsmooth)
     joints = None
     if form.flat.njc:
         D = form.data
@@ -192,14 +200,16 @@ def generalized_forces(
     t: float,
     with_potential: bool = True,
     applied: AppliedForces | None = None,
+    nonsmooth: bool = False,
 ) -> ForceValues:
     """All applied and inertial generalized forces at one state.
 
     ``with_potential=False`` skips the gravity potential (the right-hand side does not need it);
-    ``applied`` reuses applied forces already computed at this state.
+    ``applied`` reuses applied forces already computed at this state; ``nonsmooth``: as
+    :func:`applied_forces`'s.
     """
     if applied is None:
-        applied = applied_forces(model, data, frames, v, t, with_potential)
+        applied = applied_forces(model, data, frames, v, t, with_potential, nonsmooth)
     Q = applied.conservative + applied.nonconservative
     if model.dimension == 3:  # gyroscopic term -omega x (I omega), body axes
         nb = model.nbody

@@ -13,11 +13,14 @@ and opposite wrenches about or along the joint's axis). Per row, by mbsim.model.
   ``STOP_PERIOD`` for the joint's effective inertia m at t = 0, k_s = m (2 pi / T)^2, and the
   damping gives the restitution e of a linear spring-damper impact, c_s = 2 zeta sqrt(k_s m) with
   zeta = -ln e / sqrt(pi^2 + ln^2 e) (zeta = 1 for e = 0); both may be given. The LCP methods
-  (timestepping, event_driven) treat limits as unilateral contacts instead;
+  (timestepping, event_driven) treat limits as unilateral contacts instead
+  (mbsim.solvers.numerics.joint_rows; their force evaluations pass nonsmooth=True);
 - friction, in the smooth methods regularised: the Coulomb (and Stribeck) force is
   -F(|qd|) qd / max(|qd|, v_s) with v_s = ``smoothing`` -- viscous below v_s, so a joint held by
   a force F < F_c creeps at about v_s F / F_c instead of sticking --, plus -viscous qd;
   F(v) = F_c + (F_s - F_c) exp(-(v / v_st)^2) with a Stribeck velocity v_st (Armstrong-Helouvry);
+  the LCP methods bound the Coulomb/Stribeck force by F exactly instead (sticking at rest), and
+  keep the viscous part as a force;
 - effort: the actuators' summed force on the coordinate is clamped to [-effort, effort] (URDF
   ``<limit effort>``).
 """
@@ -187,16 +190,7 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
     minv = np.zeros((model.nv, model.nv))
     for b in range(nb):
         minv[w * b : w * (b + 1), w * b : w * (b + 1)] = model.inv_mass_blocks[b]
-    C = np.zeros((len(rows), model.nv))
-    row_item = {}
-    for p, (first, count) in enumerate(zip(springs.item_row, springs.item_nrow, strict=True)):
-        for a in range(count):
-            row_item[first + a] = p
-    for k, r in enumerate(rows):
-        p = row_item[r]
-        for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
-            if body < nb:
-                C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
+    C = coordinate_jacobian(model, blocks, rows)
     # c P c^T is linear in M^-1: computed with M^-1 scaled to order 1 (masses of 1e300 kg or
     # 1e-300 kg would under- or overflow the products), then scaled back
     scale = float(np.max(np.abs(minv))) or 1.0
@@ -211,3 +205,22 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
             except (np.linalg.LinAlgError, ValueError):  # absurd mass properties: no default then
                 reduced = np.full_like(reduced, np.nan)
         return {r: 1.0 / scale / float(reduced[k, k]) if reduced[k, k] > 0 else math.nan for k, r in enumerate(rows)}
+
+
+def coordinate_jacobian(model, blocks, rows):
+    """The Jacobian rows (len(rows), nv), dense, of the joint coordinates ``rows`` from their body
+    blocks (mbsim.model.constraints.spring_rows: each row's body i block, then body j's)."""
+    import numpy as np
+
+    springs = model.springs[0]
+    w, nb = model.body_width, model.nbody
+    item = np.zeros(springs.ncoord, dtype=np.int64)  # the item of each row
+    for p, (first, count) in enumerate(zip(springs.item_row, springs.item_nrow, strict=True)):
+        item[first : first + count] = p
+    C = np.zeros((len(rows), model.nv))
+    for k, r in enumerate(rows):
+        p = item[r]
+        for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
+            if body < nb:
+                C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
+    return C

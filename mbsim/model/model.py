@@ -76,6 +76,10 @@ class Evaluation:
     reactions: tuple[np.ndarray, np.ndarray] | None = None
     datasets: dict[str, Any] | None = None  # more rows of the method's own: path -> value (as record_row's)
     q_recorded: np.ndarray | None = None  # /q when it is not the state's q (joint coordinates from `initial`)
+    # the LCP methods (timestepping, event_driven): the forces of their joint-limit and joint-friction
+    # rows per joint coordinate, (limit (ncoord,), friction (ncoord,)); their force evaluations
+    # leave out the smooth methods' compliant stops and regularised friction (nonsmooth=True)
+    coordinate_forces: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass

@@ -104,20 +104,25 @@ cdef inline void actuator_forces_at(FlatModel F, FlatData D) noexcept nogil:
 # returns the spring's elastic part -k (q - rest); into *other the rest: the damper -c qd, the
 # actuators' D.jc_tau[r], the smooth methods' compliant stop beyond a limit (stop_k, stop_c: a
 # linear spring-damper) and the regularised friction, whose values go to D.jc_limit_force and
-# D.jc_friction_force.
-cdef inline double coordinate_force_at(FlatModel F, FlatData D, Py_ssize_t r, double *other) noexcept nogil:
+# D.jc_friction_force. With ``nonsmooth`` (the LCP methods, timestepping and event_driven, whose own
+# rows hold the stops and the Coulomb/Stribeck friction exactly) the stop and the Coulomb/Stribeck
+# part are left out: viscous friction stays.
+cdef inline double coordinate_force_at(FlatModel F, FlatData D, Py_ssize_t r, double *other,
+                                       bint nonsmooth) noexcept nogil:
     cdef double q = D.jc_value[r]
     cdef double qd = D.jc_qd[r]
     cdef double stop = 0.0
     cdef double friction, slide, speed, ratio
     # the compliant stop, only beyond a limit
-    if q < F.jc_lower[r]:
+    if nonsmooth:
+        pass
+    elif q < F.jc_lower[r]:
         stop = F.jc_stop_k[r] * (F.jc_lower[r] - q) - F.jc_stop_c[r] * qd
     elif q > F.jc_upper[r]:
         stop = -F.jc_stop_k[r] * (q - F.jc_upper[r]) - F.jc_stop_c[r] * qd
     # viscous friction; Coulomb with the Stribeck curve F(|qd|), viscous below the smoothing rate
     friction = -F.jc_viscous[r] * qd
-    if F.jc_coulomb[r] > 0.0 or F.jc_static[r] > 0.0:
+    if (F.jc_coulomb[r] > 0.0 or F.jc_static[r] > 0.0) and not nonsmooth:
         speed = fabs(qd)
         slide = F.jc_coulomb[r]
         if F.jc_stribeck[r] > 0.0:
@@ -140,10 +145,11 @@ cdef inline double joint_spring_potential_at(const double[::1] k, const double[:
     return potential
 
 
-# The forces on the joint coordinates (coordinate_force_at) through the coordinates' Jacobian in
-# body blocks D.jc_jac (above): the elastic parts into Qc, the rest into Qn. Returns the springs'
-# potential sum 1/2 k (q - rest)^2.
-cdef inline double joint_forces_at(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil:
+# The forces on the joint coordinates (coordinate_force_at; ``nonsmooth``: the LCP methods') through
+# the coordinates' Jacobian in body blocks D.jc_jac (above): the elastic parts into Qc, the rest
+# into Qn. Returns the springs' potential sum 1/2 k (q - rest)^2.
+cdef inline double joint_forces_at(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn,
+                                   bint nonsmooth) noexcept nogil:
     cdef Py_ssize_t w = 6 if F.dim == 3 else 3
     cdef Py_ssize_t p, a, r, side, b, col, m
     cdef Py_ssize_t body[2]
@@ -157,7 +163,7 @@ cdef inline double joint_forces_at(FlatModel F, FlatData D, double[::1] Qc, doub
             body[0], body[1], block[0], block[1] = F.jc_bj[p], F.jc_bi[p], w, 0
         for a in range(F.jc_nrow[p]):
             r = F.jc_row[p] + a
-            elastic = coordinate_force_at(F, D, r, &other)
+            elastic = coordinate_force_at(F, D, r, &other, nonsmooth)
             for side in range(2):
                 b, col = body[side], block[side]
                 if b < F.nbody:

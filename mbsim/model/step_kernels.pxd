@@ -19,8 +19,10 @@ cdef void coordinate_values_into(FlatModel F, FlatData D, double t) noexcept nog
 cdef void coordinates_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
 # the signals into their registers (frames, coordinates and actuator forces in D)
 cdef void signals_into(FlatModel F, FlatData D) noexcept nogil
-# the actuators' and the joint coordinates' forces into Qc, Qn (coordinates and signals in D); the springs' potential
-cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil
+# the actuators' and the joint coordinates' forces into Qc, Qn (coordinates and signals in D); the springs' potential;
+# nonsmooth: without the compliant stops and the Coulomb/Stribeck friction (the LCP methods' rows hold them)
+cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn,
+                              bint nonsmooth) noexcept nogil
 # the outputs' values into out[start:]; returns the column after them
 cdef Py_ssize_t outputs_into(FlatModel F, FlatData D, double t, double[::1] out, Py_ssize_t start) noexcept nogil
 # Q (all) and Qn (non-conservative) into D.Q, D.Qn, with the gyroscopic term; returns Qn . v

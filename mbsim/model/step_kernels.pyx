@@ -332,13 +332,14 @@ cdef void signals_into(FlatModel F, FlatData D) noexcept nogil:
 # The forces on the joint coordinates (coordinates, signals and element forces done): the
 # actuators' into D.act_force and D.jc_tau, then every row's through J^T into Qc (springs) and Qn;
 # returns the springs' potential.
-cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
+cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn,
+                              bint nonsmooth) noexcept nogil:
     if F.njc == 0:
         return 0.0
     if F.nact:
         D.regs[0] = t
         actuator_forces_at(F, D)
-    return joint_forces_at(F, D, Qc, Qn)
+    return joint_forces_at(F, D, Qc, Qn, nonsmooth)
 
 
 # The outputs' values (mbsim.model.signals) into out[start:], after a force evaluation at the
@@ -397,9 +398,10 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
         coordinates_into(F, D, t, v)
     signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
-    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn
+    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn (the
+    # compiled step is the smooth methods': their compliant stops and regularised friction)
     if F.jc_forces:
-        joint_forces_into(F, D, t, Qc, Qn)
+        joint_forces_into(F, D, t, Qc, Qn, False)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]
@@ -444,8 +446,9 @@ cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) 
 # (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.spring_reference).
 # Returns their potential (spring-dampers and joint springs). The actuators' forces, the
 # coordinates and the stop and friction forces are left in D (read right after, holding the GIL).
+# ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck friction.
 def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] v, reference, double[::1] Qc,
-                   double[::1] Qn) -> float:
+                   double[::1] Qn, bint nonsmooth=False) -> float:
     cdef Py_ssize_t r
     cdef double potential
     cdef const double[::1] ref
@@ -462,7 +465,7 @@ def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] 
         coordinates_into(F, D, t, v)
         signals_into(F, D)
         element_forces_into(F, D, t, Qc, Qn)
-        potential = joint_forces_into(F, D, t, Qc, Qn)
+        potential = joint_forces_into(F, D, t, Qc, Qn, nonsmooth)
         if F.sd_k.shape[0]:
             potential += spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k,
                                                     F.sd_rest)

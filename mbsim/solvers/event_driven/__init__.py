@@ -49,7 +49,15 @@ t_k + d_k r / (1 - r) with d_k the last flight and r = d_k / d_(k-1) (the time o
 itself when there are fewer than three impacts or the flights do not shrink); the body then
 rests, having moved by at most its last bounce height (u^2 / 2 g: 5e-12 m at 1e-5 m/s).
 
-Recorded: /events/time, kind (impact, detach, stick, slip, accumulation) and contact (its name),
+Joint limits (CONTRACT §8; mbsim.solvers.numerics.joint_rows) are frictionless contacts among
+the contacts: entries after model.contacts', features -1 - stop, gap q - lower (or upper - q) and
+normal row +c (or -c), so the same events, impacts (recorded as ``limit``), closed modes and
+accumulation apply. Joint Coulomb/Stribeck friction has modes of its own (fmode): sticking, its
+row c v_dot = -dc/dt v closed with the contacts' rows while |f| < F_s (event ('joint stick', i));
+sliding with -s F(|qd|) applied while s qd > 0 (event ('joint slide', i)); held by a closed stop.
+Decided after the contacts' modes at every event (_friction_modes); stick and slip are recorded.
+
+Recorded: /events/time, kind (impact, limit, detach, stick, slip, accumulation) and contact (its name),
 in time order; the work of impacts (the kinetic energy they remove) and of sliding friction goes
 to the energy bookkeeping, so that total - work stays constant.
 """
@@ -72,6 +80,7 @@ from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers import null_space
 from mbsim.solvers.base import SolverBase, dense_states, read_options
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
+from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, correction, inverse_mass_times
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.ode.integrators import stepper
@@ -118,6 +127,7 @@ FORCE_TOL = 1e-9  # a closed contact detaches (or slips) below -FORCE_TOL times 
 MAX_EVENTS_AT_ONCE = 50  # events at one time without progress: the run fails instead of looping
 ONSET_ITERATIONS = 20  # rounds over the contacts that start to slip (_modes)
 ONSET_SAMPLES = 36  # angles sampled for a slip's direction at onset (_onset_direction)
+HELD = 2.0  # a joint friction mode (Solver.fmode): the coordinate rests on a closed stop
 
 
 @dataclass
@@ -158,6 +168,7 @@ class Solve:
     potential: float
     frames: object
     cv: object
+    friction: np.ndarray  # (nfriction,) the joint friction's force on each frictional coordinate
 
 
 class Solver(SolverBase):
@@ -189,9 +200,14 @@ class Solver(SolverBase):
         self.data = self._free.data
         self.detector = ContactDetector(model)
         self.radii = bounding_radii(model)
-        self.restitution = np.array([float(c.values.get("restitution") or 0.0) for c in model.contacts])
-        self.friction = np.array(friction)
+        # the joint limits are contacts too: entries after model.contacts' (mbsim.solvers.numerics.joint_rows)
+        self.coordinates = JointRows(model)
+        self.ncontacts = len(model.contacts)
+        restitution = [float(c.values.get("restitution") or 0.0) for c in model.contacts]
+        self.restitution = np.array(restitution + list(self.coordinates.stop_restitution))
+        self.friction = np.array(list(friction) + [0.0] * self.coordinates.nstop)
         self.contact_names = [str(c.values.get("name") or f"contacts[{i}]") for i, c in enumerate(model.contacts)]
+        self.contact_names += self.coordinates.stop_name
         self.modes: dict[int, Mode] = {}  # closed contacts by feature key
         self.entries: dict[int, int] = {}  # their contact entries
         self.events: list[tuple[float, str, str]] = []
@@ -199,6 +215,10 @@ class Solver(SolverBase):
         self._started = False
         self._at_once = (None, 0)
         self._dense = None  # the last step's dense output (interpolant)
+        # joint friction per frictional coordinate: 0 sticking, +-1 sliding with qd of that sign,
+        # HELD resting on a closed stop (decided at every event: _friction_modes)
+        self.fmode = np.ones(self.coordinates.nfriction)
+        self._friction_known = False
 
     @property
     def adaptive(self) -> bool:
@@ -214,7 +234,48 @@ class Solver(SolverBase):
         """The contacts within ``margin``: every detection of this method uses the same margin, so
         that narrow phases whose points depend on it (a cylinder's cap lying flat within it rests
         on four rim points, else on its lowest one) report the same features throughout."""
-        return self.detector.detect(frames, self.margin)
+        batch = self.detector.detect(frames, self.margin)
+        if not self.coordinates.nstop:
+            return batch
+        # the joint stops within the margin, as rows of the batch (entry ncontacts + stop, feature
+        # -1 - stop; their rows come from _contact_rows)
+        gap = self._coordinate_rows(frames)[0]
+        near = np.flatnonzero(gap <= self.margin)
+        if len(near) == 0:
+            return batch
+        ground = np.full(len(near), self.model.nbody, dtype=np.int64)
+        zero = np.zeros((len(near), self.d))
+        return ContactBatch(
+            *(np.concatenate((a, b)) for a, b in ((batch.body_i, ground), (batch.body_j, ground))),
+            np.concatenate((batch.entry, self.ncontacts + near)),
+            *(np.concatenate((a, zero)) for a in (batch.point_i, batch.point_j, batch.normal)),
+            np.concatenate((batch.gap, gap[near])),
+            np.concatenate((batch.feature, -1 - near)),
+        )
+
+    def _coordinate_rows(self, frames):
+        """(stop gaps, stop rows, friction rows) of the joint coordinates at a state (JointRows.at;
+        a joint coordinate does not depend on t)."""
+        reference = self.data.spring_reference[0] if self.data.spring_reference else None
+        return self.coordinates.at(frames, 0.0, reference)
+
+    def _contact_rows(self, frames, batch):
+        """J_N (k, nv), J_T (k (d-1), nv) of a batch (mbsim.model.contact.jacobian.contact_rows);
+        a joint stop's normal row is its gap's Jacobian row, its tangent rows are zero."""
+        stop = batch.entry >= self.ncontacts
+        if not np.any(stop):
+            return contact_rows(self.model, frames, batch)
+        m, d, k = self.model, self.d, len(batch.gap)
+        J_N, J_T = np.zeros((k, m.nv)), np.zeros((k * (d - 1), m.nv))
+        real = np.flatnonzero(~stop)
+        if len(real):
+            jn, jt = contact_rows(m, frames, _take(batch, real))
+            J_N[real] = jn.toarray() if is_sparse(jn) else jn
+            jt = (jt.toarray() if is_sparse(jt) else np.asarray(jt)).reshape(d - 1, len(real), m.nv)
+            for a in range(d - 1):
+                J_T[a * k + real] = jt[a]
+        J_N[stop] = self._coordinate_rows(frames)[1][batch.entry[stop] - self.ncontacts]
+        return J_N, J_T
 
     def _rows(self, frames, batch, v: np.ndarray) -> Rows:
         """K and W of the closed contacts found in ``batch`` (module docstring)."""
@@ -226,7 +287,7 @@ class Solver(SolverBase):
             empty = np.zeros((0, m.nv))
             return Rows(np.zeros(0, np.int64), index, empty, np.zeros((0, d - 1, m.nv)), empty, empty, index, [])
         sub = _take(batch, index)
-        J_N, J_T = contact_rows(m, frames, sub)
+        J_N, J_T = self._contact_rows(frames, sub)
         J_N = J_N.toarray() if is_sparse(J_N) else np.asarray(J_N)
         J_T = (J_T.toarray() if is_sparse(J_T) else np.asarray(J_T)).reshape(d - 1, k, m.nv).transpose(1, 0, 2)
         K, W, normal_row, tangent_rows = [], [], [], []
@@ -266,34 +327,64 @@ class Solver(SolverBase):
     def _solve(self, t: float, q: np.ndarray, v: np.ndarray, potential: bool = False) -> Solve:
         m = self.model
         frames = m.frames(q, v)
-        forces = generalized_forces(m, self.data, frames, v, t, with_potential=potential)
+        forces = generalized_forces(m, self.data, frames, v, t, with_potential=potential, nonsmooth=True)
         Q = forces.q_force
+        # joint friction: a sliding coordinate's force -s F(|qd|) (the Stribeck curve), a sticking
+        # one's row C v_dot = -dC/dt v closed like a contact's, its force found with theirs
+        friction = np.zeros(self.coordinates.nfriction)
+        friction_power = 0.0
+        stick = np.zeros(0, dtype=np.int64)
+        if len(friction):
+            C = self._coordinate_rows(frames)[2]
+            rate = C @ v
+            slide = np.abs(self.fmode) == 1
+            friction[slide] = -self.fmode[slide] * self.coordinates.friction_bound(rate)[slide]
+            Q = Q + C.T @ friction
+            friction_power = float(friction @ rate)
+            stick = np.flatnonzero(self.fmode == 0)
         cv = constraint_values(m, frames, t) if m.nc else None
         joints = MinNorm(m, cv.jacobian, self.rank_tol) if m.nc else None
         a0 = self._response(joints, Q[:, None])[:, 0]
         if joints is not None:
             a0 = a0 + joints.correction(cv.gamma)
-        rows = self._rows(frames, self._detect(frames), v) if self.modes else None
-        f = np.zeros(0)
+        rows = self._rows(frames, self._detect(frames) if self.modes else ContactBatch.empty(self.d), v)
+        K, W = rows.K, rows.W
+        gamma_K = self._gamma(t, q, v, rows) if len(rows.keys) else np.zeros(0)
+        if len(stick):
+            K, W = np.vstack((K, C[stick])), np.vstack((W, C[stick]))
+            gamma_K = np.concatenate((gamma_K, self._friction_gamma(q, v, stick)))
+        f = np.zeros(len(K))
         vdot = a0
         contact_power = 0.0
-        if rows is not None and len(rows.keys):
-            gamma_K = self._gamma(t, q, v, rows)
-            RW = self._response(joints, rows.W.T)  # (nv, r)
-            A = rows.K @ RW
-            b = gamma_K - rows.K @ a0
+        if len(K):
+            RW = self._response(joints, W.T)  # (nv, r)
+            A = K @ RW
+            b = gamma_K - K @ a0
             f = np.linalg.lstsq(A, b, rcond=self.rank_tol)[0]
             vdot = a0 + RW @ f
-            contact_power = float((rows.W.T @ f) @ v)
-        elif rows is None:
-            rows = self._rows(frames, ContactBatch.empty(self.d), v)
+            contact_power = float((W.T @ f) @ v)
+        friction[stick] = f[len(rows.K) :]
         lam = np.zeros(m.nc)
-        power = forces.power_nc + contact_power
+        power = forces.power_nc + contact_power + friction_power
         if joints is not None:  # J^T lambda = Q + W^T f - M v_dot, least squares in the scaled coordinates
-            residual = Q + (rows.W.T @ f if len(f) else 0.0) - _mass_times(m, vdot)
+            residual = Q + (W.T @ f if len(f) else 0.0) - _mass_times(m, vdot)
             lam = joints.multipliers(joints.w @ residual)
             power += float(lam @ cv.phi_t)
-        return Solve(vdot, power, f, rows, lam, forces.potential, frames, cv)
+        return Solve(vdot, power, f[: len(rows.K)], rows, lam, forces.potential, frames, cv, friction)
+
+    def _friction_gamma(self, q: np.ndarray, v: np.ndarray, stick: np.ndarray) -> np.ndarray:
+        """-dC/dt v of the sticking friction rows: central differences of C(q) v along q_dot
+        (as _gamma's), 0 at rest."""
+        m = self.model
+        speed = reach(m, self.radii, v)
+        if speed == 0.0:
+            return np.zeros(len(stick))
+        eps = 1e-5 / speed
+        rates = []
+        for sign in (1.0, -1.0):
+            frames = m.frames(m.normalize(m.retract(q, sign * eps * v)), v)
+            rates.append(self._coordinate_rows(frames)[2][stick] @ v)
+        return -(rates[0] - rates[1]) / (2.0 * eps)
 
     def _response(self, joints: MinNorm | None, X: np.ndarray) -> np.ndarray:
         """R X: the accelerations (nv, k) that forces X (nv, k) give with the joints holding."""
@@ -341,7 +432,9 @@ class Solver(SolverBase):
         self._free.load_compiled()
 
     def derivative(self, t: float, y: np.ndarray) -> np.ndarray:
-        if not self.modes and self._free.compiled:  # free of contacts: the compiled null_space one
+        # free of contacts: the compiled null_space one (its forces are the smooth methods': not
+        # with joint stops or friction, whose compliant and regularised forms it applies)
+        if not self.modes and self._free.compiled and not self.coordinates:
             return self._free.derivative(t, y)
         nq, nv = self.nq, self.nv
         q, v = y[:nq], y[nq : nq + nv]
@@ -365,7 +458,7 @@ class Solver(SolverBase):
         batch = self._detect(frames)
         open_ = {}
         if len(batch.gap):
-            J_N, _ = contact_rows(self.model, frames, batch)
+            J_N, _ = self._contact_rows(frames, batch)
             rate = np.asarray(J_N @ v).ravel()
             for i, key in enumerate(batch.feature):
                 if int(key) not in self.modes:
@@ -375,6 +468,10 @@ class Solver(SolverBase):
             for c, key in enumerate(rows.keys):
                 if self.modes[int(key)].kind == "slide":
                     open_[("slide", int(key))] = float(np.linalg.norm(rows.tangent[c] @ v))
+        if self.coordinates.nfriction:  # the sliding joint coordinates' rates at the start
+            rate = self._coordinate_rows(frames)[2] @ v
+            for i in np.flatnonzero(np.abs(self.fmode) == 1):
+                open_[("joint slide", int(i))] = abs(float(rate[i]))
         return open_
 
     def _event_values(self, t: float, y: np.ndarray, t0: float, watched: dict) -> dict:
@@ -383,7 +480,9 @@ class Solver(SolverBase):
         reports every contact within the margin), divided by t - t0 for one touching at t0 (its
         sign is then that of its mean approach since t0); ('normal', f): a closed contact's normal force;
         ('cone', f): mu f_N - |f_T| of a sticking one; ('slide', f): its relative velocity along
-        the direction it slides in; ('lost', f): -1 once the detection no longer finds it."""
+        the direction it slides in; ('lost', f): -1 once the detection no longer finds it;
+        ('joint stick', i): F_s - |f| of a sticking joint coordinate's friction force f;
+        ('joint slide', i): a sliding joint coordinate's rate along its sliding sign."""
         q, v = y[: self.nq], y[self.nq : self.nq + self.nv]
         values: dict = {}
         frames = self.model.frames(q, v)
@@ -399,6 +498,8 @@ class Solver(SolverBase):
                 values[("gap", key)] = (g + crossing) / (t - t0) if t > t0 else max(rate0, self.velocity_tol)
             else:
                 values[("gap", key)] = g + crossing
+        if self.coordinates.nfriction:
+            values.update(self._friction_values(t, q, v, t0, watched))
         if self.modes:
             s = self._solve(t, q, v)
             rows = s.rows
@@ -430,16 +531,79 @@ class Solver(SolverBase):
                         values[("stop", key)] = speed - self.velocity_tol
         return values
 
+    def _friction_values(self, t, q, v, t0, watched) -> dict:
+        """The joint friction's event functions (_event_values)."""
+        values: dict = {}
+        stick = np.flatnonzero(self.fmode == 0)
+        if len(stick):
+            f = self._solve(t, q, v).friction
+            # the breakaway force F(0); no slack (a constant bound, no redundant set to share it):
+            # the event is where the force reaches it (_friction_modes takes that as a slip)
+            bound = self.coordinates.friction_bound(np.zeros(len(f)))
+            for i in stick:
+                values[("joint stick", int(i))] = bound[i] - abs(float(f[i]))
+        slide = np.flatnonzero(np.abs(self.fmode) == 1)
+        if len(slide):
+            rate = self._coordinate_rows(self.model.frames(q, v))[2] @ v
+            for i in slide:
+                along = float(self.fmode[i] * rate[i])
+                if watched.get(("joint slide", int(i)), np.inf) <= self.velocity_tol:  # starts from rest
+                    along = along / (t - t0) if t > t0 else self.velocity_tol
+                values[("joint slide", int(i))] = along
+        return values
+
+    def _friction_modes(self, state: State, triggers: list) -> None:
+        """The joint friction's modes after an event: a coordinate faster than velocity_tol slides
+        along its rate; one at rest sticks while the force holding it is within the breakaway force
+        F_s, else it slips, sliding opposite that force (in rounds: one coordinate's slip changes
+        the others' forces; one whose force reached F_s, the event that got here, slips at F_s to
+        round-off). The changes are recorded as stick and slip events."""
+        frames = self.model.frames(state.q, state.v)
+        rate = self._coordinate_rows(frames)[2] @ state.v
+        old = self.fmode.copy()
+        moving = np.abs(rate) > self.velocity_tol
+        self.fmode = np.where(moving, np.sign(rate), 0.0)
+        # resting on a closed stop, the stop holds the coordinate: the friction, then statically
+        # indeterminate with the stop's force, is taken as 0 (its stick row would be the stop's row)
+        closed = {-1 - int(key) for key in self.modes if key < 0}
+        held = [i for i, stops in enumerate(self.coordinates.friction_stops) if closed.intersection(stops)]
+        self.fmode[held] = HELD
+        bound = self.coordinates.friction_bound(np.zeros(len(rate)))
+        reached = np.zeros(len(rate), dtype=bool)
+        reached[[i for kind, i in triggers if kind == "joint stick"]] = True
+        onset = set()
+        for _ in range(ONSET_ITERATIONS):
+            f = self._solve(state.t, state.q, state.v).friction
+            size = np.abs(f)
+            over = (size > bound * (1.0 + 1e-9)) | (reached & (size >= bound * (1.0 - 1e-6)))
+            over = np.flatnonzero((self.fmode == 0) & over)
+            if len(over) == 0:
+                break
+            self.fmode[over] = -np.sign(f[over])  # the slip goes where the held force would push
+            onset.update(int(i) for i in over)
+        t = state.t
+        changed = np.flatnonzero((self.fmode != old) & (self.fmode != HELD)) if self._friction_known else []
+        for i in changed:
+            name = self.coordinates.friction_name[i]
+            if self.fmode[i] == 0:
+                self.events.append((t, "stick", name))
+            elif old[i] == 0 or int(i) in onset:
+                self.events.append((t, "slip", name))
+
     # ------------------------------------------------------------------ the step
 
     def initial_state(self) -> State:
-        return State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
+        state = State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
+        if self.coordinates.nfriction:  # the joint friction's modes of the start (its record), no events
+            self._friction_modes(state, [])
+        return state
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         m = self.model
         if not self._started:  # the modes of the start state (and an impact at t = 0)
             self._started = True
             state = self._event(state, [])
+            self._friction_known = True  # the start's joint friction modes are no events
         y0 = np.concatenate((state.q, state.v, (state.work,)))
         t0 = state.t
         if self._adaptive is not None:
@@ -531,7 +695,7 @@ class Solver(SolverBase):
         k = len(keep)
         if k == 0:
             return batch, np.zeros((0, m.nv)), np.zeros((0, d - 1, m.nv))
-        J_N, J_T = contact_rows(m, frames, batch)
+        J_N, J_T = self._contact_rows(frames, batch)
         J_N = J_N.toarray() if is_sparse(J_N) else np.asarray(J_N)
         J_T = (J_T.toarray() if is_sparse(J_T) else np.asarray(J_T)).reshape(d - 1, k, m.nv).transpose(1, 0, 2)
         return batch, J_N, J_T
@@ -559,6 +723,8 @@ class Solver(SolverBase):
         self._record_mode_changes(t, new_modes, batch, triggers)
         self.modes, self.entries = new_modes, entries
         new = State(t, state.q, v, work)
+        if self.coordinates.nfriction:
+            self._friction_modes(new, triggers)
         return self._project(new, onset=True)
 
     def _settle(self, t: float, q: np.ndarray, v: np.ndarray, modes: dict[int, Mode]) -> dict[int, Mode]:
@@ -610,8 +776,8 @@ class Solver(SolverBase):
                 e[c] = 0.0
                 self.events.append((self._accumulation_time(times), "accumulation", name))
                 self._impacts.pop(key, None)
-            else:
-                self.events.append((t, "impact", name))
+            else:  # a joint stop's impact is a `limit` event
+                self.events.append((t, "limit" if batch.entry[c] >= self.ncontacts else "impact", name))
         b = K @ v
         b[:k] += e * np.minimum(rate, 0.0)
         mu = self.friction[batch.entry]
@@ -657,7 +823,7 @@ class Solver(SolverBase):
         W = np.vstack((W_N, K_T))
         joints = self._joints(state)
         frames = m.frames(state.q, v)
-        Q = generalized_forces(m, self.data, frames, v, state.t, with_potential=False).q_force
+        Q = generalized_forces(m, self.data, frames, v, state.t, with_potential=False, nonsmooth=True).q_force
         cv = constraint_values(m, frames, state.t) if m.nc else None
         a0 = self._response(joints, Q[:, None])[:, 0]
         if joints is not None:
@@ -824,7 +990,7 @@ class Solver(SolverBase):
         m = self.model
         p = self.projection
         q, v, t = state.q, state.v, state.t
-        if not (m.nc or self.modes or touching):
+        if not (m.nc or self.modes or touching or np.any(self.fmode == 0)):
             return state
         if p.position:
             for _ in range(p.iterations):
@@ -855,7 +1021,7 @@ class Solver(SolverBase):
         ]
         if keep:
             sub = _take(batch, np.array(keep, dtype=np.int64))
-            J_N, _ = contact_rows(m, frames, sub)
+            J_N, _ = self._contact_rows(frames, sub)
             Js.append(J_N.toarray() if is_sparse(J_N) else np.asarray(J_N))
             rs.append(sub.gap)
         if not Js:
@@ -871,6 +1037,10 @@ class Solver(SolverBase):
             J = cv.jacobian.toarray() if is_sparse(cv.jacobian) else np.asarray(cv.jacobian)
             Js.append(J)
             rs.append(J @ v + cv.phi_t)
+        if self.coordinates.nfriction and np.any(self.fmode == 0):  # sticking joint coordinates: qd = 0
+            C = self._coordinate_rows(frames)[2][self.fmode == 0]
+            Js.append(C)
+            rs.append(C @ v)
         if self.modes:
             rows = self._rows(frames, self._detect(frames), v)
             if len(rows.keys):
@@ -894,16 +1064,37 @@ class Solver(SolverBase):
         s = self._solve(state.t, state.q, state.v, potential=True)
         kinetic = kinetic_energy(m, state.v)
         batch = self._detect(s.frames)
-        penetration = float(max(0.0, -np.min(batch.gap))) if len(batch.gap) else 0.0
-        touching = int(np.sum(batch.gap <= self.contact_tol))
+        gap = batch.gap[batch.entry < self.ncontacts]  # the contacts' (not the joint stops')
+        penetration = float(max(0.0, -np.min(gap))) if len(gap) else 0.0
+        touching = int(np.sum(gap <= self.contact_tol))
         contacts = (touching, penetration)
+        forces = self._coordinate_forces(s) if self.coordinates else None
         if m.nc == 0:
             empty = np.zeros(0)
-            return Evaluation(empty, empty, empty, None, kinetic, s.potential, s.frames, contacts)
+            return Evaluation(
+                empty, empty, empty, None, kinetic, s.potential, s.frames, contacts, coordinate_forces=forces
+            )
         cv = s.cv
         return Evaluation(
-            s.lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian, kinetic, s.potential, s.frames, contacts
+            s.lam,
+            cv.phi,
+            cv.jacobian @ state.v + cv.phi_t,
+            cv.jacobian,
+            kinetic,
+            s.potential,
+            s.frames,
+            contacts,
+            coordinate_forces=forces,
         )
+
+    def _coordinate_forces(self, s: Solve) -> tuple[np.ndarray, np.ndarray]:
+        """The joint stops' and the joint friction's forces per coordinate at a solved state."""
+        rows = s.rows
+        stop_force = np.zeros(self.coordinates.nstop)
+        for c, key in enumerate(rows.keys):
+            if key < 0:  # a joint stop (_detect)
+                stop_force[-1 - int(key)] = s.forces[rows.normal_row[c]]
+        return self.coordinates.forces(stop_force, s.friction)
 
     def event_table(self) -> tuple[np.ndarray, list[str], list[str]]:
         """The events so far in time order: times, kinds, contact names; the points of one

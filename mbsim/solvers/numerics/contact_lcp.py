@@ -16,6 +16,11 @@ Solvers (``method``):
   (|x_t1| + |x_t2| <= mu x_N: mu along a tangent, mu/sqrt(2) along a diagonal), solved by
   Lemke's method, its answer checked, degenerate problems retried with a small diagonal shift.
 Both are exact for sliding along a tangent, and in 2D they are the same cone.
+
+After the contact rows may come ``nu`` more unilateral rows (0 <= x _|_ w >= 0: joint limits) and
+box rows |x| <= bound with w = 0 inside (joint friction, bounded by a constant:
+mbsim.solvers.numerics.joint_rows); Lemke's method takes a box row as x = x+ - x- with a slack
+lambda: 0 <= x+ _|_ w + lambda >= 0, 0 <= x- _|_ -w + lambda >= 0, 0 <= lambda _|_ bound - x+ - x- >= 0.
 """
 
 from __future__ import annotations
@@ -41,23 +46,38 @@ def rigid_friction(model, ctx) -> list[float]:
     return friction
 
 
-def contact_lcp(A, b: np.ndarray, mu: np.ndarray, d: int, method: str, pgs_options: dict, t: float, x0=None):
+def contact_lcp(
+    A,
+    b: np.ndarray,
+    mu: np.ndarray,
+    d: int,
+    method: str,
+    pgs_options: dict,
+    t: float,
+    x0=None,
+    nu: int = 0,
+    bound: np.ndarray | None = None,
+):
     """Solve the contact LCP (module docstring). ``mu`` (k,) per contact; ``pgs_options`` the
-    PGS settings (iterations, tol, omega); ``x0`` a PGS start. Returns (x, iterations: PGS
-    sweeps or Lemke pivots). Raises SimulationError when Lemke's method fails."""
+    PGS settings (iterations, tol, omega); ``x0`` a PGS start; ``nu`` unilateral rows and box
+    rows of ``bound`` (nb,) after the contact rows. Returns (x, iterations: PGS sweeps or Lemke
+    pivots). Raises SimulationError when Lemke's method fails."""
     k = len(mu)
+    bound = np.zeros(0) if bound is None else np.asarray(bound, dtype=float)
     if method == "lemke":
-        return stewart_trinkle(A, b, mu, d, t)
+        return stewart_trinkle(A, b, mu, d, t, nu, bound)
     nt = k * (d - 1)
-    lo = np.zeros(k + nt)
-    hi = np.concatenate((np.full(k, np.inf), np.zeros(nt)))
-    friction_normal = np.concatenate((np.full(k, -1), np.tile(np.arange(k), d - 1)))
-    mu_rows = np.concatenate((np.zeros(k), np.tile(mu, d - 1)))
+    nb = len(bound)
+    lo = np.concatenate((np.zeros(k + nt + nu), -bound))
+    hi = np.concatenate((np.full(k, np.inf), np.zeros(nt), np.full(nu, np.inf), bound))
+    friction_normal = np.concatenate((np.full(k, -1), np.tile(np.arange(k), d - 1), np.full(nu + nb, -1)))
+    mu_rows = np.concatenate((np.zeros(k), np.tile(mu, d - 1), np.zeros(nu + nb)))
     A_lcp = A.tocsr() if is_sparse(A) else np.asarray(A)
     diag = A_lcp.diagonal()
     active = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
-    active[k:] &= mu_rows[k:] > 0.0
-    active[k:] &= active[friction_normal[k:]]
+    active[k : k + nt] &= mu_rows[k : k + nt] > 0.0
+    active[k : k + nt] &= active[friction_normal[k : k + nt]]
+    active[k + nt + nu :] &= bound > 0.0
     index = np.cumsum(active) - 1
     sub = np.nonzero(active)[0]
     fn = friction_normal[sub]
@@ -66,44 +86,57 @@ def contact_lcp(A, b: np.ndarray, mu: np.ndarray, d: int, method: str, pgs_optio
     result = pgs(A_sub, b[sub], lo[sub], hi[sub], None if x0 is None else x0[sub], friction_normal=fn,
                  mu=mu_rows[sub], iterations=int(pgs_options["iterations"]), tol=pgs_options["tol"],
                  omega=pgs_options["omega"], unique_entries=True)  # fmt: skip
-    x = np.zeros(k + nt)
+    x = np.zeros(k + nt + nu + nb)
     x[sub] = result.x
     return x, int(result.iterations)
 
 
-def stewart_trinkle(A, b: np.ndarray, mu: np.ndarray, d: int, t: float) -> tuple[np.ndarray, int]:
+def stewart_trinkle(
+    A, b: np.ndarray, mu: np.ndarray, d: int, t: float, nu: int = 0, bound: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """Stewart-Trinkle LCP with the polyhedral cone (directions +-t of every contact with
-    friction): z = (x_N, beta, lambda), x_T = beta+ - beta-; contacts with mu = 0 have only
-    their normal row. Returns (x, pivots)."""
+    friction), plus ``nu`` unilateral rows and box rows |x| <= ``bound`` (module docstring):
+    x = G y with y = (x_N, beta, x_U, x_B+, x_B-), x_T = D beta, x_B = x_B+ - x_B-, and the slacks
+    s = (lambda per rough contact, lambda per box row); contacts with mu = 0 have only their
+    normal row. Returns (x, pivots)."""
     A = A.toarray() if is_sparse(A) else np.asarray(A)
-    k = len(mu)
+    bound = np.zeros(0) if bound is None else np.asarray(bound, dtype=float)
+    k, nb = len(mu), len(bound)
     nt = k * (d - 1)
     rough = np.nonzero(mu > 0.0)[0]
     f = len(rough)
     ndir = 2 * (d - 1)  # +t1, -t1 (, +t2, -t2)
     nb_dir = f * ndir
-    # D (nt, nb_dir) maps direction weights to tangent entries; E (nb_dir, f) groups them by contact
-    D = np.zeros((nt, nb_dir))
-    E = np.zeros((nb_dir, f))
+    n = k + nt + nu + nb
+    ny = k + nb_dir + nu + 2 * nb
+    # G maps y to x; D (its tangent block) maps direction weights to tangent entries
+    G = np.zeros((n, ny))
+    G[:k, :k] = np.eye(k)
     for a in range(d - 1):
         for slot, c in enumerate(rough):
-            D[a * k + c, (2 * a) * f + slot] = 1.0
-            D[a * k + c, (2 * a + 1) * f + slot] = -1.0
+            G[k + a * k + c, k + (2 * a) * f + slot] = 1.0
+            G[k + a * k + c, k + (2 * a + 1) * f + slot] = -1.0
+    tail = k + nt
+    G[tail : tail + nu, k + nb_dir : k + nb_dir + nu] = np.eye(nu)
+    first = k + nb_dir + nu
+    G[tail + nu :, first : first + nb] = np.eye(nb)
+    G[tail + nu :, first + nb :] = -np.eye(nb)
+    # the slacks: E groups a rough contact's directions, the box rows' lambda both of their signs
+    ns = f + nb
+    H = np.zeros((ny, ns))
     for s_ in range(ndir):
-        E[s_ * f : (s_ + 1) * f, :] = np.eye(f)
-    A_NN, A_NT, A_TT = A[:k, :k], A[:k, k:], A[k:, k:]
-    size = k + nb_dir + f
-    M = np.zeros((size, size))
-    M[:k, :k] = A_NN
-    M[:k, k : k + nb_dir] = A_NT @ D
-    M[k : k + nb_dir, :k] = D.T @ A_NT.T
-    M[k : k + nb_dir, k : k + nb_dir] = D.T @ A_TT @ D
-    M[k : k + nb_dir, k + nb_dir :] = E
-    M[k + nb_dir :, :k] = np.eye(k)[rough] * mu[rough][:, None]
-    M[k + nb_dir :, k : k + nb_dir] = -E.T
-    qv = np.concatenate((b[:k], D.T @ b[k:], np.zeros(f)))
+        H[k + s_ * f : k + (s_ + 1) * f, :f] = np.eye(f)
+    H[first : first + nb, f:] = np.eye(nb)
+    H[first + nb :, f:] = np.eye(nb)
+    S = -H.T  # the slack rows: mu x_N - sum beta, bound - x_B+ - x_B-
+    S[:f, :k] = np.eye(k)[rough] * mu[rough][:, None]
+    M = np.zeros((ny + ns, ny + ns))
+    M[:ny, :ny] = G.T @ A @ G
+    M[:ny, ny:] = H
+    M[ny:, :ny] = S
+    qv = np.concatenate((G.T @ b, np.zeros(f), bound))
     z, pivots = lemke_checked(M, qv, t)
-    return np.concatenate((z[:k], D @ z[k : k + nb_dir])), pivots
+    return G @ z[:ny], pivots
 
 
 def lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, int]:

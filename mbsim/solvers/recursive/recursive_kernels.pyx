@@ -261,7 +261,7 @@ cdef double _tree_forces_into(FlatModel F, FlatData D, const long long[::1] jc_q
             D.regs[0] = t
             actuator_forces_at(F, D)
         for r in range(F.njc):
-            elastic = coordinate_force_at(F, D, r, &other)
+            elastic = coordinate_force_at(F, D, r, &other, False)  # the smooth stop and friction
             tau[jc_v[r]] += elastic + other
             power += other * D.jc_qd[r]
     return power

@@ -39,6 +39,14 @@ would otherwise end in penetration. Contacts are searched within ``margin`` plus
 the bodies can travel in the step, (|v| + |omega| R) h, with v the larger of the step's start
 velocity and the velocity the forces alone would give.
 
+Joint limits and joint friction (CONTRACT §8; mbsim.solvers.numerics.joint_rows): rows after the
+contacts' in the same LCP, the force evaluation leaving out the smooth methods' compliant stops
+and regularised friction. A stop (gap q - lower, row +c; upper - q, row -c) is a unilateral row
+with the contacts' target velocity and the limit's restitution, taken when its gap is within
+``margin`` plus the step's travel, or when the solved impulses would still close it within the
+step (then solved again); friction is a box row c v+ = 0, |P| <= F(|c v|) h with the Stribeck
+curve F at the step's start rate. Their impulses over h are the recorded limit and friction forces.
+
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
 step's normal impulses) and LCP iterations (PGS sweeps or Lemke pivots). The work of contact
@@ -60,6 +68,7 @@ from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
+from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.numerics.projection import project_positions, project_velocities
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
@@ -113,6 +122,8 @@ class Solver(SolverBase):
         self._warm_values: np.ndarray | None = None  # their impulses (normal, tangents)
         self.body_radius = bounding_radii(model)
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
+        self.coordinates = JointRows(model)  # joint limits and friction (none: no rows, no cost)
+        self._last_coordinate_forces: tuple[float, tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def extra_diagnostics(self) -> tuple[str, ...]:
@@ -132,7 +143,7 @@ class Solver(SolverBase):
         t_mid = state.t + 0.5 * h
         q_mid = m.normalize(m.retract(q, 0.5 * h * v))
         frames = m.frames(q_mid, v)
-        applied = applied_forces(m, self.data, frames, v, t_mid, with_potential=False)
+        applied = applied_forces(m, self.data, frames, v, t_mid, with_potential=False, nonsmooth=True)
         Q = generalized_forces(m, self.data, frames, v, t_mid, with_potential=False, applied=applied).q_force
         v_free = v + h * inverse_mass_times(m, Q)
         # contacts that can close by the end of the step: the margin grows with how far the
@@ -149,25 +160,45 @@ class Solver(SolverBase):
         P_E = np.zeros(m.nc)
         P_C = np.zeros(0)
         iterations = 0
+        blocks, b_K = [], np.zeros(0)
         if k:
             J_N, J_T = self._contact_rows(frames, batch)
-            J_C = np.vstack((J_N, J_T)) if not is_sparse(J_N) else _sparse_vstack(J_N, J_T)
-            r_N = self._target(J_N @ v, J_N @ v_free, batch, h)
-            b_C = J_C @ v_free
-            b_C[:k] -= r_N
-            A = _schur_product(m, J_C)
-            if m.nc:
-                A, b_C, eliminate = self._eliminate(J_E, J_C, A, b_C, v_free, phi_t)
-            P_C, iterations = self._solve_lcp(A, b_C, batch, k, state.t)
-            if m.nc:
-                P_E = eliminate(P_C)
-            impulse = (J_C.T @ P_C) + (J_E.T @ P_E if m.nc else 0.0)
-        elif m.nc:
-            P_E = self._joint_impulses(J_E, v_free, phi_t)
-            impulse = J_E.T @ P_E
-        else:
-            impulse = np.zeros(m.nv)
-        v_new = v_free + inverse_mass_times(m, impulse)
+            blocks = [J_N, J_T]
+            target = self._target(J_N @ v, J_N @ v_free, batch.gap, self.restitution[batch.entry], h)
+            b_K = np.concatenate(((J_N @ v_free) - target, J_T @ v_free))
+        # the joint coordinates' stops (unilateral) and friction (box) rows after the contacts'; a
+        # stop left out (farther than the step reaches) that the others' impulses would still close
+        # within the step (a link yanked by its neighbour's impact) is taken in and the LCP solved again
+        at = self._coordinate_state(frames, t_mid)
+        stops = np.zeros(0, dtype=np.int64)
+        if at:
+            speed = np.maximum(np.abs(at[1] @ v), np.abs(at[1] @ v_free))
+            stops = np.flatnonzero(at[0] <= self.margin + h * speed)
+        while True:
+            J_X, b_X, bound = self._coordinate_rows(at, stops, v, v_free, h)
+            nx = len(b_X)
+            if k or nx:
+                J_C = _vstack([*blocks, J_X] if nx else blocks)
+                b_C = np.concatenate((b_K, b_X))
+                A = _schur_product(m, J_C)
+                if m.nc:
+                    A, b_C, eliminate = self._eliminate(J_E, J_C, A, b_C, v_free, phi_t)
+                P_C, iterations = self._solve_lcp(A, b_C, batch, k, state.t, len(stops), bound)
+                if m.nc:
+                    P_E = eliminate(P_C)
+                impulse = (J_C.T @ P_C) + (J_E.T @ P_E if m.nc else 0.0)
+            elif m.nc:
+                P_E = self._joint_impulses(J_E, v_free, phi_t)
+                impulse = J_E.T @ P_E
+            else:
+                impulse = np.zeros(m.nv)
+            v_new = v_free + inverse_mass_times(m, impulse)
+            if not at:
+                break
+            missed = np.setdiff1d(np.flatnonzero(at[0] + 0.5 * h * (at[1] @ v_new) < 0.0), stops)
+            if len(missed) == 0:
+                break
+            stops = np.union1d(stops, missed)
         q_new = m.normalize(m.retract(q_mid, 0.5 * h * v_new))
         # §3: the drift of the joints is projected out before the next step's LCP (and so before
         # this state is recorded): positions, then velocities, in the mass-matrix norm
@@ -184,6 +215,11 @@ class Solver(SolverBase):
         mean = 0.5 * (v + v_new)
         work = state.work + h * float(applied.nonconservative @ mean) + float(impulse @ mean)
         self._last_joint_impulse = (state.t + h, P_E / h)
+        if self.coordinates:  # the stops' and the friction rows' mean forces over the step, for the record
+            P_X = P_C[len(P_C) - nx :] / h if nx else np.zeros(0)
+            stop_force = np.zeros(self.coordinates.nstop)
+            stop_force[stops] = P_X[: len(stops)]
+            self._last_coordinate_forces = (state.t + h, self.coordinates.forces(stop_force, P_X[len(stops) :]))
         normal_total = float(np.sum(P_C[:k])) if k else 0.0
         info = StepInfo(iterations=iterations, h=h, position_violation=violation)
         info.extra = {"contacts/normal_impulse": normal_total}
@@ -192,20 +228,50 @@ class Solver(SolverBase):
     def _reach(self, v: np.ndarray) -> float:
         return reach(self.model, self.body_radius, v)
 
-    def _target(self, approach: np.ndarray, approach_free: np.ndarray, batch, h: float) -> np.ndarray:
-        """Target normal velocities r_N (see the module docstring); approach_free is J_N of the
-        velocity the forces alone would give at the end of the step."""
+    def _target(
+        self, approach: np.ndarray, approach_free: np.ndarray, gap: np.ndarray, restitution: np.ndarray, h: float
+    ) -> np.ndarray:
+        """Target normal velocities r_N of unilateral rows (contacts, joint stops) of gaps ``gap``
+        (see the module docstring); approach_free is J_N of the velocity the forces alone would
+        give at the end of the step."""
         speed = -approach  # approach speed, positive when closing
-        e = np.where(speed > self.threshold, self.restitution[batch.entry], 0.0)
+        e = np.where(speed > self.threshold, restitution, 0.0)
         bounce = e * np.maximum(speed, 0.0)
-        closed = batch.gap <= 0.0
-        correction = self.beta * np.maximum(-batch.gap, 0.0) / h
+        closed = gap <= 0.0
+        correction = self.beta * np.maximum(-gap, 0.0) / h
         # open, but it closes before the step ends: an impact within the step (restitution as if
         # now; the position is then off by at most the gap), or for e = 0 a landing on the surface
-        closes = batch.gap <= 0.5 * h * np.maximum(speed, -approach_free)
-        land = -batch.gap / (0.5 * h)
+        closes = gap <= 0.5 * h * np.maximum(speed, -approach_free)
+        land = -gap / (0.5 * h)
         open_target = np.where(closes & (e > 0.0), bounce, land)
         return np.where(closed, np.maximum(bounce, correction), open_target)
+
+    def _coordinate_state(self, frames, t: float):
+        """(stop gaps, stop rows, friction rows) of the joint coordinates at the midpoint
+        (mbsim.solvers.numerics.joint_rows), or None without stops and friction."""
+        if not self.coordinates:
+            return None
+        reference = self.data.spring_reference[0] if self.data.spring_reference else None
+        return self.coordinates.at(frames, t, reference)
+
+    def _coordinate_rows(self, at, stops: np.ndarray, v: np.ndarray, v_free: np.ndarray, h: float):
+        """The LCP rows of the joint coordinates: the ``stops`` (indices), unilateral with the
+        contacts' target velocities, then the friction rows, c v+ = 0 within |P| <= F(|c v|) h
+        (the Stribeck curve at the step's start rate: the static force at rest; 0 for a coordinate
+        resting on a closed stop, which holds it: the stop's and the friction's forces are then
+        statically indeterminate, and a stabilising stop would fight a sticking row). Returns
+        (rows (nx, nv), b (nx,): w = rows v_free - target, bounds of the friction rows)."""
+        if not at:
+            return np.zeros((0, self.model.nv)), np.zeros(0), np.zeros(0)
+        gap, G, C = at
+        G = G[stops]
+        rate, rate_free = G @ v, G @ v_free
+        target = self._target(rate, rate_free, gap[stops], self.coordinates.stop_restitution[stops], h)
+        b = np.concatenate((rate_free - target, C @ v_free))
+        bound = self.coordinates.friction_bound(C @ v) * h
+        closed = set(stops[gap[stops] <= 0.0].tolist())
+        bound[[i for i, own in enumerate(self.coordinates.friction_stops) if closed & own]] = 0.0
+        return np.vstack((G, C)), b, bound
 
     def _eliminate(self, J_E, J_C, A_CC, b_C, v_free, phi_t):
         """Eliminate the joint rows: P_E = -A_EE^+ (A_EC P_C + b_E); returns the reduced problem."""
@@ -234,8 +300,9 @@ class Solver(SolverBase):
         b_E = (J_E @ v_free) + phi_t
         return -(mn.U @ ((mn.U.T @ b_E) / mn.s**2))
 
-    def _solve_lcp(self, A, b, batch, k, t):
-        """The contact LCP (mbsim.solvers.numerics.contact_lcp), PGS warm-started from the previous step's
+    def _solve_lcp(self, A, b, batch, k, t, nu, bound):
+        """The contact LCP (mbsim.solvers.numerics.contact_lcp) with ``nu`` stop rows and the
+        friction rows' ``bound`` after the contacts, PGS warm-started from the previous step's
         impulses of the same contact features (sorted keys, searchsorted)."""
         d = self.d
         mu = self.friction[batch.entry]
@@ -246,11 +313,11 @@ class Solver(SolverBase):
             hit = self._warm_keys[where] == keys
             start = np.zeros((k, d))
             start[hit] = self._warm_values[where[hit]]
-            x0 = start.T.ravel()
-        x, iterations = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0)
+            x0 = np.concatenate((start.T.ravel(), np.zeros(nu + len(bound))))
+        x, iterations = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0, nu, bound)
         if self.lcp == "pgs":
             order = np.argsort(keys, kind="stable")
-            self._warm_keys, self._warm_values = keys[order], x.reshape(d, k).T[order]
+            self._warm_keys, self._warm_values = keys[order], x[: k * d].reshape(d, k).T[order]
         return x, iterations
 
     # ------------------------------------------------------------------ recording
@@ -258,15 +325,23 @@ class Solver(SolverBase):
     def evaluate(self, state: State) -> Evaluation:
         m = self.model
         frames = m.frames(state.q, state.v)
-        forces = generalized_forces(m, self.data, frames, state.v, state.t)
+        forces = generalized_forces(m, self.data, frames, state.v, state.t, nonsmooth=True)
         kinetic = kinetic_energy(m, state.v)
         batch = self.detector.detect(frames, 0.0)
+        coordinate_forces = None
+        if self.coordinates:  # the last step's stop and friction forces (none before the first)
+            last = self._last_coordinate_forces
+            ncoord = self.coordinates.ncoord
+            coordinate_forces = last[1] if last is not None and last[0] == state.t else (np.zeros(ncoord),) * 2
         penetration = float(max(0.0, -np.min(batch.gap))) if len(batch.gap) else 0.0
         touching = int(np.sum(batch.gap <= 1e-9))  # resting contact sits at gap ~ +1e-15
         contacts = (touching, penetration)
         if m.nc == 0:
             empty = np.zeros(0)
-            return Evaluation(empty, empty, empty, None, kinetic, forces.potential, frames, contacts)
+            potential = forces.potential
+            return Evaluation(
+                empty, empty, empty, None, kinetic, potential, frames, contacts, coordinate_forces=coordinate_forces
+            )
         cv = constraint_values(m, frames, state.t)
         last = self._last_joint_impulse
         if last is not None and last[0] == state.t:
@@ -277,7 +352,15 @@ class Solver(SolverBase):
             y = mn.pinv_times(cv.gamma) + mn.null @ (mn.null.T @ y_free)
             lam = mn.multipliers(y_free - y)
         return Evaluation(
-            lam, cv.phi, cv.jacobian @ state.v + cv.phi_t, cv.jacobian, kinetic, forces.potential, frames, contacts
+            lam,
+            cv.phi,
+            cv.jacobian @ state.v + cv.phi_t,
+            cv.jacobian,
+            kinetic,
+            forces.potential,
+            frames,
+            contacts,
+            coordinate_forces=coordinate_forces,
         )
 
 
@@ -294,7 +377,10 @@ def create(model: Model, ctx: Context, solver_spec) -> Solver:
     return Solver(model, got, friction)
 
 
-def _sparse_vstack(top, bottom):
+def _vstack(blocks):
+    """Rows stacked, sparse when any block is."""
+    if not any(is_sparse(b) for b in blocks):
+        return np.vstack(blocks)
     import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
 
-    return sp.vstack((top, bottom)).tocsr()
+    return sp.vstack([b if is_sparse(b) else sp.csr_array(b) for b in blocks]).tocsr()
