@@ -104,8 +104,8 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
     failing: list = []
     original_lemke = contact_lcp_module.lemke
 
-    def counted(A, b, batch, k, t):
-        x, iterations = solve(A, b, batch, k, t)
+    def counted(A, b, batch, k, t, *rows):  # rows: the joint stops' and friction rows (issue 30)
+        x, iterations = solve(A, b, batch, k, t, *rows)
         calls.append((iterations, k, t))
         return x, iterations
 

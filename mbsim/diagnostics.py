@@ -255,7 +255,7 @@ def record_row(
         row["joints/{joint}/reaction"] = reaction
         if len(drive):
             row["joints/{driven}/drive_force"] = drive
-    if (model.springs or model.outputs) and not (ev.datasets and DRIVEN_KEYS & set(ev.datasets)):
+    if (model.joint_coordinates or model.outputs) and not (ev.datasets and DRIVEN_KEYS & set(ev.datasets)):
         # unless the method gave them (recursive); the LCP methods' own limit and friction forces
         row.update(driven_values(model, data, frames, state.t, ev.coordinate_forces))
     return row

@@ -22,7 +22,7 @@ from mbsim.diagnostics import RunStats, record_row, split_rows
 from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
-from mbsim.model.dynamics import update_spring_references
+from mbsim.model.dynamics import update_coordinate_references
 from mbsim.model.model import Model, State
 from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
@@ -376,8 +376,8 @@ def run(
                             t=new.t,
                         )
                     state = new
-                    if model.springs:
-                        update_spring_references(model, solver.data, body(state)[0], state.t)
+                    if model.joint_coordinates:
+                        update_coordinate_references(model, solver.data, body(state)[0], state.t)
                     violation = info.position_violation
                     if violation is None:
                         phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)

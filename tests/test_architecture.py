@@ -284,7 +284,7 @@ STAGES = [
     ("applied loads", "model/forces/applied.py", "Loads.evaluate", {"force_kernels"}),
     ("forces on joint coordinates, signals, actuators", "model/dynamics.py", "applied_forces", {"step_kernels"}),
     ("constraint rows", "model/constraints.py", "constraint_values", {"step_kernels"}),
-    ("joint-spring coordinates", "model/constraints.py", "spring_rows", {"step_kernels"}),
+    ("joint-spring coordinates", "model/constraints.py", "coordinate_rows", {"step_kernels"}),
     ("fixed-step integrators", "solvers/ode/integrators.py", "FixedStep.__call__", {"integrate"}),
     ("embedded pairs RK45, DOP853", "solvers/ode/integrators.py", "EmbeddedPair.step", {"integrate"}),
     ("variational step", "solvers/variational/__init__.py", "Solver.step", {"variational_kernels"}),

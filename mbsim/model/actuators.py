@@ -27,7 +27,7 @@ from mbsim.scene.expr import Expression
 from mbsim.scene.fields import Choice, Context, Expr, Field, Name, Number, Text, Vector, read_mapping
 from mbsim.scene.load import KeyPath
 
-# the laws, by the kernel's code (mbsim.model.spring_kernels: actuator_forces_at)
+# the laws, by the kernel's code (mbsim.model.joint_force_kernels: actuator_forces_at)
 LAWS = {"torque": 0, "force": 0, "position": 1, "velocity": 2}
 SIGNAL_EXPR = Expr(frozenset({"t"}), signals=True)
 

@@ -13,7 +13,7 @@ from mbsim.model.actuators import read_actuators
 from mbsim.model.constraints import Primitive, batch
 from mbsim.model.contact.compliant import build_compliant
 from mbsim.model.contact.pairs import resolve_contact_pairs
-from mbsim.model.dynamics import SpringGroups
+from mbsim.model.dynamics import JointCoordinates
 from mbsim.model.forces import FORCE_TYPES, BuildSetup
 from mbsim.model.joint_forces import SPRING_FIELDS, read_friction, read_limits, resolve_stops
 from mbsim.model.joints import JOINT_TYPES, JointFrame
@@ -229,11 +229,9 @@ def compile_model(spec: SceneSpec) -> Model:
             drive_prim.drive = drive["position"]
             drive_prim.labels = [f"{item.name}: drive {kind.coordinate}"]
             prims = [*prims, drive_prim]
-        spring_values = None
         spring = None
         if item.values["spring"] is not None:
             spring = read_mapping(ctx, (*path, "spring"), item.values["spring"], SPRING_FIELDS)
-            spring_values = (spring["stiffness"], spring["damping"], spring["rest"] - initial)
         limits = read_limits(ctx, (*path, "limits"), item.values.get("limits"))
         friction = read_friction(ctx, (*path, "friction"), item.values.get("friction"))
         if drive_prim is not None:
@@ -259,7 +257,6 @@ def compile_model(spec: SceneSpec) -> Model:
                 drive_prim,
                 point2,
                 frame,
-                spring_values,
                 initial,
                 item.values.get("armature") or 0.0,
             )  # fmt: skip
@@ -282,18 +279,19 @@ def compile_model(spec: SceneSpec) -> Model:
             point2,
             frame=frame,
             drive=drive.drive if drive is not None else None,
-            spring=spring_values,
             initial=initial,
             armature=armature,
         )
-        for name, jtype, bi, bj, prims, drive, point2, frame, spring_values, initial, armature in joint_parts
+        for name, jtype, bi, bj, prims, drive, point2, frame, initial, armature in joint_parts
     ]
-    springs = []
+    coordinate_tables = []
     forces_of: dict[str, dict[str, Any]] = {}
     if coordinate_prims:
         # batched by primitive kind: a joint's row is where its kind's group put it
         sgroups, ncoord = batch([p for p, _, _ in coordinate_prims], 0, d)
-        springs = [SpringGroups(sgroups, ncoord, [(p.rows, forces_on) for p, forces_on, _ in coordinate_prims])]
+        coordinate_tables = [
+            JointCoordinates(sgroups, ncoord, [(p.rows, forces_on) for p, forces_on, _ in coordinate_prims])
+        ]
         for p, forces_on, name in coordinate_prims:
             coordinate_row[name], forces_of[name] = int(p.rows[0]), forces_on
     for info in joints:
@@ -361,7 +359,7 @@ def compile_model(spec: SceneSpec) -> Model:
         couplings=tuple(c.name for c in spec.couplings),
         row_labels=row_labels,
         joints=joints,
-        springs=springs,
+        joint_coordinates=coordinate_tables,
         forces=forces,
         actuators=actuators,
         outputs=outputs,

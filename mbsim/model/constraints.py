@@ -148,16 +148,18 @@ class ConstraintValues:
     jacobian: np.ndarray | csr_matrix
 
 
-def _rows(model: Model, frames: Frames | None, t: float, blocks: bool, springs: bool = False,
+def _rows(model: Model, frames: Frames | None, t: float, blocks: bool, coordinates: bool = False,
           reference: np.ndarray | None = None, q: np.ndarray | None = None):  # fmt: skip
-    """phi, phi_t, gamma and J (dense, or the rows' body blocks) of the constraint (or joint-spring)
+    """phi, phi_t, gamma and J (dense, or the rows' body blocks) of the constraint (or joint-coordinate)
     table by the compiled rows, step_kernels.constraint_rows."""
     form = rows_form(model)
-    n = model.springs[0].ncoord if springs else model.nc
+    n = model.joint_coordinates[0].ncoord if coordinates else model.nc
     phi, phi_t, gamma = np.zeros(n), np.zeros(n), np.zeros(n)
-    width = 2 * model.body_width if springs else form.block_width
+    width = 2 * model.body_width if coordinates else form.block_width
     J = np.zeros((n, width if blocks else model.nv))
-    step_kernels.constraint_rows(form.flat, form.data, t, frames, phi, phi_t, gamma, J, blocks, springs, reference, q)
+    step_kernels.constraint_rows(
+        form.flat, form.data, t, frames, phi, phi_t, gamma, J, blocks, coordinates, reference, q
+    )
     return phi, phi_t, gamma, J
 
 
@@ -179,9 +181,9 @@ def constraint_residual(model: Model, q: np.ndarray, t: float) -> np.ndarray:
     return _rows(model, None, t, blocks=True, q=q)[0]
 
 
-def spring_rows(model: Model, frames: Frames, t: float, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The joint springs' coordinates (model.springs[0], unwrapped against ``reference``) and their
+def coordinate_rows(model: Model, frames: Frames, t: float, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The joint coordinates (model.joint_coordinates[0], unwrapped against ``reference``) and their
     Jacobian in body blocks (ncoord, 2 w: each row's body i block, then body j's) at one state,
-    by the same compiled rows over the spring table."""
-    value, _, _, jac = _rows(model, frames, t, blocks=True, springs=True, reference=reference)
+    by the same compiled rows over the joint-coordinate table."""
+    value, _, _, jac = _rows(model, frames, t, blocks=True, coordinates=True, reference=reference)
     return value, jac

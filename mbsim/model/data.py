@@ -2,7 +2,7 @@
 
 ``compile`` produces a Model that nothing writes afterwards (mbsim.model.model.Model.freeze);
 what a run writes lives in one ``Data`` per run, created by the solver of that run, in sub-records:
-the joint springs' unwrapping references, the compliant contacts' state of the last evaluation,
+the joint coordinates' unwrapping references, the compliant contacts' state of the last evaluation,
 and the buffers of the run's compiled step -- ``flat`` (mbsim.model.layout.FlatData: the ODE
 methods' steps, every method's recorded rows), ``tree`` (the recursive method's TreeData) or
 ``var`` (the variational method's VarData), whichever the method steps with. So one Model serves
@@ -41,11 +41,11 @@ class Data:
     """What one run of a Model writes.
 
     Attributes:
-        spring_reference: per joint-coordinate table (Model.springs; compile makes at most one),
-            the unwrapped coordinates of the last accepted step (mbsim.model.dynamics.SpringGroups;
+        coordinate_reference: per joint-coordinate table (Model.joint_coordinates; compile makes at most one),
+            the unwrapped coordinates of the last accepted step (mbsim.model.dynamics.JointCoordinates;
             the joints' initial coordinates at t = 0): the run's one copy of the unwrapping state,
             written in place; the compiled step views the same array (FlatData.jc_ref:
-            mbsim.model.flat.make_data with ``spring_reference``).
+            mbsim.model.flat.make_data with ``coordinate_reference``).
         contacts: the compliant contacts' state (ContactState).
         flat: the compiled step's buffers over the model's FlatModel (mbsim.model.layout.FlatData),
             or None when the run has none (the Python path).
@@ -53,7 +53,7 @@ class Data:
         var: the variational method's buffers (mbsim.solvers.variational.variational_kernels.VarData).
     """
 
-    spring_reference: list[np.ndarray] = field(default_factory=list)
+    coordinate_reference: list[np.ndarray] = field(default_factory=list)
     contacts: ContactState = field(default_factory=ContactState)
     flat: Any = None
     tree: Any = None
@@ -62,7 +62,7 @@ class Data:
 
 def new_data(model: Model) -> Data:
     """Fresh per-run state of ``model``, as at t = 0 (the compiled buffers are the solver's to make)."""
-    data = Data(spring_reference=[np.array(springs.initial, dtype=float) for springs in model.springs])
+    data = Data(coordinate_reference=[np.array(table.initial, dtype=float) for table in model.joint_coordinates])
     compliant = model.compliant
     if compliant is not None:
         data.contacts.pairs = [(0, 0.0, None) for _ in compliant.pairs]

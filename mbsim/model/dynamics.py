@@ -13,23 +13,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.model import step_kernels
-from mbsim.model.constraints import spring_rows
+from mbsim.model.constraints import coordinate_rows
 from mbsim.model.data import Data
 from mbsim.model.flat import compiled_form, rows_form
 from mbsim.model.model import Frames, Model
 from mbsim.model.spatial import cross
 
 
-class SpringGroups:
+class JointCoordinates:
     """The joint-coordinate table: every joint coordinate (a primitive measuring it from the
     joint's ``initial`` origin) and the forces on it (mbsim.model.joint_forces: spring and damper,
     limits, friction, effort; the actuators' forces come per run), by the compiled kernels
-    (mbsim.model.spring_kernels, which the compiled step runs too).
+    (mbsim.model.joint_force_kernels, which the compiled step runs too).
 
     3D revolute angles come out of atan2 in (-pi, pi]; a coordinate past half a turn must not
     snap back, so those coordinates are unwrapped against a reference, the coordinate at the
-    last accepted step (kept per run in one array, Data.spring_reference, which the compiled
-    step's FlatData.jc_ref views; updated by :func:`update_spring_references`), valid while the
+    last accepted step (kept per run in one array, Data.coordinate_reference, which the compiled
+    step's FlatData.jc_ref views; updated by :func:`update_coordinate_references`), valid while the
     angle moves by less than pi per step.
     """
 
@@ -73,7 +73,7 @@ class SpringGroups:
                 self.viscous[r], self.smoothing[r] = friction.viscous, friction.smoothing
             if forces_on["effort"] is not None:
                 self.effort[r] = forces_on["effort"]
-        # the items' table as spring_kernels.pxd reads it: bodies, first row and rows, wrap
+        # the items' table as joint_force_kernels.pxd reads it: bodies, first row and rows, wrap
         items = []
         for g in groups:
             nrow = g.rows.shape[1]
@@ -86,24 +86,22 @@ class SpringGroups:
         )
         self.wrapped = bool(self.item_wrap.any())
 
-    def deflection(
-        self, model: Model, frames: Frames, t: float, reference: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(deflection (ncoord,), Jacobian in body blocks (ncoord, 2 width): row r's block of its
-        item's body i in columns [0, width), body j's in [width, 2 width)) at a state, unwrapped
-        against ``reference``: the compiled rows over model's spring table (these groups,
-        model.springs[0]; mbsim.model.constraints.spring_rows)."""
-        return spring_rows(model, frames, t, reference)
+    def values(self, model: Model, frames: Frames, t: float, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the coordinates (ncoord,), their Jacobian in body blocks (ncoord, 2 width): row r's block
+        of its item's body i in columns [0, width), body j's in [width, 2 width)) at a state,
+        unwrapped against ``reference``: the compiled rows over this table
+        (mbsim.model.constraints.coordinate_rows)."""
+        return coordinate_rows(model, frames, t, reference)
 
 
-def update_spring_references(model: Model, data: Data, q: np.ndarray, t: float) -> None:
-    """Call after every accepted step: the unwrapped deflections become the next references
+def update_coordinate_references(model: Model, data: Data, q: np.ndarray, t: float) -> None:
+    """Call after every accepted step: the unwrapped coordinates become the next references
     (written in place: the run's compiled step reads the same array)."""
-    if any(s.wrapped for s in model.springs):
+    if any(s.wrapped for s in model.joint_coordinates):
         frames = model.frames(q, np.zeros(model.nv))
-        for springs, reference in zip(model.springs, data.spring_reference, strict=True):
-            if springs.wrapped:
-                reference[:] = springs.deflection(model, frames, t, reference)[0]
+        for table, reference in zip(model.joint_coordinates, data.coordinate_reference, strict=True):
+            if table.wrapped:
+                reference[:] = table.values(model, frames, t, reference)[0]
 
 
 @dataclass
@@ -177,7 +175,7 @@ def applied_forces(
     Qc, Qn = cons[:nb].reshape(-1), nonc[:nb].reshape(-1)
     # the compiled force elements and the forces on the joint coordinates: the compiled step's kernels
     form = rows_form(model)
-    reference = data.spring_reference[0] if data.spring_reference else None
+    reference = data.coordinate_reference[0] if data.coordinate_reference else None
     v = np.ascontiguousarray(v, dtype=float)
     potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn, nonsmooth)
     joints = None

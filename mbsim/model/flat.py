@@ -177,9 +177,9 @@ def model_form(model: Model) -> FlatModel:
     return model.cached("flat", flatten)
 
 
-def _coordinate_forces(springs) -> dict[str, np.ndarray]:
+def _coordinate_forces(table) -> dict[str, np.ndarray]:
     """Per joint-coordinate row (mbsim.model.joint_forces), the arrays FlatModel's jc_* hold."""
-    if springs is None:
+    if table is None:
         return {
             k: np.zeros(0)
             for k in (
@@ -200,11 +200,11 @@ def _coordinate_forces(springs) -> dict[str, np.ndarray]:
             )
         }
     return {
-        "stiffness": springs.stiffness, "damping": springs.damping, "rest": springs.rest,
-        "initial": springs.initial, "lower": springs.lower, "upper": springs.upper,
-        "stop_k": springs.stop_k, "stop_c": springs.stop_c, "coulomb": springs.coulomb, "static": springs.static,
-        "stribeck": springs.stribeck, "viscous": springs.viscous, "smoothing": springs.smoothing,
-        "effort": springs.effort,
+        "stiffness": table.stiffness, "damping": table.damping, "rest": table.rest,
+        "initial": table.initial, "lower": table.lower, "upper": table.upper,
+        "stop_k": table.stop_k, "stop_c": table.stop_c, "coulomb": table.coulomb, "static": table.static,
+        "stribeck": table.stribeck, "viscous": table.viscous, "smoothing": table.smoothing,
+        "effort": table.effort,
     }  # fmt: skip
 
 
@@ -224,9 +224,9 @@ def flatten(model: Model) -> FlatModel:
     d, nb = model.dimension, model.nbody
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
-    springs = model.springs[0] if model.springs else None
-    spr = _primitive_table(springs.groups if springs else [], d, expressions)
-    coordinates = _coordinate_forces(springs)
+    table = model.joint_coordinates[0] if model.joint_coordinates else None
+    spr = _primitive_table(table.groups if table else [], d, expressions)
+    coordinates = _coordinate_forces(table)
     sd = {"b1": [], "b2": [], "s1": [], "s2": [], "k": [], "c": [], "rest": []}
     ld = {"body": [], "point": [], "body_frame": [], "torque": [], "expr": []}
     for group in model.forces:
@@ -331,7 +331,7 @@ def flatten(model: Model) -> FlatModel:
 
 class RowsForm:
     """What Python's single evaluations of the constraint rows need (mbsim.model.constraints:
-    constraint_values, constraint_residual, spring_rows), built once per Model (rows_form):
+    constraint_values, constraint_residual, coordinate_rows), built once per Model (rows_form):
     the model's FlatModel (model_form), one scratch FlatData (the frames and a
     row's scratch, which step_kernels.constraint_rows alone writes, holding the GIL), the width of
     J's row blocks and,
@@ -459,10 +459,10 @@ def robust_size(nv: int, nc: int) -> int:
 
 
 def make_data(
-    flat: FlatModel, robust: bool = False, dense: bool = True, spring_reference: np.ndarray | None = None
+    flat: FlatModel, robust: bool = False, dense: bool = True, coordinate_reference: np.ndarray | None = None
 ) -> FlatData:
-    """Fresh buffers for one run of ``flat``; ``spring_reference``: the run's joint-spring
-    unwrapping state (mbsim.model.data.Data.spring_reference), which jc_ref then views (the one
+    """Fresh buffers for one run of ``flat``; ``coordinate_reference``: the run's joint-spring
+    unwrapping state (mbsim.model.data.Data.coordinate_reference), which jc_ref then views (the one
     copy), else jc_ref's own at its t = 0 value, the joints' initial coordinates.
     ``robust``: with the rank-robust methods' buffers (SVD, KKT, augmented Lagrangian).
     ``dense=False``: without the dense constraint Jacobian and what is built from it (J, minv_jt,
@@ -494,8 +494,8 @@ def make_data(
         s_work=np.zeros(nc),
         minv_q=np.zeros(nv),
         jc_value=np.zeros(ncoord),
-        jc_jac=np.zeros((ncoord, 12 if flat.dim == 3 else 6)),  # body blocks (mbsim.model.spring_kernels)
-        jc_ref=flat.jc_initial.copy() if spring_reference is None else spring_reference,
+        jc_jac=np.zeros((ncoord, 12 if flat.dim == 3 else 6)),  # body blocks (mbsim.model.joint_force_kernels)
+        jc_ref=flat.jc_initial.copy() if coordinate_reference is None else coordinate_reference,
         jc_rate=np.zeros(ncoord),
         jc_bias=np.zeros(ncoord),
         jc_qd=np.zeros(ncoord),

@@ -1,10 +1,10 @@
 """Forces on a joint coordinate: spring and damper, limits, friction, effort limit (CONTRACT §8).
 
 Each joint with a coordinate (revolute angle, prismatic or cylindrical position) has one row of
-the model's joint-coordinate table (mbsim.model.dynamics.SpringGroups, compiled as FlatModel
+the model's joint-coordinate table (mbsim.model.dynamics.JointCoordinates, compiled as FlatModel
 jc_*): its coordinate q (counted from the joint's ``initial`` origin) and rate qd at every
 state, and the generalized force on it, applied to the two bodies as J^T f (the pair of equal
-and opposite wrenches about or along the joint's axis). Per row, by mbsim.model.spring_kernels:
+and opposite wrenches about or along the joint's axis). Per row, by mbsim.model.joint_force_kernels:
 
 - spring and damper: f = -k (q - rest) - c qd;
 - limits, in the smooth methods a compliant stop acting only beyond the limit:
@@ -147,19 +147,19 @@ def stop_damping_ratio(restitution: float) -> float:
 
 
 def resolve_stops(model, ctx: Context) -> None:
-    """The compliant stops' stiffness and damping (SpringGroups.stop_k, stop_c) of a model just
+    """The compliant stops' stiffness and damping (JointCoordinates.stop_k, stop_c) of a model just
     compiled: those given, else the defaults for each coordinate's effective inertia at t = 0
     (exit 2 naming the joint when that default is not a finite positive number)."""
-    if not model.springs:
+    if not model.joint_coordinates:
         return
-    springs = model.springs[0]
-    rows = [r for r, limits in enumerate(springs.limits) if limits is not None]
+    table = model.joint_coordinates[0]
+    rows = [r for r, limits in enumerate(table.limits) if limits is not None]
     if not rows:
         return
-    need = [r for r in rows if springs.limits[r].stiffness is None or springs.limits[r].damping is None]
+    need = [r for r in rows if table.limits[r].stiffness is None or table.limits[r].damping is None]
     inertia = effective_inertia(model, need) if need else {}
     for r in rows:
-        k, c = stop_parameters(springs.limits[r], inertia.get(r, math.nan))
+        k, c = stop_parameters(table.limits[r], inertia.get(r, math.nan))
         if not (math.isfinite(k) and k > 0 and math.isfinite(c) and c >= 0):
             joint = next(j for j in model.joints if j.coordinate_row == r)
             path = ("joints", [j.name for j in model.joints].index(joint.name), "limits")
@@ -169,7 +169,7 @@ def resolve_stops(model, ctx: Context) -> None:
                 f"(its effective inertia at t = 0 is {inertia.get(r, math.nan):.3g})",
                 "give limits.stiffness and limits.damping",
             )
-        springs.stop_k[r], springs.stop_c[r] = k, c
+        table.stop_k[r], table.stop_c[r] = k, c
     model.drop_cached()  # its compiled form was built before the stops were known
 
 
@@ -179,13 +179,13 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
     the inverse mass restricted to the motions the joints allow (G the constraint Jacobian)."""
     import numpy as np
 
-    from mbsim.model.constraints import constraint_values, spring_rows
+    from mbsim.model.constraints import constraint_values, coordinate_rows
 
-    springs = model.springs[0]
+    table = model.joint_coordinates[0]
     frames = model.frames(model.q0, np.zeros(model.nv))
     G = constraint_values(model, frames, 0.0).jacobian
     G = G.toarray() if hasattr(G, "toarray") else np.asarray(G)
-    _, blocks = spring_rows(model, frames, 0.0, springs.initial.copy())
+    _, blocks = coordinate_rows(model, frames, 0.0, table.initial.copy())
     w, nb = model.body_width, model.nbody
     minv = np.zeros((model.nv, model.nv))
     for b in range(nb):
@@ -209,18 +209,18 @@ def effective_inertia(model, rows: list[int]) -> dict[int, float]:
 
 def coordinate_jacobian(model, blocks, rows):
     """The Jacobian rows (len(rows), nv), dense, of the joint coordinates ``rows`` from their body
-    blocks (mbsim.model.constraints.spring_rows: each row's body i block, then body j's)."""
+    blocks (mbsim.model.constraints.coordinate_rows: each row's body i block, then body j's)."""
     import numpy as np
 
-    springs = model.springs[0]
+    table = model.joint_coordinates[0]
     w, nb = model.body_width, model.nbody
-    item = np.zeros(springs.ncoord, dtype=np.int64)  # the item of each row
-    for p, (first, count) in enumerate(zip(springs.item_row, springs.item_nrow, strict=True)):
+    item = np.zeros(table.ncoord, dtype=np.int64)  # the item of each row
+    for p, (first, count) in enumerate(zip(table.item_row, table.item_nrow, strict=True)):
         item[first : first + count] = p
     C = np.zeros((len(rows), model.nv))
     for k, r in enumerate(rows):
         p = item[r]
-        for side, body in enumerate((springs.item_bi[p], springs.item_bj[p])):
+        for side, body in enumerate((table.item_bi[p], table.item_bj[p])):
             if body < nb:
                 C[k, w * body : w * (body + 1)] += blocks[r, side * w : (side + 1) * w]
     return C

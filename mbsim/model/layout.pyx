@@ -226,8 +226,8 @@ cdef class FlatData(Record):
         minv_jt: (nv, nc) M^-1 J^T; S: (nc, nc) its Schur complement, factored in place;
             lam, rhs: (nc,); s_work: (nc,) a vector in S's factored order (FlatModel.s_rows); minv_q: (nv,).
         jc_value: (ncoord,) the joint coordinates; jc_jac: (ncoord, 2 w) their Jacobian in body
-            blocks (mbsim.model.spring_kernels); jc_ref: (ncoord,) the unwrapped coordinates of
-            the last accepted step (state carried between steps: the run's Data.spring_reference
+            blocks (mbsim.model.joint_force_kernels); jc_ref: (ncoord,) the unwrapped coordinates of
+            the last accepted step (state carried between steps: the run's Data.coordinate_reference
             when make_data is given it); jc_qd: their rates J v; jc_tau: the actuators' summed
             force on each; jc_limit_force, jc_friction_force: the smooth methods' stop and
             friction forces on each; act_force: (nact,) each actuator's force;

@@ -115,13 +115,12 @@ class JointInfo:
     drive_row: int | None
     point2_local: np.ndarray  # joint point in body2's frame
     # for joint-coordinate methods (mbsim.solvers.recursive): the joint's geometry at t = 0
-    # (mbsim.model.joints.JointFrame), its drive c(t) and its spring (stiffness, damping, rest)
+    # (mbsim.model.joints.JointFrame) and its drive c(t)
     frame: Any = None
     drive: Any = None
-    spring: tuple[float, float, float] | None = None  # rest counted from the coordinate at t = 0
     initial: float = 0.0  # the joint coordinate at t = 0 (the scene's `initial`)
     armature: float = 0.0  # inertia on the joint coordinate (the scene's `armature`; method recursive)
-    # a joint with a coordinate: its row of the joint-coordinate table (Model.springs[0]), and the
+    # a joint with a coordinate: its row of the joint-coordinate table (Model.joint_coordinates[0]), and the
     # forces on it (mbsim.model.joint_forces: Limits, Friction, the actuators' effort limit)
     coordinate_row: int | None = None
     limits: Any = None
@@ -148,7 +147,7 @@ class Model:
         groups: batched constraint primitives (mbsim.model.constraints.PrimitiveGroup).
         row_labels: (nc,) "joint: equation" per constraint row.
         joints: per-joint info.
-        springs: the joint-coordinate table (mbsim.model.dynamics.SpringGroups; at most one), with
+        joint_coordinates: the joint-coordinate table (mbsim.model.dynamics.JointCoordinates; at most one), with
             every joint coordinate and the forces on it (mbsim.model.joint_forces).
         actuators, outputs, signals: CONTRACT §8 (mbsim.model.actuators, mbsim.model.signals).
         forces: force element groups (mbsim.model.forces).
@@ -172,7 +171,7 @@ class Model:
     couplings: tuple[str, ...]  # names of the joint couplings (their rows follow the joints')
     row_labels: list[str]
     joints: list[JointInfo]
-    springs: list[Any]
+    joint_coordinates: list[Any]
     forces: list[Any]
     sparse: bool
     t_end: float

@@ -12,7 +12,7 @@ right after that evaluation), and allocates nothing. Declared in record_kernels.
 from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.force_kernels cimport spring_damper_potential_at
-from mbsim.model.spring_kernels cimport joint_spring_potential_at
+from mbsim.model.joint_force_kernels cimport joint_spring_potential_at
 from mbsim.model.step_kernels cimport coordinates_into, outputs_into, row_dot
 
 

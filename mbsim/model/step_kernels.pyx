@@ -18,7 +18,7 @@ import numpy as np
 from mbsim.model.expr_kernel cimport _mod, run_expression
 from mbsim.model.force_kernels cimport loads_at, spring_damper_potential_at, spring_dampers_at
 from mbsim.model.signal_kernels cimport signals_at
-from mbsim.model.spring_kernels cimport actuator_forces_at, coordinate_rates_at, joint_forces_at, unwrap_at
+from mbsim.model.joint_force_kernels cimport actuator_forces_at, coordinate_rates_at, joint_forces_at, unwrap_at
 # the primitive kinds of the flat table (kernels.pxd; mbsim.model.flat checks its own against them)
 from mbsim.model.kernels cimport (
     ANGLE2,
@@ -258,17 +258,17 @@ cdef load_frames(FlatModel F, FlatData D, frames):
 
 
 # Python's one entry to the rows (mbsim.model.constraints: constraint_values, constraint_residual,
-# spring_rows): the frames of one state copied into D (``frames``: a mbsim.model.model.Frames, 2D
+# coordinate_rows): the frames of one state copied into D (``frames``: a mbsim.model.model.Frames, 2D
 # arrays d columns wide), or computed from ``q`` at zero velocity (frames None), then
-# primitives_into over the constraint table, or over the joint-spring table (``springs``), its
-# deflections unwrapped against ``reference`` (spring_kernels.unwrap_at), into the caller's phi,
+# primitives_into over the constraint table, or over the joint-coordinate table (``coordinates``), its
+# deflections unwrapped against ``reference`` (joint_force_kernels.unwrap_at), into the caller's phi,
 # phi_t, gamma and J (dense nc x nv, or the rows' body blocks: ``blocks``, constraint_blocks_into's
 # layout). The GIL is held throughout: D is scratch no other call reads, so one D serves a model's
 # every thread.
 def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, double[::1] phi_t,
-                    double[::1] gamma, double[:, ::1] J, bint blocks, bint springs=False,
+                    double[::1] gamma, double[:, ::1] J, bint blocks, bint coordinates=False,
                     double[::1] reference=None, q=None):
-    cdef Py_ssize_t d = F.dim, n = F.nbody + 1, nrows = F.njc if springs else F.nc
+    cdef Py_ssize_t d = F.dim, n = F.nbody + 1, nrows = F.njc if coordinates else F.nc
     cdef Py_ssize_t b
     cdef const double[::1] q_
     if phi.shape[0] != nrows or phi_t.shape[0] != nrows or gamma.shape[0] != nrows or J.shape[0] != nrows:
@@ -277,7 +277,7 @@ def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, 
     cdef Py_ssize_t ncol = F.nv
     if blocks:
         ncol = 2 * (6 if d == 3 else 3)
-        for b in range(F.nc if not springs else 0):
+        for b in range(F.nc if not coordinates else 0):
             if F.row_bk[b] < F.nbody:
                 ncol = 2 * ncol
                 break
@@ -290,7 +290,7 @@ def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, 
         frames_into(F, D, q_, np.zeros(F.nv))
     else:
         load_frames(F, D, frames)
-    if springs:
+    if coordinates:
         primitives_into(F, D, t, F.jc_kind, F.jc_bi, F.jc_bj, F.jc_vec, F.jc_row, F.jc_nrow, F.jc_offset,
                         F.jc_drive, F.jc_wrap, phi, phi_t, gamma, J, blocks)
         if reference is not None:
@@ -302,8 +302,8 @@ def constraint_rows(FlatModel F, FlatData D, double t, frames, double[::1] phi, 
                         F.prim_offset, F.prim_drive, F.prim_wrap, phi, phi_t, gamma, J, blocks)
 
 
-# The joint coordinates, unwrapped against D.jc_ref (spring_kernels.unwrap_at), into D.jc_value
-# and their Jacobian in body blocks into D.jc_jac (ncoord, 2 w; spring_kernels.pxd); the frames of
+# The joint coordinates, unwrapped against D.jc_ref (joint_force_kernels.unwrap_at), into D.jc_value
+# and their Jacobian in body blocks into D.jc_jac (ncoord, 2 w; joint_force_kernels.pxd); the frames of
 # the state are in D already.
 cdef void coordinate_values_into(FlatModel F, FlatData D, double t) noexcept nogil:
     if F.njc == 0:
@@ -398,7 +398,7 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
         coordinates_into(F, D, t, v)
     signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
-    # the forces on the joint coordinates (spring_kernels): springs into Qc, the rest into Qn (the
+    # the forces on the joint coordinates (joint_force_kernels): springs into Qc, the rest into Qn (the
     # compiled step is the smooth methods': their compliant stops and regularised friction)
     if F.jc_forces:
         joint_forces_into(F, D, t, Qc, Qn, False)
@@ -443,7 +443,7 @@ cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) 
 
 # The compiled force elements and the forces on the joint coordinates at one state given by its
 # Frames (Python's single evaluations: mbsim.model.dynamics.applied_forces) added into Qc
-# (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.spring_reference).
+# (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.coordinate_reference).
 # Returns their potential (spring-dampers and joint springs). The actuators' forces, the
 # coordinates and the stop and friction forces are left in D (read right after, holding the GIL).
 # ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck friction.

@@ -1,5 +1,5 @@
-"""Joint springs (a spring and damper on a joint coordinate; mbsim.model.spring_kernels, run by
-SpringGroups for the Python path and by the compiled step) against independent references: the
+"""Joint springs (a spring and damper on a joint coordinate; mbsim.model.joint_force_kernels, run by
+JointCoordinates for the Python path and by the compiled step) against independent references: the
 spring's generalized force along each joint motion is minus the central difference of its
 potential 1/2 k (coordinate - rest)^2, the coordinate measured by hand from the body frames of
 states the scene's own kinematics produce (Model.retract, Model.frames); the damper's power is
@@ -148,7 +148,7 @@ STATES = [(0.3, 0.05), (-1.1, 0.4), (2.5, -0.3), (-2.9, 0.2)]
 def test_spring_force_is_minus_the_gradient_of_its_potential_and_the_damper_takes_c_rate_squared(d):
     mech = Mechanism(d)
     model = mech.model
-    (springs,) = model.springs
+    (table,) = model.joint_coordinates
     _, solver = prepare(build_spec(RawScene(data=_scene(d), file="<test>")))
     assert solver.compiled
     F, D, P = solver._flat, solver.data.flat, solver._params
@@ -222,7 +222,7 @@ def _rotor() -> dict:
 )
 def test_a_torsion_spring_wound_through_three_turns_keeps_its_deflection_continuous(tmp_path, method, tol):
     """lagrange and variational step in compiled blocks (their FlatData.jc_ref views the run's
-    Data.spring_reference), timestepping through SpringGroups and event_driven through its free
+    Data.coordinate_reference), timestepping through JointCoordinates and event_driven through its free
     phase's compiled right-hand side (the run's loop updates the same array); variational is second
     order, the others closer."""
     scene = _rotor()

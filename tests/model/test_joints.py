@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mbsim.model.compile import compile_model
-from mbsim.model.constraints import constraint_residual, constraint_values, spring_rows
+from mbsim.model.constraints import constraint_residual, constraint_values, coordinate_rows
 from mbsim.model.joints import JOINT_TYPES
 from mbsim.scene.load import RawScene
 from mbsim.scene.spec import build_spec
@@ -133,23 +133,23 @@ def test_jacobian_gamma_phi_t_match_finite_differences(joint_type, dimension, gr
 )
 def test_spring_coordinate_jacobian_matches_finite_differences(joint_type, dimension):
     model = _model(joint_type, dimension, False, seed=11)
-    springs = model.springs[0]
+    table = model.joint_coordinates[0]
     rng = np.random.default_rng(3)
     q, v = _random_state(model, rng)
     eps = 1e-6
 
-    springs = model.springs[0]
+    table = model.joint_coordinates[0]
     w = model.body_width
-    reference = spring_rows(model, model.frames(q, v), 0.0, -springs.rest)[0]  # unwrapped near q
+    reference = coordinate_rows(model, model.frames(q, v), 0.0, -table.rest)[0]  # unwrapped near q
 
     def coord(qq):
-        return spring_rows(model, model.frames(qq, v), 0.0, reference)[0]
+        return coordinate_rows(model, model.frames(qq, v), 0.0, reference)[0]
 
     # the body blocks (row r: body i's, then body j's) scattered into a dense J
-    value, blocks = spring_rows(model, model.frames(q, v), 0.0, reference)
+    value, blocks = coordinate_rows(model, model.frames(q, v), 0.0, reference)
     np.testing.assert_allclose(value, reference, rtol=0, atol=1e-14)  # unwrapped against itself
-    J = np.zeros((springs.ncoord, model.nv))
-    for bi, bj, r0, n in zip(springs.item_bi, springs.item_bj, springs.item_row, springs.item_nrow, strict=True):
+    J = np.zeros((table.ncoord, model.nv))
+    for bi, bj, r0, n in zip(table.item_bi, table.item_bj, table.item_row, table.item_nrow, strict=True):
         for side, b in ((0, bi), (1, bj)):
             if b < model.nbody:
                 J[r0 : r0 + n, b * w : (b + 1) * w] += blocks[r0 : r0 + n, side * w : (side + 1) * w]

@@ -18,7 +18,7 @@ from quick_loop import quick
 
 from mbsim.model.constraints import constraint_residual, constraint_values
 from mbsim.model.data import new_data
-from mbsim.model.dynamics import generalized_forces, update_spring_references
+from mbsim.model.dynamics import generalized_forces, update_coordinate_references
 from mbsim.model.flat import FlatModel, dense_reason, flatten, model_form, python_reason
 from mbsim.model.model import State
 from mbsim.scene.spec import load_scene
@@ -157,8 +157,8 @@ def test_the_accelerations_satisfy_the_equations_of_motion(prepared):
     for _ in range(3):
         t, y = random_state(model, rng)
         q, v = y[: model.nq], y[model.nq : model.nq + model.nv]
-        if model.springs:
-            D.jc_ref[:] = solver.data.spring_reference[0]
+        if model.joint_coordinates:
+            D.jc_ref[:] = solver.data.coordinate_reference[0]
         ok, vdot, _ = ode_kernels.accelerations_at(F, D, P, t, q, v)
         assert ok
         lam = np.array(D.lam)
@@ -235,13 +235,15 @@ def test_compiled_block_matches_python_steps(tmp_path, integrator, method):
         model, solver = prepare(load_scene(str(path)))
         start = State(0.0, model.q0.copy(), model.v0.copy(), 0.0)
         block = solver.advance(start, 0.002, 0, 60, 59, 0.2, np.inf)  # steps 1..60
-        compiled_reference = solver.data.spring_reference[0].copy()
+        compiled_reference = solver.data.coordinate_reference[0].copy()
         assert block.status == "ok" and block.steps == 60
-        solver.data.spring_reference[0][:] = new_data(model).spring_reference[0]  # the Python steps start afresh
+        solver.data.coordinate_reference[0][:] = new_data(model).coordinate_reference[
+            0
+        ]  # the Python steps start afresh
         state = start
         for _ in range(60):
             state, info, _ = solver.step(state, 0.002)
-            update_spring_references(model, solver.data, state.q, state.t)
+            update_coordinate_references(model, solver.data, state.q, state.t)
         assert block.state.t == state.t
         # the penalty (1e6) conditions M + alpha J^T J at ~1e6: round-off in its factorisation
         # (LAPACK in Python, loops compiled) reaches the states at ~1e-10 (measured 4e-12 abs)
@@ -252,17 +254,17 @@ def test_compiled_block_matches_python_steps(tmp_path, integrator, method):
         assert block.info.iterations == info.iterations
         assert block.info.h == info.h
         assert abs(block.info.position_violation - info.position_violation) < 1e-14
-        np.testing.assert_allclose(compiled_reference, solver.data.spring_reference[0], rtol=0, atol=1e-12 * loose)
+        np.testing.assert_allclose(compiled_reference, solver.data.coordinate_reference[0], rtol=0, atol=1e-12 * loose)
 
 
 def test_torsion_spring_wound_past_half_a_turn_does_not_snap_back(tmp_path):
     """A 3D revolute spring at rest 3 rad starts 3 rad from rest: the compiled deflection follows
-    the unwrapped angle (the reference of SpringGroups), so the spring keeps winding it back."""
+    the unwrapped angle (the reference of JointCoordinates), so the spring keeps winding it back."""
     path = write_yaml_scene(scene_3d(), tmp_path / "s.yaml")
     model, solver = prepare(load_scene(str(path)))
     block = solver.advance(State(0.0, model.q0.copy(), model.v0.copy(), 0.0), 0.002, 0, 100, 99, 0.2, np.inf)
     assert block.steps == 100
-    deflection = solver.data.flat.jc_value[: model.springs[0].ncoord]
+    deflection = solver.data.flat.jc_value[: model.joint_coordinates[0].ncoord]
     assert np.all(np.abs(deflection) < 4.0)  # never re-wrapped to the other side of +-pi
 
 

@@ -256,7 +256,7 @@ class Solver(SolverBase):
     def _coordinate_rows(self, frames):
         """(stop gaps, stop rows, friction rows) of the joint coordinates at a state (JointRows.at;
         a joint coordinate does not depend on t)."""
-        reference = self.data.spring_reference[0] if self.data.spring_reference else None
+        reference = self.data.coordinate_reference[0] if self.data.coordinate_reference else None
         return self.coordinates.at(frames, 0.0, reference)
 
     def _contact_rows(self, frames, batch):

@@ -3,7 +3,7 @@ event_driven: a joint's limits as unilateral rows and its Coulomb/Stribeck frict
 box-bounded rows, instead of the smooth methods' compliant stop and regularised friction (which
 their force evaluations leave out: mbsim.model.dynamics.applied_forces(nonsmooth=True)).
 
-Every joint coordinate q (mbsim.model.dynamics.SpringGroups, from the joint's ``initial``) with
+Every joint coordinate q (mbsim.model.dynamics.JointCoordinates, from the joint's ``initial``) with
 Jacobian row c (qd = c v) gives:
 
 - a stop per finite limit, with gap g = q - lower and row +c, or g = upper - q and row -c: a
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.constraints import spring_rows
+from mbsim.model.constraints import coordinate_rows
 from mbsim.model.joint_forces import coordinate_jacobian
 from mbsim.model.model import Frames, Model
 
@@ -29,28 +29,28 @@ class JointRows:
     def __init__(self, model: Model) -> None:
         self.model = model
         names = {j.coordinate_row: j.name for j in model.joints if j.coordinate_row is not None}
-        springs = model.springs[0] if model.springs else None
-        ncoord = springs.ncoord if springs is not None else 0
-        lower = springs.lower if springs is not None else np.zeros(0)
-        upper = springs.upper if springs is not None else np.zeros(0)
+        table = model.joint_coordinates[0] if model.joint_coordinates else None
+        ncoord = table.ncoord if table is not None else 0
+        lower = table.lower if table is not None else np.zeros(0)
+        upper = table.upper if table is not None else np.zeros(0)
         # the stops: lower ones first, then upper ones, each in row order
         low, up = np.flatnonzero(np.isfinite(lower)), np.flatnonzero(np.isfinite(upper))
         self.stop_row = np.concatenate((low, up)).astype(np.int64)
         self.stop_sign = np.concatenate((np.ones(len(low)), -np.ones(len(up))))
         self.stop_bound = np.concatenate((lower[low], upper[up]))
-        self.stop_restitution = springs.restitution[self.stop_row] if springs is not None else np.zeros(0)
+        self.stop_restitution = table.restitution[self.stop_row] if table is not None else np.zeros(0)
         self.stop_name = [names.get(int(r), f"coordinate {r}") for r in self.stop_row]
-        if springs is not None:
-            rough = np.flatnonzero((springs.coulomb > 0.0) | (springs.static > 0.0))
+        if table is not None:
+            rough = np.flatnonzero((table.coulomb > 0.0) | (table.static > 0.0))
         else:
             rough = np.zeros(0, dtype=np.int64)
         self.friction_row = rough.astype(np.int64)
         self.friction_name = [names.get(int(r), f"coordinate {r}") for r in self.friction_row]
         # the stops of each frictional coordinate (indices into the stops)
         self.friction_stops = [set(np.flatnonzero(self.stop_row == r).tolist()) for r in self.friction_row]
-        if springs is not None:
-            self.coulomb, self.static = springs.coulomb[rough], springs.static[rough]
-            self.stribeck = springs.stribeck[rough]
+        if table is not None:
+            self.coulomb, self.static = table.coulomb[rough], table.static[rough]
+            self.stribeck = table.stribeck[rough]
         else:
             self.coulomb = self.static = self.stribeck = np.zeros(0)
         self.ncoord = ncoord
@@ -66,9 +66,9 @@ class JointRows:
         """(stop gaps (nstop,) and rows (nstop, nv), friction rows (nfriction, nv)) at a state:
         (g, G, C) with G v the gaps' rates and C v the frictional coordinates' rates."""
         m = self.model
-        springs = m.springs[0]
-        ref = springs.initial.copy() if reference is None else reference
-        q, blocks = spring_rows(m, frames, t, ref)
+        table = m.joint_coordinates[0]
+        ref = table.initial.copy() if reference is None else reference
+        q, blocks = coordinate_rows(m, frames, t, ref)
         C = coordinate_jacobian(m, blocks, self._rows)
         stops = np.array([self._at[int(r)] for r in self.stop_row], dtype=np.int64)
         rough = np.array([self._at[int(r)] for r in self.friction_row], dtype=np.int64)

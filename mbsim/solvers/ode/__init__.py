@@ -140,9 +140,9 @@ class OdeSolver(SolverBase):
             if isinstance(flat, FlatModel):
                 # fixed steps and the embedded pairs (RK45, DOP853: mbsim.solvers.ode.integrate) run in
                 # compiled blocks; Radau and BDF step in Python around the compiled right-hand side
-                # the joint springs' references: the run's own array (Data.spring_reference), viewed
-                reference = self.data.spring_reference[0] if model.springs else None
-                self._flat, self.data.flat = flat, make_data(flat, robust=self.robust, spring_reference=reference)
+                # the joint springs' references: the run's own array (Data.coordinate_reference), viewed
+                reference = self.data.coordinate_reference[0] if model.joint_coordinates else None
+                self._flat, self.data.flat = flat, make_data(flat, robust=self.robust, coordinate_reference=reference)
                 self._params = self.compiled_parameters()
                 self._block_out = np.zeros(8)
                 self._rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
@@ -463,8 +463,8 @@ class OdeSolver(SolverBase):
         m = self.model
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
-        if self._flat is not None and m.springs:  # the compiled right-hand side's spring references
-            self.data.flat.jc_ref[:] = self.data.spring_reference[0]
+        if self._flat is not None and m.joint_coordinates:  # the compiled right-hand side's spring references
+            self.data.flat.jc_ref[:] = self.data.coordinate_reference[0]
         if self._adaptive is not None:
             if self._flat is not None and self._h_carried is not None:  # after a compiled block: its step size
                 h, self._h_carried = min(self._h_carried, m.t_end - state.t), None
@@ -509,8 +509,8 @@ class OdeSolver(SolverBase):
         self._iterations, self._extra = 0, {}
         y = np.concatenate((state.q, state.v, (state.work,)))
         if self._flat is not None:
-            if m.springs:  # the references as the run's (Python steps may have moved them)
-                self.data.flat.jc_ref[:] = self.data.spring_reference[0]
+            if m.joint_coordinates:  # the references as the run's (Python steps may have moved them)
+                self.data.flat.jc_ref[:] = self.data.coordinate_reference[0]
             extra, extra_power, extra_potential, frames = self._python_forces_at(state.t, state.q, state.v)
             stats = self.data.flat.solve_stats
             ode_kernels.reset_stats(stats, 0)

@@ -54,7 +54,7 @@ cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, co
 # stats[start : start + 3] = (0, +inf, -inf): nothing solved yet
 cpdef void reset_stats(double[::1] stats, Py_ssize_t start) noexcept nogil
 # the unwrapped spring deflections at q become the next references (when a spring coordinate wraps)
-cdef void update_spring_references(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil
+cdef void update_coordinate_references(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil
 # v_dot at (t, q, v) into vdot; False on rank loss; the power of non-conservative forces and drives
 # into power[0]
 cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,

@@ -667,9 +667,9 @@ cdef bint _all_finite(const double[::1] x) noexcept nogil:
     return ok
 
 
-cdef void update_spring_references(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil:
+cdef void update_coordinate_references(FlatModel F, FlatData D, double t, const double[::1] q) noexcept nogil:
     """The unwrapped deflections of an accepted step become the next references (when any
-    spring coordinate wraps: mbsim.model.dynamics.SpringGroups.update)."""
+    spring coordinate wraps: mbsim.model.dynamics.JointCoordinates.update)."""
     cdef bint wrapped = False
     cdef Py_ssize_t p, r
     for p in range(F.jc_wrap.shape[0]):
@@ -751,7 +751,7 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
         h_last = t_new - t  # as the Python step reports it
         t = t_new
         steps += 1
-        update_spring_references(F, D, t, q)
+        update_coordinate_references(F, D, t, q)
         if violation < 0.0:
             if F.nc:
                 _constraints_at_rest(F, D, t, q)

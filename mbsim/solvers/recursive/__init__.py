@@ -218,7 +218,7 @@ def joint_space(model: Model) -> JointSpace:
     q_initial = np.zeros(nq)
     armature = np.zeros(nv)
     # the joint-coordinate table's rows (mbsim.model.joint_forces) as tree coordinates
-    ncoord = model.springs[0].ncoord if model.springs else 0
+    ncoord = model.joint_coordinates[0].ncoord if model.joint_coordinates else 0
     coordinate_v, coordinate_q = np.zeros(ncoord, dtype=np.int64), np.zeros(ncoord, dtype=np.int64)
     for j, info in enumerate(model.joints):
         k = carrier[j]
@@ -321,7 +321,7 @@ class Solver(SolverBase):
         self.model = model
         self.data = new_data(model)  # what this run changes (the model is never written)
         # the force kernels' buffers (the compiled step's and the Python path's single evaluations)
-        self._flat_data = make_data(model_form(model), dense=False, spring_reference=None)
+        self._flat_data = make_data(model_form(model), dense=False, coordinate_reference=None)
         self.space = space
         self.integrator = self.integrator_label = integrator
         self.nq, self.nv = space.nq, space.nv

@@ -24,7 +24,7 @@ from mbsim.model.record_kernels cimport (
     rotation_columns_into,
     state_columns_into,
 )
-from mbsim.model.spring_kernels cimport actuator_forces_at, coordinate_force_at, joint_spring_potential_at
+from mbsim.model.joint_force_kernels cimport actuator_forces_at, coordinate_force_at, joint_spring_potential_at
 from mbsim.model.step_kernels cimport (
     constraint_blocks_into,
     element_forces_into,
@@ -245,7 +245,7 @@ cdef double _tree_forces_into(FlatModel F, FlatData D, const long long[::1] jc_q
                               double[::1] tau) noexcept nogil:
     """At the body frames in D: the joint coordinates from the tree's (q + the joint's initial; the
     rates v), the signals, the force elements into Qc, Qn (body axes) and the forces on the joint
-    coordinates (spring_kernels.coordinate_force_at) added to tau; returns the latter's
+    coordinates (joint_force_kernels.coordinate_force_at) added to tau; returns the latter's
     non-conservative power."""
     cdef Py_ssize_t r
     cdef double elastic, other

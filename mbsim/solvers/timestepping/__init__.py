@@ -251,7 +251,7 @@ class Solver(SolverBase):
         (mbsim.solvers.numerics.joint_rows), or None without stops and friction."""
         if not self.coordinates:
             return None
-        reference = self.data.spring_reference[0] if self.data.spring_reference else None
+        reference = self.data.coordinate_reference[0] if self.data.coordinate_reference else None
         return self.coordinates.at(frames, t, reference)
 
     def _coordinate_rows(self, at, stops: np.ndarray, v: np.ndarray, v_free: np.ndarray, h: float):

@@ -108,7 +108,7 @@ class Solver(SolverBase):
         self.n = model.nq
         self.nquat = self.nb if self.dim == 3 else 0
         self.m = self.nquat + model.nc
-        self.forces_vary = bool(model.forces or model.springs)
+        self.forces_vary = bool(model.forces or model.joint_coordinates)
         inertia = np.zeros((self.nb, 3, 3))
         k = model.body_inertia.shape[1]  # (nb, 3, 3) 3D, (nb, 1, 1) 2D
         inertia[:, :k, :k] = model.body_inertia
@@ -143,8 +143,8 @@ class Solver(SolverBase):
             return None
         flat = model_form(m)
         # robust: the reactions of a row are minimum-norm (evaluate); the springs' references are the run's
-        reference = self.data.spring_reference[0] if m.springs else None
-        self.data.flat = make_data(flat, robust=True, spring_reference=reference)
+        reference = self.data.coordinate_reference[0] if m.joint_coordinates else None
+        self.data.flat = make_data(flat, robust=True, coordinate_reference=reference)
         self.evaluator = vk.FlatEvaluator(flat, self.data.flat)
         rows = np.zeros((ROWS_PER_BLOCK, row_width(self.row_columns()) + 1))  # + the step number
         return rows, np.zeros(9)

@@ -28,7 +28,7 @@ from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
 from mbsim.model.step_kernels cimport applied_forces_into, constraints_into, forces_into, frames_into
 from mbsim.solvers.numerics.lapack_kernels cimport lstsq_symmetric_into, solve_into
-from mbsim.solvers.ode.ode_kernels cimport certified_full_rank, schur_accelerations, update_spring_references
+from mbsim.solvers.ode.ode_kernels cimport certified_full_rank, schur_accelerations, update_coordinate_references
 from mbsim.solvers.numerics.robust_kernels cimport null_space_accelerations
 
 
@@ -979,7 +979,7 @@ cdef int _advance(FlatEvaluator E, FlatModel F, FlatData D, VarModel V, VarData 
         work = new_work
         taken += 1
         iterations, violation, residual = <double>it, joints, res
-        update_spring_references(F, D, t, q)
+        update_coordinate_references(F, D, t, q)
         worst = _max(worst, joints)
         number = done + taken
         last = not (t_end - t > 1e-12 * scale)

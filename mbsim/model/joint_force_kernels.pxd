@@ -21,7 +21,7 @@ from mbsim.model.layout cimport FlatData, FlatModel
 
 # 3D revolute angles come out of atan2 in (-pi, pi]: a torsion spring wound past half a turn must
 # not snap back, so a wrapped item's deflections are taken within pi of ref, the unwrapped
-# deflection of the last accepted step (the run's state: Data.spring_reference, which the
+# deflection of the last accepted step (the run's state: Data.coordinate_reference, which the
 # compiled step's FlatData.jc_ref views). Python's float % (the sign of 2 pi), not C's fmod.
 cdef inline void unwrap_at(const long long[::1] row, const long long[::1] nrow, const long long[::1] wrap,
                            const double[::1] ref, double[::1] value) noexcept nogil:

@@ -1,4 +1,4 @@
-"""The joint coordinates' Python entry point (spring_kernels.pxd holds the kernels, which the
+"""The joint coordinates' Python entry point (joint_force_kernels.pxd holds the kernels, which the
 compiled step and its def entry step_kernels.element_forces run)."""
 
 
