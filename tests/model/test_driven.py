@@ -307,3 +307,37 @@ def test_an_assertion_on_a_misspelt_output_is_exit_2(write_scene, mbsim, tmp_pat
     result = mbsim("run", scene, "-o", tmp_path / "x.h5", "--quiet", "--assert", "max_trun < 1")
     assert result.exit_code == 2 and "did you mean 'max_turn'" in result.stderr, result.stderr
     assert not (tmp_path / "x.h5").exists()
+
+
+# (variational: from rest with no energy scale at all, its first step's Newton accepts the start within
+# its position tolerance and the divergence check meets kinetic energy 6e-18 J against zero work: see
+# the issue's closing note)
+@pytest.mark.parametrize("method", quick(["lagrange", "recursive", "null_space"], keep="lagrange"))
+def test_a_block_on_a_slide_under_a_ramp_force_sticks_then_slides(write_scene, mbsim, tmp_path, method) -> None:
+    """A 2 kg block on a prismatic joint, Coulomb friction F_c = 3 N (smoothing 1e-4 m/s), pushed by
+    F = 2 t: it creeps below 1e-4 m/s while F < F_c (the regularisation's stated error: a creep of
+    smoothing F / F_c) and from t_b = 1.5 s slides with m a = 2 t - 3, so its speed at 2.5 s is
+    ((2.5^2 - 1.5^2) - 3 (2.5 - 1.5)) / 2 = 0.5 m/s, up to the creep's head start."""
+    scene = write_scene(
+        f"""
+mbsim: 1
+name: block on a slide
+dimension: 2
+time: {{end: 2.5, step: 1e-4}}
+solver: {{method: {method}, integrator: rk4}}
+bodies:
+  - {{name: block, mass: 2, inertia: 0.1, position: [0, 0]}}
+joints:
+  - {{name: slide, type: prismatic, body1: ground, body2: block, point: [0, 0], axis: [1, 0],
+     friction: {{coulomb: 3.0, smoothing: 1.0e-4}}}}
+actuators:
+  - {{name: push, joint: slide, type: force, value: 2*t}}
+"""
+    )
+    result = mbsim("run", scene, "-o", tmp_path / "x.h5", "--quiet")
+    assert result.exit_code == 0, result.output
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        t, v = f["time"][:], f["joints/slide/velocity"][:]
+        assert np.max(np.abs(v[t < 1.49])) < 1e-4
+        assert v[-1] == pytest.approx(0.5, abs=2e-3)
+        assert f["joints/slide/friction_force"][-1] == pytest.approx(-3.0, abs=1e-9)
