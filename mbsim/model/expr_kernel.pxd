@@ -60,3 +60,17 @@ cdef inline double _mod(double a, double b) noexcept nogil:
 cpdef double run_expression(const long long[::1] op, const long long[::1] dst, const long long[:, ::1] args,
                             const double[::1] imm, const long long[::1] start, const long long[::1] stop,
                             const long long[::1] result, Py_ssize_t k, double[::1] regs) noexcept nogil
+# The interpreter loop over instructions first:last of a program (args: 3 per instruction, row-major)
+# on regs, over raw pointers (a compiled caller passes no memoryview); run_expression wraps it.
+cdef void run_instructions(const long long* op, const long long* dst, const long long* args, const double* imm,
+                           Py_ssize_t first, Py_ssize_t last, double* regs) noexcept nogil
+
+
+# Value of expression k of a FlatModel's programs (prog_* arrays) on regs: the caller passes the
+# arrays' data pointers, nothing else is copied.
+cdef inline double program_value(const long long* op, const long long* dst, const long long* args,
+                                 const double* imm, const long long* start, const long long* stop,
+                                 const long long* result, Py_ssize_t k, double* regs) noexcept nogil:
+    if stop[k] > start[k]:
+        run_instructions(op, dst, args, imm, start[k], stop[k], regs)
+    return regs[result[k]]

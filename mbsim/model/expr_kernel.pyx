@@ -53,39 +53,48 @@ cpdef double run_expression(const long long[::1] op, const long long[::1] dst, c
     """Run expression ``k`` of a program (instructions ``start[k]:stop[k]``) on the float64 register
     buffer ``regs`` (at least ``nreg`` long, variables already in ``regs[0:nvars]``); returns its value.
     Allocates nothing."""
+    if stop[k] > start[k]:
+        run_instructions(&op[0], &dst[0], &args[0, 0], &imm[0], start[k], stop[k], &regs[0])
+    return regs[result[k]]
+
+
+cdef void run_instructions(const long long* op, const long long* dst, const long long* args, const double* imm,
+                           Py_ssize_t first, Py_ssize_t last, double* regs) noexcept nogil:
+    """The instructions first:last of a program (args: three per instruction) on ``regs``: the one
+    interpreter loop, over raw pointers so that a compiled caller passes no memoryview."""
     cdef Py_ssize_t i
     cdef long long o
     cdef double v, x, y
-    for i in range(start[k], stop[k]):
+    for i in range(first, last):
         o = op[i]
         if o == CONST:
             v = imm[i]
         else:
-            x = regs[args[i, 0]]
+            x = regs[args[3 * i]]
             if o == ADD:
-                v = x + regs[args[i, 1]]
+                v = x + regs[args[3 * i + 1]]
             elif o == SUB:
-                v = x - regs[args[i, 1]]
+                v = x - regs[args[3 * i + 1]]
             elif o == MUL:
-                v = x * regs[args[i, 1]]
+                v = x * regs[args[3 * i + 1]]
             elif o == DIV:
-                v = x / regs[args[i, 1]]
+                v = x / regs[args[3 * i + 1]]
             elif o == POW:
-                v = _pow(x, regs[args[i, 1]])
+                v = _pow(x, regs[args[3 * i + 1]])
             elif o == NEG:
                 v = -x
             elif o == LT:
-                v = 1.0 if x < regs[args[i, 1]] else 0.0
+                v = 1.0 if x < regs[args[3 * i + 1]] else 0.0
             elif o == LE:
-                v = 1.0 if x <= regs[args[i, 1]] else 0.0
+                v = 1.0 if x <= regs[args[3 * i + 1]] else 0.0
             elif o == GT:
-                v = 1.0 if x > regs[args[i, 1]] else 0.0
+                v = 1.0 if x > regs[args[3 * i + 1]] else 0.0
             elif o == GE:
-                v = 1.0 if x >= regs[args[i, 1]] else 0.0
+                v = 1.0 if x >= regs[args[3 * i + 1]] else 0.0
             elif o == EQ:
-                v = 1.0 if x == regs[args[i, 1]] else 0.0
+                v = 1.0 if x == regs[args[3 * i + 1]] else 0.0
             elif o == NE:
-                v = 1.0 if x != regs[args[i, 1]] else 0.0
+                v = 1.0 if x != regs[args[3 * i + 1]] else 0.0
             elif o == SIN:
                 v = sin(x)
             elif o == COS:
@@ -99,7 +108,7 @@ cpdef double run_expression(const long long[::1] op, const long long[::1] dst, c
             elif o == ATAN:
                 v = atan(x)
             elif o == ATAN2:
-                v = atan2(x, regs[args[i, 1]])
+                v = atan2(x, regs[args[3 * i + 1]])
             elif o == SINH:
                 v = sinh(x)
             elif o == COSH:
@@ -115,22 +124,21 @@ cpdef double run_expression(const long long[::1] op, const long long[::1] dst, c
             elif o == ABS:
                 v = fabs(x)
             elif o == MIN:  # numpy: the first if it is smaller or NaN, else the second (NaN, and +0 of min(-0, +0))
-                y = regs[args[i, 1]]
+                y = regs[args[3 * i + 1]]
                 v = x if (x < y or x != x) else y
             elif o == MAX:
-                y = regs[args[i, 1]]
+                y = regs[args[3 * i + 1]]
                 v = x if (x > y or x != x) else y
             elif o == FLOOR:
                 v = floor(x)
             elif o == CEIL:
                 v = ceil(x)
             elif o == MOD:
-                v = _mod(x, regs[args[i, 1]])
+                v = _mod(x, regs[args[3 * i + 1]])
             elif o == SIGN:  # numpy: NaN stays NaN, -0.0 gives +0.0
                 v = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else x))
             elif o == WHERE:  # any nonzero condition, NaN included, picks the second argument
-                v = regs[args[i, 1]] if x != 0.0 else regs[args[i, 2]]
+                v = regs[args[3 * i + 1]] if x != 0.0 else regs[args[3 * i + 2]]
             else:
                 v = NAN  # not an opcode: compile_programs never writes one
         regs[dst[i]] = v
-    return regs[result[k]]

@@ -15,7 +15,7 @@
 
 from libc.math cimport sqrt
 
-from mbsim.model.expr_kernel cimport run_expression
+from mbsim.model.expr_kernel cimport program_value
 from mbsim.model.kernels cimport vec3
 
 
@@ -148,7 +148,8 @@ cdef inline void loads_at(Py_ssize_t dim, Py_ssize_t nbody, const double[:, ::1]
             regs[1], regs[2], regs[3] = pos[b, 0], pos[b, 1], angle[b]
             regs[4], regs[5], regs[6] = vel[b, 0], vel[b, 1], omega2[b]
         for a in range(3):  # components past the load's own (-1) are zero
-            vals[a] = run_expression(op, dst, args, imm, start, stop, result, expr[e, a], regs) if expr[e, a] >= 0 else 0.0
+            vals[a] = program_value(&op[0], &dst[0], &args[0, 0], &imm[0], &start[0], &stop[0], &result[0],
+                                    expr[e, a], &regs[0]) if expr[e, a] >= 0 else 0.0
         # world components: R_b vals for a body-frame force or 3D torque (a 2D torque is a scalar)
         if body_frame[e] and dim == 3:
             wx = R[b, 0, 0] * vals[0] + R[b, 0, 1] * vals[1] + R[b, 0, 2] * vals[2]

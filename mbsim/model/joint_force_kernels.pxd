@@ -15,7 +15,7 @@
 
 from libc.math cimport M_PI, exp, fabs
 
-from mbsim.model.expr_kernel cimport _mod, run_expression
+from mbsim.model.expr_kernel cimport _mod, program_value
 from mbsim.model.layout cimport FlatData, FlatModel
 
 
@@ -57,6 +57,12 @@ cdef inline void coordinate_rates_at(Py_ssize_t nbody, Py_ssize_t w, const long 
             qd[r] = rate
 
 
+# Value of program k of F on D's registers.
+cdef inline double _program(FlatModel F, FlatData D, Py_ssize_t k) noexcept nogil:
+    return program_value(&F.prog_op[0], &F.prog_dst[0], &F.prog_args[0, 0], &F.prog_imm[0], &F.prog_start[0],
+                         &F.prog_stop[0], &F.prog_result[0], k, &D.regs[0])
+
+
 # The actuators (mbsim.model.actuators) at the coordinates and rates in D (D.jc_value, D.jc_qd):
 # each one's force f by its law on its length L = gear q and rate Ld = gear qd (0 value, 1 position
 # servo kp (target - L) + kd (rate - Ld), 2 velocity servo kd (target - Ld); value / target program
@@ -72,12 +78,9 @@ cdef inline void actuator_forces_at(FlatModel F, FlatData D) noexcept nogil:
     for a in range(F.nact):
         r = F.act_row[a]
         length, rate = F.act_gear[a] * D.jc_value[r], F.act_gear[a] * D.jc_qd[r]
-        f = run_expression(F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop,
-                           F.prog_result, F.act_expr[a], D.regs)
+        f = _program(F, D, F.act_expr[a])
         if F.act_law[a] == 1:
-            f = F.act_kp[a] * (f - length) + F.act_kd[a] * (
-                run_expression(F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop,
-                               F.prog_result, F.act_rate[a], D.regs) - rate)
+            f = F.act_kp[a] * (f - length) + F.act_kd[a] * (_program(F, D, F.act_rate[a]) - rate)
         elif F.act_law[a] == 2:
             f = F.act_kd[a] * (f - rate)
         # forcerange, then the transmission (MuJoCo's order)

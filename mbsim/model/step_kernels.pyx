@@ -15,7 +15,7 @@ from libc.math cimport M_PI
 
 import numpy as np
 
-from mbsim.model.expr_kernel cimport _mod, run_expression
+from mbsim.model.expr_kernel cimport _mod, program_value
 from mbsim.model.force_kernels cimport loads_at, spring_damper_potential_at, spring_dampers_at
 from mbsim.model.signal_kernels cimport signals_at
 from mbsim.model.joint_force_kernels cimport actuator_forces_at, coordinate_rates_at, joint_forces_at, unwrap_at
@@ -52,9 +52,8 @@ cdef void frames_into(FlatModel F, FlatData D, const double[::1] q, const double
 
 # Value of expression ``index`` of the model's programs (variables already in D.regs).
 cdef double expression(FlatModel F, FlatData D, Py_ssize_t index) noexcept nogil:
-    return run_expression(
-        F.prog_op, F.prog_dst, F.prog_args, F.prog_imm, F.prog_start, F.prog_stop, F.prog_result, index, D.regs
-    )
+    return program_value(&F.prog_op[0], &F.prog_dst[0], &F.prog_args[0, 0], &F.prog_imm[0], &F.prog_start[0],
+                         &F.prog_stop[0], &F.prog_result[0], index, &D.regs[0])
 
 
 # local vector c of item p of a primitive table (n, 3, 3)
