@@ -177,35 +177,15 @@ def model_form(model: Model) -> FlatModel:
     return model.cached("flat", flatten)
 
 
+# the per-row arrays of the joint-coordinate table (mbsim.model.dynamics.JointCoordinates) that
+# FlatModel holds as jc_<name>
+COORDINATE_FORCES = ("stiffness", "damping", "rest", "initial", "lower", "upper", "stop_k", "stop_c", "coulomb",
+                     "static", "stribeck", "viscous", "smoothing", "effort")  # fmt: skip
+
+
 def _coordinate_forces(table) -> dict[str, np.ndarray]:
     """Per joint-coordinate row (mbsim.model.joint_forces), the arrays FlatModel's jc_* hold."""
-    if table is None:
-        return {
-            k: np.zeros(0)
-            for k in (
-                "stiffness",
-                "damping",
-                "rest",
-                "initial",
-                "lower",
-                "upper",
-                "stop_k",
-                "stop_c",
-                "coulomb",
-                "static",
-                "stribeck",
-                "viscous",
-                "smoothing",
-                "effort",
-            )
-        }
-    return {
-        "stiffness": table.stiffness, "damping": table.damping, "rest": table.rest,
-        "initial": table.initial, "lower": table.lower, "upper": table.upper,
-        "stop_k": table.stop_k, "stop_c": table.stop_c, "coulomb": table.coulomb, "static": table.static,
-        "stribeck": table.stribeck, "viscous": table.viscous, "smoothing": table.smoothing,
-        "effort": table.effort,
-    }  # fmt: skip
+    return {key: np.zeros(0) if table is None else getattr(table, key) for key in COORDINATE_FORCES}
 
 
 def _coordinates_needed(coordinates: dict[str, np.ndarray], nact: int, signals) -> bool:
@@ -225,7 +205,7 @@ def flatten(model: Model) -> FlatModel:
     expressions: list[Expression] = []
     prims = _primitive_table(model.groups, d, expressions)
     table = model.joint_coordinates[0] if model.joint_coordinates else None
-    spr = _primitive_table(table.groups if table else [], d, expressions)
+    coordinate_rows = _primitive_table(table.groups if table else [], d, expressions)
     coordinates = _coordinate_forces(table)
     sd = {"b1": [], "b2": [], "s1": [], "s2": [], "k": [], "c": [], "rest": []}
     ld = {"body": [], "point": [], "body_frame": [], "torque": [], "expr": []}
@@ -277,7 +257,7 @@ def flatten(model: Model) -> FlatModel:
         **{f"prim_{k}": v for k, v in prims.items()},
         njc=len(coordinates["stiffness"]),
         jc_forces=int(_coordinates_needed(coordinates, len(act["row"]), signals)),
-        **{f"jc_{k}": v for k, v in spr.items()},
+        **{f"jc_{k}": v for k, v in coordinate_rows.items()},
         **{f"jc_{k}": np.asarray(v, dtype=float) for k, v in coordinates.items()},
         nact=len(act["row"]),
         act_row=np.array(act["row"], dtype=np.int64).reshape(-1),
