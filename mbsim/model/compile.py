@@ -4,7 +4,7 @@ before a run fails here, before any output file exists.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -148,10 +148,25 @@ def _body(ctx: Context, path: KeyPath, name: str, body_index: dict[str, int]) ->
     return body_index[name]
 
 
-def _couplings(spec: SceneSpec, ctx: Context, joint_parts: list[tuple]) -> list[Primitive]:
+class _JointPart(NamedTuple):
+    """A scene joint as compile_model assembles it (JointInfo's makings; couplings read it)."""
+
+    name: str
+    type: str
+    body_i: int
+    body_j: int
+    prims: list
+    drive: Primitive | None
+    point2: np.ndarray
+    frame: JointFrame
+    initial: float
+    armature: float
+
+
+def _couplings(spec: SceneSpec, ctx: Context, joint_parts: list[_JointPart]) -> list[Primitive]:
     """One ``coupling`` primitive per couplings: entry: joint = ratio * leader + offset in the
     coordinates that count from each joint's ``initial`` (mbsim.model.constraints)."""
-    by_name = {part[0]: part for part in joint_parts}
+    by_name = {part.name: part for part in joint_parts}
     out = []
     for item in spec.couplings:
         v = item.values
@@ -160,11 +175,11 @@ def _couplings(spec: SceneSpec, ctx: Context, joint_parts: list[tuple]) -> list[
             part = by_name.get(v[key])
             if part is None:
                 raise ctx.error((*item.path, key), f"no joint '{v[key]}'", did_you_mean(v[key], by_name))
-            kind = JOINT_TYPES[part[1]]
-            prim = kind.coordinate_primitive(part[7])
+            kind = JOINT_TYPES[part.type]
+            prim = kind.coordinate_primitive(part.frame)
             if prim is None:
                 raise ctx.error((*item.path, key), f"joint '{v[key]}' ({kind.name}) has no coordinate to couple")
-            coords.append((prim, part[9]))
+            coords.append((prim, part.initial))
         (a, init_a), (b, init_b) = coords
         if v["joint"] == v["leader"]:
             raise ctx.error((*item.path, "leader"), "a joint cannot follow itself")
@@ -193,7 +208,7 @@ def compile_model(spec: SceneSpec) -> Model:
     # primitive measuring it from the joint's `initial` origin, and its forces' parameters
     coordinate_prims: list[tuple[Primitive, dict[str, Any]]] = []
     coordinate_row: dict[str, int] = {}
-    joint_parts: list[tuple] = []
+    joint_parts: list[_JointPart] = []
     for item in spec.joints:
         path = item.path
         kind = JOINT_TYPES.get(item.type)
@@ -248,7 +263,7 @@ def compile_model(spec: SceneSpec) -> Model:
         constraint_prims.extend(prims)
         point2 = frame.s_j if frame.body_j < nb else frame.s_i
         joint_parts.append(
-            (
+            _JointPart(
                 item.name,
                 kind.name,
                 frame.body_i,

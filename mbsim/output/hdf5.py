@@ -48,6 +48,8 @@ from mbsim.output.safety import FORMAT, ResultClaim, claim_result, writer_stamp
 FORMAT_VERSION = 1
 _LIBVER = ("v108", "latest")
 _FLUSH_OVERHEAD = 64 * 1024  # object headers, chunk indexes and attributes a flush may touch
+_EXTEND_MARGIN = 8 * 1024 * 1024  # the most a flush lengthens the file past its estimate ...
+_ROOMY = 1024 * 1024 * 1024  # ... on a disk with at least this much free (_extend_past_writes)
 # the per-body and per-joint datasets of a model with at most this many stay open between flushes
 _KEEP_OPEN = 64
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultWriter", "open_for_writing", "write_stub"]
@@ -518,10 +520,20 @@ class ResultWriter:
         """Make the file on disk ``nbytes`` longer than HDF5's allocated end before a flush writes:
         a reader opening the live file mid-flush would otherwise meet a superblock that states an
         end the data writes have not reached yet ("truncated file"). HDF5's flush cuts the file back
-        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken)."""
+        to its allocated end; the blocks are reserved already (SpaceReservation: no space taken).
+
+        On a disk with room to spare, a quarter of the file more (at most _EXTEND_MARGIN), reserved
+        too: a flush allocates transiently past what it leaves (its final end stays within the
+        estimate, but a reader met a superblock stating up to 2 MB more, mid-flush, on files of 20
+        to 300 MB); on a nearly full disk the estimate alone stands, so that no row is given up."""
         if self._lost is not None:  # a file taken away or broken under the run is not touched
             return
-        size = self.file.id.get_filesize() + nbytes
+        size = self.file.id.get_filesize()
+        if self.space.free() > _ROOMY:
+            margin = min(_EXTEND_MARGIN, size // 4)
+            if margin and self.space.ensure(nbytes + margin):
+                nbytes += margin
+        size += nbytes
         if os.fstat(self.space.fd).st_size < size:
             os.ftruncate(self.space.fd, size)
 
