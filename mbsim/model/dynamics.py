@@ -128,21 +128,6 @@ class AppliedForces:
     nonconservative: np.ndarray
     potential: float
     power_nc: float
-    joints: JointForceValues | None = None
-
-
-@dataclass
-class JointForceValues:
-    """What the forces on the joint coordinates were at a state (mbsim.model.joint_forces): the
-    coordinates and rates (ncoord,), the actuators' forces (nact,), their summed force, the
-    compliant stops' and the friction's force on each coordinate (ncoord,)."""
-
-    coordinate: np.ndarray
-    rate: np.ndarray
-    actuator_force: np.ndarray
-    actuator_total: np.ndarray
-    limit_force: np.ndarray
-    friction_force: np.ndarray
 
 
 def applied_forces(
@@ -154,10 +139,13 @@ def applied_forces(
     with_potential: bool = True,
     nonsmooth: bool = False,
 ) -> AppliedForces:
-    """Gravity, force elements and joint springs at one state (rotational parts in body axes)
-    of a run (``data``: its spring references; the compliant contacts' counters are written there).
-    ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck
-    joint friction, which their own rows apply (mbsim.solvers.numerics.joint_rows)."""
+    """Gravity, force elements and the forces on the joint coordinates (springs, dampers,
+    actuators, stops, friction) at one state (rotational parts in body axes) of a run (``data``:
+    its coordinates' unwrapping references; the compliant contacts' counters are written there).
+    The coordinates, actuator, stop and friction forces are left in rows_form(model).data
+    (mbsim.diagnostics.driven_values_in reads them). ``nonsmooth``: the LCP methods' forces,
+    without the compliant stops and the Coulomb/Stribeck joint friction, which their own rows
+    apply (mbsim.solvers.numerics.joint_rows)."""
     nb, d, w = model.nbody, model.dimension, model.body_width
     cons = np.zeros((nb + 1, w))
     nonc = np.zeros((nb + 1, w))
@@ -178,16 +166,7 @@ def applied_forces(
     reference = data.coordinate_reference[0] if data.coordinate_reference else None
     v = np.ascontiguousarray(v, dtype=float)
     potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn, nonsmooth)
-    joints = None
-    if form.flat.njc:
-        D = form.data
-        joints = JointForceValues(
-            *(
-                np.array(getattr(D, key))
-                for key in ("jc_value", "jc_qd", "act_force", "jc_tau", "jc_limit_force", "jc_friction_force")
-            )
-        )
-    return AppliedForces(Qc, Qn, potential, float(Qn @ v), joints)
+    return AppliedForces(Qc, Qn, potential, float(Qn @ v))
 
 
 def generalized_forces(

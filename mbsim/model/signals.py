@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbsim.errors import did_you_mean
 from mbsim.scene.expr import Expression
 from mbsim.scene.fields import Context, Expr, Field, Name, read_mapping
 
@@ -115,8 +116,6 @@ class Signals:
         index = []
         for body, point in ((body1, point1), (body2, point2)):
             if body != "ground" and body not in self.bodies:
-                from mbsim.errors import did_you_mean
-
                 hint = did_you_mean(body, [*self.bodies, "ground"])
                 raise ValueError(f"unknown body '{body}' in distance()" + (f"; {hint}" if hint else ""))
             if len(point) != self.dimension:

@@ -231,7 +231,12 @@ class ResultWriter:
         # the per-body and per-joint datasets are not kept open between flushes when there are many
         # (an open HDF5 dataset holds ~85 kB: 1.5 GB for a 3,000-link chain's 18,000); a small
         # model's are (opening and closing one for each flush costs about as much as its write)
-        self._keep_open = 4 * model.nbody + 3 * len(model.joints) <= _KEEP_OPEN
+        names = self._placeholders
+        per_name = (4 * len(names[("bodies", "{body}")]) + 3 * len(names[("joints", "{joint}")])
+                    + 2 * len(names[("joints", "{coordinate}")]) + len(names[("joints", "{limited}")])
+                    + len(names[("joints", "{frictional}")]) + 2 * len(names[("actuators", "{actuator}")])
+                    + len(names[("outputs", "{output}")]))  # fmt: skip
+        self._keep_open = per_name <= _KEEP_OPEN
         self._named: set[str] = set()  # the groups of bodies, joints, ... whose name attribute is set
         self._last_flush = time.perf_counter()
         self.flush_seconds = flush_seconds
