@@ -125,11 +125,11 @@ class _StepTimers:
 
     Wraps, while active: the solver's ``detector.detect`` (contact detection), ``_contact_rows``
     (contact Jacobians) and ``_solve_lcp`` (the LCP with its warm-start bookkeeping), and the
-    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T), ``mbsim.solvers.numerics.contact_lcp.pgs``
-    (the whole PGS call) and the compiled sweep kernels ``mbsim.solvers.numerics.lcp._pgs_csr`` /
-    ``_pgs_dense``, which ``pgs`` looks up at call time. Each wrapper adds two ``perf_counter``
-    calls. ``acc`` holds seconds per part since the last ``reset``; ``results`` the (PGS result, A)
-    of each ``pgs`` call since then.
+    functions ``mbsim.solvers.timestepping._schur_product`` (J M^-1 J^T),
+    ``mbsim.solvers.numerics.contact_lcp.solve_cone`` (the whole contact solve) and the compiled
+    sweep kernel ``mbsim.solvers.numerics.cone.cone_sweeps``, which ``solve_cone`` looks up at call
+    time. Each wrapper adds two ``perf_counter`` calls. ``acc`` holds seconds per part since the
+    last ``reset``; ``results`` the (ConeResult, A) of each ``solve_cone`` call since then.
     Everything is restored on exit.
     """
 
@@ -158,8 +158,8 @@ class _StepTimers:
         return timed
 
     def __enter__(self) -> _StepTimers:
+        import mbsim.solvers.numerics.cone as cone_module
         import mbsim.solvers.numerics.contact_lcp as contact_lcp_module
-        import mbsim.solvers.numerics.lcp as lcp_module
         import mbsim.solvers.timestepping as ts_module
 
         s = self.solver
@@ -168,9 +168,8 @@ class _StepTimers:
         s._solve_lcp = self._timed(s._solve_lcp, "solve")
         for module, name, key, keep in (
             (ts_module, "_schur_product", "schur", False),
-            (contact_lcp_module, "pgs", "pgs", True),
-            (lcp_module, "_pgs_csr", "kernel", False),
-            (lcp_module, "_pgs_dense", "kernel", False),
+            (contact_lcp_module, "solve_cone", "pgs", True),
+            (cone_module, "cone_sweeps", "kernel", False),
         ):
             original = getattr(module, name)
             self._modules.append((module, name, original))
@@ -267,23 +266,23 @@ class PileResult:
             ("contact detection (`ContactDetector.detect`)", p["detect"]),
             ("contact Jacobians (`Solver._contact_rows`)", p["rows"]),
             ("Delassus matrix J M^-1 J^T (`_schur_product`)", p["schur"]),
-            ("PGS sweeps (compiled kernel `lcp._pgs_csr`)", p["kernel"]),
-            ("PGS set-up and checks (`lcp.pgs` minus the kernel)", p["pgs"] - p["kernel"]),
-            ("warm start in and out (`Solver._solve_lcp` minus `pgs`)", p["solve"] - p["pgs"]),
+            ("PGS sweeps (compiled kernel `cone.cone_sweeps`)", p["kernel"]),
+            ("PGS set-up and checks (`cone.solve_cone` minus the kernel)", p["pgs"] - p["kernel"]),
+            ("warm start in and out (`Solver._solve_lcp` minus `solve_cone`)", p["solve"] - p["pgs"]),
         ]
         rest = self.s_per_step - sum(v for _, v in rows)
         return [*rows, ("the rest of `Solver.step`", rest)]
 
 
 def _pgs_warmup() -> None:
-    """Call the compiled PGS kernels once (dense and CSR) before anything is timed."""
+    """Call the compiled contact sweeps once (dense and CSR) before anything is timed."""
     import scipy.sparse as sp
 
-    from mbsim.solvers.numerics.lcp import pgs
+    from mbsim.solvers.numerics.cone import solve_cone
 
     A = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 1.0]])
     for matrix in (A, sp.csr_matrix(A)):
-        pgs(matrix, np.array([-1.0, 0.2, 0.1]), 0.0, np.inf, friction_normal=np.array([-1, 0, -1]), mu=np.full(3, 0.3))
+        solve_cone(matrix, np.array([-1.0, 0.2, 0.1]), np.array([0.3]), 3)
 
 
 def _pile_check(solver, state, half: float) -> tuple[int, float, int, np.ndarray]:
@@ -367,7 +366,7 @@ def bench_pile(
             rows["lcp_rows"].append(len(lcp.x) if lcp else 0)
             rows["nnz"].append(0 if A is None else A.nnz if hasattr(A, "nnz") else int(np.count_nonzero(A)))
             rows["converged"].append(lcp.converged if lcp else True)
-            rows["residual"].append(lcp.complementarity if lcp else 0.0)
+            rows["residual"].append(lcp.residual if lcp else 0.0)
             touching, penetration, outside, centres = _pile_check(solver, state, half)
             rows["touching"].append(touching)
             rows["penetration"].append(penetration)
@@ -437,7 +436,7 @@ def _pile_variants(solver, state, h, half, iterations, default_iterations, steps
                         r = timers.results[-1][0]
                         v.sweeps.append(r.iterations)
                         v.converged.append(r.converged)
-                        v.residual.append(r.complementarity)
+                        v.residual.append(r.residual)
                 _, v.penetration, _, v.centres = _pile_check(solver, current, half)
     finally:
         solver.pgs = options
@@ -549,7 +548,7 @@ def pile_split_notes(res: PileResult) -> list[str]:
         )
     ]
     n = max(res.profile_steps, 1)
-    others = [row for row in res.profile if "_pgs_csr" not in row[0] and "_pgs_dense" not in row[0]][:5]
+    others = [row for row in res.profile if "cone_sweeps" not in row[0]][:5]
     if others:
         named = "; ".join(f"`{name}` {1e3 * own / n:.2f} ms" for name, _, own, _ in others)
         lines.append(f"- Outside the kernel, the largest own times per step in the profile below: {named}.")
@@ -626,9 +625,9 @@ def pile_section(pile: PileResult) -> list[str]:
         "",
         f"From the last state of the run, with its warm-start impulses, each setting runs "
         f"{len(pile.variants[0].s_per_step) if pile.variants else 0} steps (the run's own setting in bold). "
-        "The natural residual is `lcp.complementarity_error` of each PGS result, max_i |x_i - mid(lo_i, x_i - "
-        "w_i, hi_i)| with impulses x (N s) and velocities w (m/s) mixed; the last column shows how far the "
-        "pile's state moves with the setting.",
+        "The natural residual is that of `mbsim.solvers.numerics.cone` (impulse units, N s: each row's "
+        "velocity scaled by its inverse diagonal; a tangent pair projected onto its round cone); the last "
+        "column shows how far the pile's state moves with the setting.",
         "",
         *pile_variant_table(pile),
         "",

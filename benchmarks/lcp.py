@@ -105,9 +105,9 @@ def _run_lcp_detail(r: LCPRun, out: Path) -> None:
     original_lemke = contact_lcp_module.lemke
 
     def counted(A, b, batch, k, t, *rows):  # rows: the joint stops' and friction rows (issue 30)
-        x, iterations = solve(A, b, batch, k, t, *rows)
+        x, iterations, residual = solve(A, b, batch, k, t, *rows)
         calls.append((iterations, k, t))
-        return x, iterations
+        return x, iterations, residual
 
     def keep(M, q, **kwargs):
         failing[:] = [np.array(M), np.array(q)]

@@ -206,13 +206,13 @@ def test_contact_section_short_run(bench, tmp_path):
     """Section 5 on short runs: 27 spheres for 0.06 s (30 steps), the two LCP scenes for 0.05 s;
     the pile lands and stays in the box, every solver setting runs, the timers are taken off, and
     the section is reported."""
+    import mbsim.solvers.numerics.cone as cone_module
     import mbsim.solvers.numerics.contact_lcp as contact_lcp_module
-    import mbsim.solvers.numerics.lcp as lcp_module
     import mbsim.solvers.timestepping as ts_module
 
-    kernels = (contact_lcp_module.pgs, ts_module._schur_product, lcp_module._pgs_csr, lcp_module._pgs_dense)
+    kernels = (contact_lcp_module.solve_cone, ts_module._schur_product, cone_module.cone_sweeps)
     pile = bench.bench_pile(3, t_end=0.06, measure_from=0.03, variant_steps=1, profile_steps=1, workdir=tmp_path)
-    assert (contact_lcp_module.pgs, ts_module._schur_product, lcp_module._pgs_csr, lcp_module._pgs_dense) == kernels
+    assert (contact_lcp_module.solve_cone, ts_module._schur_product, cone_module.cone_sweeps) == kernels
     assert pile.status == "completed", pile.message
     assert pile.n == 27 and len(pile.t) == 30 and int(pile.window.sum()) == 15
     assert pile.t[-1] == pytest.approx(0.06)

@@ -92,10 +92,15 @@ CAPABILITIES = {"rigid_contacts": True, "integrators": True, "default_integrator
 
 OPTION_FIELDS = {
     **COMMON_OPTION_FIELDS,
-    "lcp": Field(Choice(("lemke", "pgs")), "LCP solver of the impacts and of the contact modes", "lemke"),
+    "lcp": Field(
+        Choice(("active_set", "lemke", "pgs")),
+        "solver of the impacts and of the contact modes (as timestepping's: active_set and pgs on Coulomb's"
+        " round cone, lemke on Stewart-Trinkle's four-direction cone)",
+        "active_set",
+    ),
     "pgs": Field(
         Sub(PGS_FIELDS, "pgs"),
-        "projected Gauss-Seidel settings (lcp: pgs)",
+        "settings of the sweeps (lcp active_set and pgs)",
         {"iterations": 5000, "tol": 1e-14, "omega": 1.0, "warm_start": False},
     ),
     "event_tol": Field(Number(positive=True), "time within which an event is located, s", 1e-13),
@@ -781,7 +786,7 @@ class Solver(SolverBase):
         b = K @ v
         b[:k] += e * np.minimum(rate, 0.0)
         mu = self.friction[batch.entry]
-        P, _ = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t)
+        P, _, _ = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t)
         v_new = v + RK @ P
         if m.nc:
             v_new = self._project_velocity_joints(state.q, v_new, t)
@@ -842,10 +847,10 @@ class Solver(SolverBase):
         b = K @ a0 - gamma
         still = 1e-9 * (1.0 + float(np.max(np.abs(b), initial=0.0)))
         tangent = [kc + np.arange(d - 1) * kc + c for c in range(kc)]
-        # the LCP's friction is a pyramid (Stewart-Trinkle: one pair of directions per tangent
-        # axis, |f_t1| + |f_t2| <= mu f_N), not Coulomb's cone: where it slips (a_T != 0) or its
-        # force leaves the cone, the contact's own stick force (its rows held, the others' forces
-        # as the LCP has them) decides: inside the cone it sticks, else it slips. The sliding
+        # the contact problem's friction is Coulomb's round cone (lcp active_set, pgs) or a pyramid
+        # (lemke: Stewart-Trinkle, |f_t1| + |f_t2| <= mu f_N): where it slips (a_T != 0) or its
+        # force leaves the round cone, the contact's own stick force (its rows held, the others'
+        # forces as the solve has them) decides: inside the cone it sticks, else it slips. The sliding
         # direction s at onset (zero slip speed) is the one whose friction -mu f_N s leaves a
         # tangential acceleration along s (else the slip would reverse at once): _onset_direction,
         # started from the LCP's a_T (or -f_T). Rounds repeat while another contact's onset moves it.
@@ -858,7 +863,7 @@ class Solver(SolverBase):
                 W_it[c] = JN[c] - mu[c] * (s @ JT[c])
             A = K @ self._response(joints, W_it.T)
             mu_lcp = np.where(sliding | np.isin(np.arange(kc), list(onset)), 0.0, mu)
-            f, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
+            f, _, _ = contact_lcp(A, b, mu_lcp, d, self.lcp, self.pgs, state.t)
             return A, f, A @ f + b
 
         for _ in range(ONSET_ITERATIONS):

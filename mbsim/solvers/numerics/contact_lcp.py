@@ -8,14 +8,13 @@ impacts of event_driven) or forces and relative accelerations (event_driven's cl
 are the same problem.
 
 Solvers (``method``):
-- ``pgs``: projected Gauss-Seidel with the friction box |x_t1|, |x_t2| <= mu x_N, a four-sided
-  pyramid whose faces are normal to the tangents (up to sqrt(2) mu along a diagonal); rows that
-  x cannot move (a direction the joints lock: zero diagonal) and friction rows with mu = 0 stay
-  out with zero entries;
+- ``active_set`` (the default) and ``pgs``: Coulomb's round cone |x_T| <= mu x_N, by block
+  Gauss-Seidel sweeps, then (``active_set``) an exact active-set solve (mbsim.solvers.numerics.cone);
+  rows that x cannot move (a direction the joints lock: zero diagonal) stay at zero;
 - ``lemke``: Stewart-Trinkle's LCP with the polyhedral cone spanned by +-t1, +-t2
   (|x_t1| + |x_t2| <= mu x_N: mu along a tangent, mu/sqrt(2) along a diagonal), solved by
   Lemke's method, its answer checked, degenerate problems retried with a small diagonal shift.
-Both are exact for sliding along a tangent, and in 2D they are the same cone.
+All are exact for sliding along a tangent, and in 2D the cones are the same.
 
 After the contact rows may come ``nu`` more unilateral rows (0 <= x _|_ w >= 0: joint limits) and
 box rows |x| <= bound with w = 0 inside (joint friction, bounded by a constant:
@@ -29,7 +28,8 @@ import numpy as np
 
 from mbsim.errors import SimulationError
 from mbsim.model.sparse import is_sparse
-from mbsim.solvers.numerics.lcp import LCPError, complementarity_error, lemke, pgs
+from mbsim.solvers.numerics.cone import solve_cone
+from mbsim.solvers.numerics.lcp import LCPError, complementarity_error, lemke
 
 
 def rigid_friction(model, ctx) -> list[float]:
@@ -58,37 +58,17 @@ def contact_lcp(
     nu: int = 0,
     bound: np.ndarray | None = None,
 ):
-    """Solve the contact LCP (module docstring). ``mu`` (k,) per contact; ``pgs_options`` the
-    PGS settings (iterations, tol, omega); ``x0`` a PGS start; ``nu`` unilateral rows and box
-    rows of ``bound`` (nb,) after the contact rows. Returns (x, iterations: PGS sweeps or Lemke
-    pivots). Raises SimulationError when Lemke's method fails."""
-    k = len(mu)
+    """Solve the contact problem (module docstring) by ``method``. ``mu`` (k,) per contact;
+    ``pgs_options`` the sweeps' settings (iterations, tol, omega); ``x0`` their start; ``nu``
+    unilateral rows and box rows of ``bound`` (nb,) after the contact rows. Returns (x, iterations:
+    sweeps or Lemke pivots, residual: the natural residual of mbsim.solvers.numerics.cone, or Lemke's
+    checked complementarity error). Raises SimulationError when Lemke's method fails."""
     bound = np.zeros(0) if bound is None else np.asarray(bound, dtype=float)
     if method == "lemke":
         return stewart_trinkle(A, b, mu, d, t, nu, bound)
-    nt = k * (d - 1)
-    nb = len(bound)
-    lo = np.concatenate((np.zeros(k + nt + nu), -bound))
-    hi = np.concatenate((np.full(k, np.inf), np.zeros(nt), np.full(nu, np.inf), bound))
-    friction_normal = np.concatenate((np.full(k, -1), np.tile(np.arange(k), d - 1), np.full(nu + nb, -1)))
-    mu_rows = np.concatenate((np.zeros(k), np.tile(mu, d - 1), np.zeros(nu + nb)))
-    A_lcp = A.tocsr() if is_sparse(A) else np.asarray(A)
-    diag = A_lcp.diagonal()
-    active = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
-    active[k : k + nt] &= mu_rows[k : k + nt] > 0.0
-    active[k : k + nt] &= active[friction_normal[k : k + nt]]
-    active[k + nt + nu :] &= bound > 0.0
-    index = np.cumsum(active) - 1
-    sub = np.nonzero(active)[0]
-    fn = friction_normal[sub]
-    fn = np.where(fn >= 0, index[np.maximum(fn, 0)], -1)
-    A_sub = A_lcp if len(sub) == len(active) else A_lcp[sub][:, sub]
-    result = pgs(A_sub, b[sub], lo[sub], hi[sub], None if x0 is None else x0[sub], friction_normal=fn,
-                 mu=mu_rows[sub], iterations=int(pgs_options["iterations"]), tol=pgs_options["tol"],
-                 omega=pgs_options["omega"], unique_entries=True)  # fmt: skip
-    x = np.zeros(k + nt + nu + nb)
-    x[sub] = result.x
-    return x, int(result.iterations)
+    result = solve_cone(A, b, mu, d, nu=nu, bound=bound, x0=x0, iterations=int(pgs_options["iterations"]),
+                        tol=pgs_options["tol"], omega=pgs_options["omega"], polish=method == "active_set")  # fmt: skip
+    return result.x, int(result.iterations), result.residual
 
 
 def stewart_trinkle(
@@ -98,7 +78,7 @@ def stewart_trinkle(
     friction), plus ``nu`` unilateral rows and box rows |x| <= ``bound`` (module docstring):
     x = G y with y = (x_N, beta, x_U, x_B+, x_B-), x_T = D beta, x_B = x_B+ - x_B-, and the slacks
     s = (lambda per rough contact, lambda per box row); contacts with mu = 0 have only their
-    normal row. Returns (x, pivots)."""
+    normal row. Returns (x, pivots, the complementarity error of Lemke's answer)."""
     A = A.toarray() if is_sparse(A) else np.asarray(A)
     bound = np.zeros(0) if bound is None else np.asarray(bound, dtype=float)
     k, nb = len(mu), len(bound)
@@ -135,15 +115,16 @@ def stewart_trinkle(
     M[:ny, ny:] = H
     M[ny:, :ny] = S
     qv = np.concatenate((G.T @ b, np.zeros(f), bound))
-    z, pivots = lemke_checked(M, qv, t)
-    return G @ z[:ny], pivots
+    z, pivots, error = lemke_checked(M, qv, t)
+    return G @ z[:ny], pivots, error
 
 
-def lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, int]:
+def lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, int, float]:
     """Lemke's method with its answer checked (natural residual below 1e-7, relative);
     degenerate contact LCPs (redundant face points give a rank-deficient normal block, and the
     pivoting can end on a wrong basis) are retried with a small diagonal shift, M + delta I,
-    delta up to 1e-8 (relative), which picks one of their many solutions. Returns (z, pivots)."""
+    delta up to 1e-8 (relative), which picks one of their many solutions. Returns (z, pivots, the
+    answer's complementarity error)."""
     scale = max(1.0, float(np.max(np.abs(M))), float(np.max(np.abs(q), initial=0.0)))
     last = "no attempt"
     pivots = 0
@@ -156,6 +137,6 @@ def lemke_checked(M: np.ndarray, q: np.ndarray, t: float) -> tuple[np.ndarray, i
         pivots += int(result.iterations)
         error = complementarity_error(M, q, result.x)
         if error <= 1e-7 * scale:
-            return result.x, pivots
+            return result.x, pivots, error
         last = f"the answer's complementarity error is {error:.3g}"
     raise SimulationError(f"Lemke's method failed on the contact LCP: {last}", t=t)

@@ -13,13 +13,14 @@ Anitescu-Potra). One step from (q, v) at t with step h:
        0 <= P_N  _|_  J_N v+ - r_N >= 0,
        Coulomb friction on J_T v+ with |P_T| <= mu P_N;
 
-   the joint rows are eliminated exactly (Schur complement), the contact rows go to the LCP
-   solver (option ``lcp``: ``pgs`` with the friction box |P_t1|, |P_t2| <= mu P_N -- a
-   four-sided pyramid whose faces are normal to the tangents, which allows up to sqrt(2) mu
-   along a diagonal -- or ``lemke`` with the Stewart-Trinkle polyhedral cone spanned by the
-   directions +-t1, +-t2, i.e. |P_t1| + |P_t2| <= mu P_N, which allows mu along a tangent and
-   mu/sqrt(2) along a diagonal; both are exact for sliding along a tangent, and in 2D they are
-   the same; Lemke's answer is checked, and degenerate LCPs are retried with a diagonal shift);
+   the joint rows are eliminated exactly (Schur complement), the contact rows go to the contact
+   solver (option ``lcp``; mbsim.solvers.numerics.cone): ``active_set`` (the default) and ``pgs``
+   with Coulomb's round cone |P_T| <= mu P_N -- block Gauss-Seidel sweeps warm-started from the
+   previous step's impulses of the same contact features, then (``active_set``) the exact solve of
+   the active set they found, which is what keeps a stack of boxes standing; or ``lemke`` with
+   the Stewart-Trinkle polyhedral cone spanned by +-t1, +-t2 (|P_t1| + |P_t2| <= mu P_N: mu along
+   a tangent, mu/sqrt(2) along a diagonal; in 2D the cones are the same), its answer checked and
+   degenerate LCPs retried with a diagonal shift;
 3. q+ = q_m + h/2 v+;
 4. the paper's error projection correction (§3, eqs. 15-18): positions then velocities of the
    new state projected onto the bilateral joints in the mass-matrix norm (option ``projection``,
@@ -49,7 +50,8 @@ curve F at the step's start rate. Their impulses over h are the recorded limit a
 
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
-step's normal impulses) and LCP iterations (PGS sweeps or Lemke pivots). The work of contact
+step's normal impulses), /diagnostics/contacts/residual (the contact problem's natural residual,
+N s; Lemke: its checked complementarity error) and the solver's iterations (sweeps or Lemke pivots). The work of contact
 impulses and non-conservative forces, P . (v + v+)/2, goes to the energy bookkeeping.
 Joint reactions at a recorded state are the step's joint impulses divided by h.
 """
@@ -78,16 +80,28 @@ CAPABILITIES = {"rigid_contacts": True, "integrators": False}
 
 PGS_FIELDS = {
     "iterations": Field(Number(minimum=1, maximum=MAX_ITERATIONS, integer=True), "sweeps at most per step", 500),
-    "tol": Field(Number(positive=True), "largest change of an impulse in a sweep that ends it (relative)", 1e-10),
-    "omega": Field(Number(positive=True, maximum=1.99), "over-relaxation factor", 1.0),
+    "tol": Field(
+        Number(positive=True),
+        "accepted natural residual of the contact problem, and the largest change of an impulse in a sweep"
+        " that ends the sweeps (relative to max(1, the largest impulse))",
+        1e-10,
+    ),
+    "omega": Field(
+        Number(positive=True, maximum=1.99), "over-relaxation factor of the joint-limit and friction rows", 1.0
+    ),
     "warm_start": Field(Boolean(), "start from the previous step's impulses of the same contact features", True),
 }
 OPTION_FIELDS = {
     "projection": COMMON_OPTION_FIELDS["projection"],
-    "lcp": Field(Choice(("pgs", "lemke")), "LCP solver of the contact impulses", "pgs"),
+    "lcp": Field(
+        Choice(("active_set", "pgs", "lemke")),
+        "solver of the contact impulses: active_set (round-cone Gauss-Seidel sweeps, then an exact active-set"
+        " solve), pgs (the sweeps alone), lemke (Stewart-Trinkle's four-direction cone)",
+        "active_set",
+    ),
     "pgs": Field(
         Sub(PGS_FIELDS, "pgs"),
-        "projected Gauss-Seidel settings",
+        "settings of the sweeps (lcp active_set and pgs)",
         {"iterations": 500, "tol": 1e-10, "omega": 1.0, "warm_start": True},
     ),  # fmt: skip
     "margin": Field(Number(minimum=0), "contacts closer than this (m) enter the LCP before they touch", 1e-3),
@@ -100,7 +114,7 @@ OPTION_FIELDS = {
 class Solver(SolverBase):
     """Velocity-impulse time-stepping (see the module docstring)."""
 
-    EXTRA_DIAGNOSTICS = {"contacts/normal_impulse": "last"}
+    EXTRA_DIAGNOSTICS = {"contacts/normal_impulse": "last", "contacts/residual": "last"}
     integrator_label = "Moreau-Jean midpoint"  # solver.integrator is not used
 
     def __init__(self, model: Model, options: dict, friction: list[float]) -> None:
@@ -159,7 +173,7 @@ class Solver(SolverBase):
             J_E, phi_t = cv.jacobian, cv.phi_t
         P_E = np.zeros(m.nc)
         P_C = np.zeros(0)
-        iterations = 0
+        iterations, residual = 0, 0.0
         blocks, b_K = [], np.zeros(0)
         if k:
             J_N, J_T = self._contact_rows(frames, batch)
@@ -183,7 +197,7 @@ class Solver(SolverBase):
                 A = _schur_product(m, J_C)
                 if m.nc:
                     A, b_C, eliminate = self._eliminate(J_E, J_C, A, b_C, v_free, phi_t)
-                P_C, iterations = self._solve_lcp(A, b_C, batch, k, state.t, len(stops), bound)
+                P_C, iterations, residual = self._solve_lcp(A, b_C, batch, k, state.t, len(stops), bound)
                 if m.nc:
                     P_E = eliminate(P_C)
                 impulse = (J_C.T @ P_C) + (J_E.T @ P_E if m.nc else 0.0)
@@ -222,7 +236,7 @@ class Solver(SolverBase):
             self._last_coordinate_forces = (state.t + h, self.coordinates.forces(stop_force, P_X[len(stops) :]))
         normal_total = float(np.sum(P_C[:k])) if k else 0.0
         info = StepInfo(iterations=iterations, h=h, position_violation=violation)
-        info.extra = {"contacts/normal_impulse": normal_total}
+        info.extra = {"contacts/normal_impulse": normal_total, "contacts/residual": residual}
         return State(state.t + h, q_new, v_new, work), info, h
 
     def _reach(self, v: np.ndarray) -> float:
@@ -308,17 +322,18 @@ class Solver(SolverBase):
         mu = self.friction[batch.entry]
         x0 = None
         keys = batch.feature
-        if self.lcp == "pgs" and self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
+        sweeps = self.lcp != "lemke"
+        if sweeps and self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
             where = np.minimum(np.searchsorted(self._warm_keys, keys), len(self._warm_keys) - 1)
             hit = self._warm_keys[where] == keys
             start = np.zeros((k, d))
             start[hit] = self._warm_values[where[hit]]
             x0 = np.concatenate((start.T.ravel(), np.zeros(nu + len(bound))))
-        x, iterations = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0, nu, bound)
-        if self.lcp == "pgs":
+        x, iterations, residual = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0, nu, bound)
+        if sweeps:
             order = np.argsort(keys, kind="stable")
             self._warm_keys, self._warm_values = keys[order], x[: k * d].reshape(d, k).T[order]
-        return x, iterations
+        return x, iterations, residual
 
     # ------------------------------------------------------------------ recording
 

@@ -1,0 +1,334 @@
+"""The contact problem with Coulomb's round friction cone: block Gauss-Seidel, then an active-set solve.
+
+w = A x + b over k contacts (A the Delassus matrix J M^-1 J^T or its reduction by the joints), with
+x = (x_N (k,), x_T (k (d-1),)) ordered as mbsim.solvers.numerics.contact_lcp says, then ``nu``
+unilateral rows and box rows |x| <= bound. Per contact c (Jean and Moreau's nonsmooth contact law;
+Acary and Brogliato, "Numerical Methods for Nonsmooth Dynamical Systems", 2008, §12-13):
+
+    0 <= x_N _|_ w_N >= 0,
+    |x_T| <= mu x_N, and x_T minimises x_T . w_T over that disc (maximal dissipation):
+    sticking (|x_T| < mu x_N) means w_T = 0, sliding means x_T = -mu x_N w_T / |w_T|.
+
+The disc is round: the friction allowed along a diagonal of the tangent basis is mu, as along a
+tangent (a box's four-sided pyramid allows sqrt(2) mu, Stewart and Trinkle's four-direction cone
+mu / sqrt(2)), so the result does not depend on how the tangents were picked.
+
+Two stages (method ``active_set``; ``pgs`` is stage 1 alone):
+
+1. block Gauss-Seidel sweeps (mbsim.solvers.numerics.cone_kernels): a contact's normal row, then its
+   tangent pair solved exactly for that normal impulse (a two-unknown trust-region problem), then
+   the scalar rows; forward and backward in turn; warm-started. It converges on every problem of
+   this kind, but on a stack of n bodies at a rate that falls with n (the load must travel the
+   stack), so that a tight tolerance costs thousands of sweeps;
+2. an active-set solve, the step that makes stacks exact: from the sweeps' answer, the touching
+   contacts (x_N > 0) are split into sticking (w_N = 0, w_T = 0) and sliding (w_N = 0, x_T = mu x_N s
+   with s the friction's direction), the stops and box rows likewise; those equations are linear
+   in the remaining unknowns and are solved at once (least squares, minimum norm: redundant contact
+   points of a face share the load evenly); the sliding directions are then updated from w_T
+   (a fixed point, quadratic in practice). The answer is accepted when its natural residual is
+   below the tolerance; else contacts that pull leave the set, penetrating ones join it, sticking
+   ones past the rim start sliding, and it is solved again (at most ``ROUNDS`` times), then back to
+   more sweeps. Problems of more than ``POLISH_MAX`` unknowns (piles of hundreds of bodies) skip it:
+   their sweeps converge fast enough, and the dense solve would not be cheaper.
+
+The natural residual (impulse units, the rows' velocities scaled by their inverse diagonal) is
+|x_N - max(0, x_N - w_N / A_NN)| for a normal row, |x_T - proj(x_T - w_T / a_T)| for a tangent pair
+(proj onto the disc of radius mu x_N, a_T the mean of its diagonal entries), and
+|x - clip(x - w / A_ii)| for the others; it is zero exactly at a solution.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbsim.solvers.numerics.cone_kernels import cone_sweeps
+
+POLISH_MAX = 1500  # unknowns; above this the active-set solve is skipped (a dense least squares)
+ROUNDS = 12  # active-set updates per polish
+TIKHONOV = 1e-10  # relative shift of the active-set solve's regularisation (_least_squares)
+REFINEMENTS = 3  # its refinement iterations: the error falls by ~TIKHONOV / cond each
+FIRST_SWEEPS = 8  # sweeps before the first polish (a warm start often has the right active set)
+
+
+@dataclass(frozen=True)
+class ConeResult:
+    """x (n,), the sweeps done, the natural residual and whether it met the tolerance."""
+
+    x: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+
+
+def _csr(A):
+    """(indptr, indices, data, diagonal, dense or None) of A as int64/float arrays."""
+    sparse = "scipy.sparse" in sys.modules and sys.modules["scipy.sparse"].issparse(A)
+    if sparse:
+        import scipy.sparse as sp
+
+        A = sp.csr_array(A, dtype=float)
+        if not A.has_canonical_format:
+            A.sum_duplicates()
+        return A.indptr.astype(np.int64), A.indices.astype(np.int64), np.asarray(A.data, float), A.diagonal(), A
+    D = np.ascontiguousarray(A, dtype=float)
+    n = D.shape[0]
+    indptr = np.arange(n + 1, dtype=np.int64) * n
+    indices = np.tile(np.arange(n, dtype=np.int64), n)
+    return indptr, indices, D.ravel(), np.diagonal(D).copy(), D
+
+
+def _entries(A, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    if isinstance(A, np.ndarray):
+        return A[rows, cols]
+    return np.asarray(A[rows, cols]).ravel()
+
+
+def _disc_projection(x1: np.ndarray, x2: np.ndarray | None, radius: np.ndarray):
+    """(x1, x2) projected onto the discs |x| <= radius (2D: the interval)."""
+    if x2 is None:
+        return np.clip(x1, -radius, radius), None
+    norm = np.hypot(x1, x2)
+    scale = np.where(norm > radius, radius / np.where(norm > 0, norm, 1.0), 1.0)
+    return x1 * scale, x2 * scale
+
+
+def _least_squares(L: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The minimum-norm solution of L z = r for a consistent, possibly rank-deficient L (redundant
+    contact points) by iterated Tikhonov regularisation: z <- z + (L + eps I)^-1 (r - L z) from
+    z = 0, one LU factorisation; each iteration shrinks the error by eps / (lambda + eps) on every
+    nonzero eigenvalue lambda, and the iterates stay in L's range (symmetric L: no null-space part).
+    An LU of an m x m system is ~20 times cheaper than the SVD of a least-squares driver."""
+    from scipy.linalg import lu_factor, lu_solve
+
+    m = len(r)
+    eps = TIKHONOV * max(float(np.max(np.abs(np.diagonal(L)))), 1e-300)
+    factor = lu_factor(L + eps * np.eye(m), check_finite=False)
+    z = lu_solve(factor, r, check_finite=False)
+    for _ in range(REFINEMENTS):
+        z = z + lu_solve(factor, r - L @ z, check_finite=False)
+    return z
+
+
+class ContactProblem:
+    """One contact problem (module docstring): A, b, mu (k,), d, nu stops, box ``bound`` (nb,)."""
+
+    def __init__(self, A, b: np.ndarray, mu: np.ndarray, d: int, nu: int = 0, bound: np.ndarray | None = None):
+        self.k = k = len(mu)
+        self.d = d
+        self.nu = nu
+        self.bound = np.zeros(0) if bound is None else np.asarray(bound, dtype=float)
+        self.b = np.ascontiguousarray(b, dtype=float)
+        self.n = n = len(self.b)
+        self.first = k * d  # the first row after the contacts'
+        if n != self.first + nu + len(self.bound):
+            raise ValueError(f"b: expected {self.first + nu + len(self.bound)} rows, got {n}")
+        self.indptr, self.indices, self.data, self.diag, self.A = _csr(A)
+        self.mu = np.ascontiguousarray(mu, dtype=float)
+        self.lo = np.concatenate((np.zeros(self.first + nu), -self.bound))
+        self.hi = np.concatenate((np.full(self.first + nu, np.inf), self.bound))
+        c = np.arange(k)
+        block = np.zeros((k, 3))
+        if d == 3:
+            block[:, 0] = self.diag[k + c]
+            block[:, 1] = _entries(self.A, k + c, 2 * k + c) if k else 0.0
+            block[:, 2] = self.diag[2 * k + c]
+        elif d == 2:
+            block[:, 0] = self.diag[k + c]
+        self.block = block.ravel()
+        scale = float(np.max(self.diag, initial=0.0))
+        # rows x cannot move (a direction the joints lock) are left at zero
+        self.movable = self.diag > 1e-12 * max(scale, 1e-300)
+        self.diag_used = np.where(self.movable, self.diag, 0.0)
+        self.block[0::3] = np.where(self.movable[k : 2 * k], block[:, 0], 0.0) if d >= 2 else 0.0
+
+    # ------------------------------------------------------------------ pieces
+
+    def w(self, x: np.ndarray) -> np.ndarray:
+        return self.A @ x + self.b
+
+    def feasible(self, x: np.ndarray) -> np.ndarray:
+        """x moved into the feasible set (normals >= 0, tangents in their discs, bounds)."""
+        k, d = self.k, self.d
+        x = np.where(self.movable, x, 0.0)
+        x[:k] = np.maximum(x[:k], 0.0)
+        radius = self.mu * x[:k]
+        x1, x2 = _disc_projection(x[k : 2 * k], x[2 * k : 3 * k] if d == 3 else None, radius)
+        x[k : 2 * k] = x1
+        if d == 3:
+            x[2 * k : 3 * k] = x2
+        x[self.first :] = np.clip(x[self.first :], self.lo[self.first :], self.hi[self.first :])
+        return x
+
+    def residual(self, x: np.ndarray, w: np.ndarray | None = None) -> float:
+        """The natural residual (module docstring), impulse units."""
+        if self.n == 0:
+            return 0.0
+        k, d = self.k, self.d
+        w = self.w(x) if w is None else w
+        inv = np.where(self.movable, 1.0 / np.where(self.movable, self.diag, 1.0), 0.0)
+        r = np.abs(x - np.clip(x - w * inv, self.lo, self.hi))  # normals and the scalar rows
+        if k:
+            a_t = np.mean([self.diag[k + np.arange(k)]] + ([self.diag[2 * k + np.arange(k)]] if d == 3 else []), axis=0)
+            inv_t = np.where(a_t > 0, 1.0 / np.where(a_t > 0, a_t, 1.0), 0.0)
+            t1 = slice(k, 2 * k)
+            t2 = slice(2 * k, 3 * k) if d == 3 else None
+            p1, p2 = _disc_projection(
+                x[t1] - w[t1] * inv_t, None if t2 is None else x[t2] - w[t2] * inv_t, self.mu * np.maximum(x[:k], 0.0)
+            )
+            rt = (x[t1] - p1) ** 2 + (0.0 if t2 is None else (x[t2] - p2) ** 2)
+            r[k : self.first] = 0.0
+            r[:k] = np.maximum(r[:k], np.sqrt(rt))
+        return float(np.max(r))
+
+    def sweeps(self, x: np.ndarray, iterations: int, tol: float, omega: float) -> tuple[int, bool]:
+        if self.n == 0 or iterations <= 0:
+            return 0, True
+        mu = self.mu if self.k else np.zeros(1)
+        block = self.block if self.k else np.zeros(3)
+        return cone_sweeps(
+            self.indptr, self.indices, self.data, self.b, x, self.k, self.d, mu,
+            self.lo, self.hi, self.diag_used, block, int(iterations), float(tol), float(omega),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ the active-set solve
+
+    def polish(self, x: np.ndarray, tol: float) -> np.ndarray | None:
+        """The active-set solve from x (module docstring); the answer, or None when it fails.
+
+        Set changes as in non-negative least squares (Lawson and Hanson), so that a redundant face
+        (four corners carrying a tilted load, whose minimum-norm shares may come out negative)
+        does not cycle: a round whose solve pulls on some contacts only drops those; only a round
+        whose impulses are all admissible adds the contacts that penetrate and switches sticking
+        contacts past the rim to sliding, sliding ones whose slip reversed to sticking."""
+        k, d, n, first = self.k, self.d, self.n, self.first
+        A = self.A.toarray() if not isinstance(self.A, np.ndarray) else self.A
+        nt = d - 1
+        scale = max(float(np.max(np.abs(x), initial=0.0)), 1e-300)
+        touching = (x[:k] > 1e-12 * scale) & self.movable[:k]
+        xt = np.stack([x[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1) if k else np.zeros((0, nt))
+        size_t = np.linalg.norm(xt, axis=1)
+        rough = self.mu > 0
+        sliding = touching & rough & (size_t >= self.mu * x[:k] * (1.0 - 1e-9)) & (size_t > 0)
+        direction = np.where(sliding[:, None], xt / np.where(size_t > 0, size_t, 1.0)[:, None], 0.0)
+        tail = np.arange(first, n)
+        stop = tail[: self.nu]
+        box = tail[self.nu :]
+        stop_on = (x[stop] > 1e-12 * scale) & self.movable[stop]
+        inside = (np.abs(x[box]) < self.bound * (1.0 - 1e-9)) & self.movable[box]
+        sign = np.where(x[box] < 0, -1.0, 1.0)
+        for _ in range(ROUNDS):
+            sticking = touching & rough & ~sliding
+            # unknowns (their rows of x, each with its own equation w = 0): the touching normals
+            # (a sliding contact's friction follows its normal impulse), the sticking tangents,
+            # the closed stops and the free box rows; x = x0 elsewhere (the box rows at a bound)
+            stick_rows = (k + np.arange(nt)[:, None] * k + np.flatnonzero(sticking)[None, :]).ravel()
+            normals = np.flatnonzero(touching)
+            E = np.concatenate((normals, stick_rows, stop[stop_on], box[inside])).astype(np.int64)
+            x0 = np.zeros(n)
+            x0[box[~inside]] = sign[~inside] * self.bound[~inside]
+            solved = x0.copy()
+            if len(E):
+                A_E = A[E]
+                base = A_E[:, E]
+                rhs = -(A_E @ x0 + self.b[E])
+                slide = np.flatnonzero(sliding[normals])  # columns of sliding contacts
+                slide_c = normals[slide]
+                tangent_cols = [A_E[:, k + a * k + slide_c] for a in range(nt)]
+                for _fixed_point in range(4):
+                    lhs = base.copy()
+                    # d w / d x_N of a sliding contact: its normal column plus mu s along its tangents
+                    for a in range(nt):
+                        lhs[:, slide] += tangent_cols[a] * (self.mu[slide_c] * direction[slide_c, a])
+                    z = _least_squares(lhs, rhs)
+                    solved = x0.copy()
+                    solved[E] = z
+                    for a in range(nt):
+                        solved[k + a * k + slide_c] = self.mu[slide_c] * direction[slide_c, a] * z[slide]
+                    if not len(slide):
+                        break
+                    # the sliding directions from the tangential velocities they give (fixed point)
+                    w = self.w(solved)
+                    wt = np.stack([w[k + a * k + slide_c] for a in range(nt)], axis=1)
+                    size = np.linalg.norm(wt, axis=1)
+                    unit = -wt / np.where(size > 0, size, 1.0)[:, None]
+                    new = np.where((size > 0)[:, None], unit, direction[slide_c])
+                    if np.max(np.abs(new - direction[slide_c])) <= 1e-12:
+                        break
+                    direction[slide_c] = new
+            # a solve that pulls on contacts or stops: those leave, nothing else changes
+            pulling = touching & (solved[:k] < 0.0)
+            pulling_stop = stop_on & (solved[stop] < 0.0)
+            if pulling.any() or pulling_stop.any():
+                touching &= ~pulling
+                stop_on &= ~pulling_stop
+                continue
+            w = self.w(solved)
+            if self.residual(solved, w) <= tol:
+                return solved
+            # admissible impulses: penetrating contacts and stops join, friction switches
+            touching |= (w[:k] < -tol) & self.movable[:k] & ~touching
+            stop_on |= (w[stop] < -tol) & self.movable[stop] & ~stop_on
+            xt = np.stack([solved[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1)
+            size_t = np.linalg.norm(xt, axis=1)
+            past = sticking & (size_t > self.mu * solved[:k])
+            direction[past] = xt[past] / size_t[past, None]
+            wt = np.stack([w[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1)
+            reversed_slip = sliding & (np.einsum("ka,ka->k", wt, direction) > 0.0)
+            sliding = (sliding & ~reversed_slip) | past
+            out = inside & (np.abs(solved[box]) > self.bound)
+            sign[out] = np.sign(solved[box][out])
+            inside &= ~out
+        return None
+
+
+def solve_cone(
+    A,
+    b: np.ndarray,
+    mu: np.ndarray,
+    d: int,
+    *,
+    nu: int = 0,
+    bound: np.ndarray | None = None,
+    x0: np.ndarray | None = None,
+    iterations: int = 500,
+    tol: float = 1e-10,
+    omega: float = 1.0,
+    polish: bool = True,
+) -> ConeResult:
+    """Solve the contact problem (module docstring).
+
+    Args:
+        A: (n, n) dense array or scipy.sparse matrix; b: (n,); mu: (k,) Coulomb coefficients;
+        d: 2 or 3; nu: unilateral rows after the contacts'; bound: (nb,) box rows after those;
+        x0: a warm start (made feasible); iterations: most sweeps; tol: the residual (impulse
+        units) accepted, relative to max(1, |x|_inf), and the sweeps' own stopping change;
+        omega: over-relaxation of the scalar rows; polish: run stage 2 (method ``active_set``).
+    Returns:
+        ConeResult (x, sweeps, natural residual, whether it is below the tolerance).
+    """
+    problem = ContactProblem(A, b, mu, d, nu, bound)
+    n = problem.n
+    x = problem.feasible(np.zeros(n) if x0 is None else np.array(x0, dtype=float).reshape(n))
+    polish = polish and 0 < n <= POLISH_MAX
+    done = 0
+    chunk = min(FIRST_SWEEPS, iterations) if polish else iterations
+    while True:
+        # (with the active-set solve the residual decides: the sweeps' own stop is made tighter)
+        swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
+        done += swept
+        if polish:
+            tight = tol * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+            residual = problem.residual(x)
+            if residual <= tight:
+                return ConeResult(x, done, residual, True)
+            answer = problem.polish(x, tight)
+            if answer is not None:
+                return ConeResult(answer, done, problem.residual(answer), True)
+        if (converged and not polish) or done >= iterations:
+            break
+        chunk = min(max(2 * chunk, FIRST_SWEEPS), iterations - done)
+    residual = problem.residual(x)
+    return ConeResult(x, done, residual, residual <= tol * max(1.0, float(np.max(np.abs(x), initial=0.0))))

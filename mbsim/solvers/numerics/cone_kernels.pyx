@@ -1,0 +1,194 @@
+"""Compiled sweeps of the contact solver on the round Coulomb cone (mbsim.solvers.numerics.cone).
+
+The problem (w = A x + b, A in CSR form, n = k d + nu + nb rows): k contacts with a normal row c and
+tangent rows k + c (and 2k + c in 3D); then nu unilateral rows and nb box rows with bounds lo, hi.
+Contact c: 0 <= x_N _|_ w_N >= 0 and Coulomb's law with the round cone |x_T| <= mu x_N, the
+friction impulse the one of maximal dissipation (x_T . w_T minimal over the disc: sticking
+inside with w_T = 0, else x_T on the rim against w_T). One sweep is block Gauss-Seidel (the
+nonsmooth Gauss-Seidel of Jean and Moreau): per contact the normal row, then its tangent pair solved
+exactly for the current normal impulse, a trust-region problem in two unknowns; then the scalar
+rows. Sweeps alternate forward and backward (symmetric Gauss-Seidel), so that a load passes a stack
+of n bodies in one sweep whichever way the contacts are numbered.
+"""
+
+from libc.math cimport fabs, sqrt
+
+
+# (A x + b)_i over row i of a CSR matrix.
+cdef inline double _row(const long long* indptr, const long long* indices, const double* data,
+                        const double* b, const double* x, Py_ssize_t i) noexcept nogil:
+    cdef double r = b[i]
+    cdef long long p
+    for p in range(indptr[i], indptr[i + 1]):
+        r += data[p] * x[indices[p]]
+    return r
+
+
+# min 1/2 y' T y + g' y over |y| <= radius, T = [[a, c], [c, e]] symmetric positive semidefinite:
+# inside when T's own minimiser is, else (T + lambda I) y = -g with |y| = radius (Moré and Sorensen,
+# "Computing a trust region step", 1983), lambda by safeguarded Newton on 1/|y(lambda)| - 1/radius,
+# nearly linear in lambda (exactly so when T is a multiple of I: one step).
+cdef inline void _disc(double a, double c, double e, double g1, double g2, double radius,
+                       double* y1, double* y2) noexcept nogil:
+    cdef double half = 0.5 * (a + e), dev = sqrt(0.25 * (a - e) * (a - e) + c * c)
+    cdef double l1 = half + dev, l2 = half - dev, q1, q2, u1, u2, h1, h2, norm, lam, lo, hi
+    cdef double s, ds, psi, dpsi, gnorm
+    cdef int it
+    if radius <= 0.0:
+        y1[0] = 0.0
+        y2[0] = 0.0
+        return
+    # the eigenvectors of T: (q1, q2) for l1, (-q2, q1) for l2
+    q1, q2 = 1.0, 0.0
+    # (a nearly isotropic T keeps the axes: its eigenvector formula loses every digit)
+    if dev > 1e-12 * fabs(half):
+        if a >= e:
+            q1, q2 = a - l2, c
+        else:
+            q1, q2 = c, e - l2
+        norm = sqrt(q1 * q1 + q2 * q2)
+        if norm > 0.0:
+            q1 /= norm
+            q2 /= norm
+        else:
+            q1, q2 = 1.0, 0.0
+    h1 = q1 * g1 + q2 * g2
+    h2 = -q2 * g1 + q1 * g2
+    gnorm = sqrt(h1 * h1 + h2 * h2)
+    if gnorm <= 1e-300:
+        y1[0] = 0.0
+        y2[0] = 0.0
+        return
+    if l2 < 0.0:
+        l2 = 0.0
+    # the unconstrained minimiser, when T is definite enough and it lies in the disc
+    if l2 > 1e-14 * l1:
+        u1 = -h1 / l1
+        u2 = -h2 / l2
+        if u1 * u1 + u2 * u2 <= radius * radius:
+            y1[0] = q1 * u1 - q2 * u2
+            y2[0] = q2 * u1 + q1 * u2
+            return
+    # on the rim: lambda in [lo, hi], |y(hi)| <= radius since l2 + hi >= |g| / radius
+    lo = 0.0
+    hi = gnorm / radius
+    lam = lo if l2 > 1e-14 * l1 else 1e-14 * hi
+    for it in range(60):
+        u1 = h1 / (l1 + lam)
+        u2 = h2 / (l2 + lam)
+        s = u1 * u1 + u2 * u2
+        norm = sqrt(s)
+        psi = 1.0 / norm - 1.0 / radius
+        if fabs(psi) <= 1e-15 / radius:
+            break
+        if psi < 0.0:
+            lo = lam
+        else:
+            hi = lam
+        ds = -2.0 * (u1 * u1 / (l1 + lam) + u2 * u2 / (l2 + lam))
+        dpsi = -0.5 * ds / (s * norm)
+        lam = lam - psi / dpsi
+        if not (lo < lam < hi):
+            lam = 0.5 * (lo + hi)
+        if hi - lo <= 1e-15 * hi:
+            break
+    u1 = -h1 / (l1 + lam)
+    u2 = -h2 / (l2 + lam)
+    # on the rim exactly (the Newton iterate is within rounding of it)
+    norm = sqrt(u1 * u1 + u2 * u2)
+    u1 *= radius / norm
+    u2 *= radius / norm
+    y1[0] = q1 * u1 - q2 * u2
+    y2[0] = q2 * u1 + q1 * u2
+
+
+# One contact's block: the normal row, then the tangent rows for the normal impulse it got.
+cdef inline double _contact(const long long* indptr, const long long* indices, const double* data,
+                            const double* b, double* x, Py_ssize_t c, Py_ssize_t k, int d,
+                            const double* mu, const double* diag, const double* block, double omega) noexcept nogil:
+    cdef double change = 0.0, new, r1, r2, g1, g2, y1 = 0.0, y2 = 0.0, radius
+    cdef const double* t = &block[3 * c]
+    if diag[c] > 0.0:
+        new = x[c] - omega * _row(indptr, indices, data, b, x, c) / diag[c]
+        if new < 0.0:
+            new = 0.0
+        change = fabs(new - x[c])
+        x[c] = new
+    radius = mu[c] * x[c]
+    if d == 2:
+        if t[0] > 0.0 and radius > 0.0:
+            new = x[k + c] - _row(indptr, indices, data, b, x, k + c) / t[0]
+            new = min(max(new, -radius), radius)
+        else:
+            new = 0.0
+        change = max(change, fabs(new - x[k + c]))
+        x[k + c] = new
+        return change
+    if radius > 0.0:
+        r1 = _row(indptr, indices, data, b, x, k + c)
+        r2 = _row(indptr, indices, data, b, x, 2 * k + c)
+        # the rows' parts that are not this contact's own friction impulse
+        g1 = r1 - t[0] * x[k + c] - t[1] * x[2 * k + c]
+        g2 = r2 - t[1] * x[k + c] - t[2] * x[2 * k + c]
+        _disc(t[0], t[1], t[2], g1, g2, radius, &y1, &y2)
+    change = max(change, max(fabs(y1 - x[k + c]), fabs(y2 - x[2 * k + c])))
+    x[k + c] = y1
+    x[2 * k + c] = y2
+    return change
+
+
+cdef inline double _scalar(const long long* indptr, const long long* indices, const double* data,
+                           const double* b, double* x, Py_ssize_t i, const double* lo, const double* hi,
+                           const double* diag, double omega) noexcept nogil:
+    cdef double new
+    if not diag[i] > 0.0:
+        return 0.0
+    new = x[i] - omega * _row(indptr, indices, data, b, x, i) / diag[i]
+    new = min(max(new, lo[i]), hi[i])
+    cdef double change = fabs(new - x[i])
+    x[i] = new
+    return change
+
+
+def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const double[::1] data,
+                const double[::1] b, double[::1] x, Py_ssize_t k, int d, const double[::1] mu,
+                const double[::1] lo, const double[::1] hi, const double[::1] diag, const double[::1] block,
+                Py_ssize_t iterations, double tol, double omega):
+    """Block Gauss-Seidel sweeps (module docstring) updating x in place; returns (sweeps, converged).
+
+    Args: A as CSR (indptr (n+1,), indices, data); b (n,); x (n,) the start, feasible; k contacts of
+    dimension d (2 or 3); mu (k,); lo, hi (n,) bounds of the rows after the contacts' (others
+    unread); diag (n,) A's diagonal (a row with diag <= 0 is left alone); block (3k,) each contact's
+    tangent block (A_11, A_12, A_22; 2D: A_11); omega the over-relaxation of the scalar rows.
+    Converged: the largest change of x in a sweep <= tol max(1, |x|_inf).
+    """
+    cdef Py_ssize_t n = x.shape[0], sweep, c, i, first = k * (d - 1) + k, done = iterations
+    cdef double change, size
+    cdef bint converged = False
+    cdef const long long* ip = &indptr[0]
+    cdef const long long* ix = &indices[0] if indices.shape[0] else NULL
+    cdef const double* dp = &data[0] if data.shape[0] else NULL
+    cdef double* xp = &x[0] if n else NULL
+    if n == 0:
+        return 0, True
+    with nogil:
+        for sweep in range(1, iterations + 1):
+            change = 0.0
+            if sweep % 2:
+                for c in range(k):
+                    change = max(change, _contact(ip, ix, dp, &b[0], xp, c, k, d, &mu[0], &diag[0], &block[0], omega))
+                for i in range(first, n):
+                    change = max(change, _scalar(ip, ix, dp, &b[0], xp, i, &lo[0], &hi[0], &diag[0], omega))
+            else:
+                for i in range(n - 1, first - 1, -1):
+                    change = max(change, _scalar(ip, ix, dp, &b[0], xp, i, &lo[0], &hi[0], &diag[0], omega))
+                for c in range(k - 1, -1, -1):
+                    change = max(change, _contact(ip, ix, dp, &b[0], xp, c, k, d, &mu[0], &diag[0], &block[0], omega))
+            size = 0.0
+            for i in range(n):
+                size = max(size, fabs(xp[i]))
+            if change <= tol * max(1.0, size):
+                done = sweep
+                converged = True
+                break
+    return done, converged
