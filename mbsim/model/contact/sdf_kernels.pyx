@@ -98,11 +98,11 @@ cdef inline double _dist2_triangle(double px, double py, double pz, const double
 # ------------------------------------------------------------------- bounding volume tree over the triangles
 
 
-# per node: box lo (3), box hi (3), slab unit normal (3), slab lo, slab hi; the node's int pair is
-# (right child, 0) for an inner node (its left child is the next node) or (first triangle, count)
-# for a leaf
+# per node: an oriented box, its frame's three unit axes (9) then its lower (3) and upper (3) bounds
+# along them; the node's int pair is (right child, 0) for an inner node (its left child is the
+# next node) or (first triangle, count) for a leaf
 cdef enum:
-    _ND = 11
+    _ND = 15
     _LEAF_SIZE = 4
     _STACK = 64  # a median split's depth is log2(triangles) + 1 < 64
 
@@ -137,6 +137,25 @@ cdef void _select(long long* perm, const double* cent, int axis, Py_ssize_t lo, 
             break
 
 
+# Bounds along axes f[0:3], f[3:6], f[6:9] of the vertices of triangles perm[s:e]: lo[0:3], hi[0:3].
+cdef void _extents(Py_ssize_t s, Py_ssize_t e, const long long* perm, const double* tri, const double* f,
+                   double* lo, double* hi) noexcept nogil:
+    cdef Py_ssize_t t
+    cdef const double* v
+    cdef double h
+    cdef int a, c
+    for a in range(3):
+        lo[a] = INFINITY
+        hi[a] = -INFINITY
+    for t in range(s, e):
+        v = tri + 9 * perm[t]
+        for c in range(3):
+            for a in range(3):
+                h = f[3 * a] * v[3 * c] + f[3 * a + 1] * v[3 * c + 1] + f[3 * a + 2] * v[3 * c + 2]
+                lo[a] = min(lo[a], h)
+                hi[a] = max(hi[a], h)
+
+
 # Node over triangles perm[s:e] and, below it, its subtree (median split on the longest axis of the
 # centroids' box); returns the node's index. count holds the next free node.
 cdef Py_ssize_t _build_node(Py_ssize_t s, Py_ssize_t e, long long* perm, const double* tri, const double* cent,
@@ -147,22 +166,19 @@ cdef Py_ssize_t _build_node(Py_ssize_t s, Py_ssize_t e, long long* perm, const d
     cdef double clo[3]
     cdef double chi[3]
     cdef double n[3]
-    cdef double ux, uy, uz, wx, wy, wz, length, h
-    cdef int a, c, axis
+    cdef double f[9]
+    cdef double lo[3]
+    cdef double hi[3]
+    cdef double ux, uy, uz, wx, wy, wz, length, volume
+    cdef int a, axis
     count[0] += 1
     for a in range(3):
-        b[a] = INFINITY
-        b[3 + a] = -INFINITY
         clo[a] = INFINITY
         chi[a] = -INFINITY
         n[a] = 0.0
-    # box of the vertices and of the centroids; summed area normal of the triangles
+    # the centroids' box; the summed area normal of the triangles
     for t in range(s, e):
         v = tri + 9 * perm[t]
-        for c in range(3):
-            for a in range(3):
-                b[a] = min(b[a], v[3 * c + a])
-                b[3 + a] = max(b[3 + a], v[3 * c + a])
         for a in range(3):
             clo[a] = min(clo[a], cent[3 * perm[t] + a])
             chi[a] = max(chi[a], cent[3 * perm[t] + a])
@@ -171,23 +187,38 @@ cdef Py_ssize_t _build_node(Py_ssize_t s, Py_ssize_t e, long long* perm, const d
         n[0] += uy * wz - uz * wy
         n[1] += uz * wx - ux * wz
         n[2] += ux * wy - uy * wx
-    # slab: the node's vertices lie in lo <= n . x <= hi; a closed or degenerate patch has none
+    # the axis-aligned box first
+    for a in range(9):
+        b[a] = 1.0 if a % 4 == 0 else 0.0
+    _extents(s, e, perm, tri, b, b + 9, b + 12)
+    volume = (b[12] - b[9]) * (b[13] - b[10]) * (b[14] - b[11])
+    # a box along the patch's mean normal (a nearly flat patch: thin along it) when it is smaller
     length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
     if length > 0.0:
         for a in range(3):
-            b[6 + a] = n[a] / length
-        b[9] = INFINITY
-        b[10] = -INFINITY
-        for t in range(s, e):
-            v = tri + 9 * perm[t]
-            for c in range(3):
-                h = b[6] * v[3 * c] + b[7] * v[3 * c + 1] + b[8] * v[3 * c + 2]
-                b[9] = min(b[9], h)
-                b[10] = max(b[10], h)
-    else:
-        b[6] = 0.0; b[7] = 0.0; b[8] = 0.0
-        b[9] = -INFINITY
-        b[10] = INFINITY
+            f[a] = n[a] / length
+        # second axis: the normal crossed with the coordinate axis least along it
+        axis = 0
+        for a in range(1, 3):
+            if abs(f[a]) < abs(f[axis]):
+                axis = a
+        f[3] = 0.0; f[4] = 0.0; f[5] = 0.0
+        f[3 + axis] = 1.0
+        ux = f[1] * f[5] - f[2] * f[4]
+        uy = f[2] * f[3] - f[0] * f[5]
+        uz = f[0] * f[4] - f[1] * f[3]
+        length = sqrt(ux * ux + uy * uy + uz * uz)
+        f[3] = ux / length; f[4] = uy / length; f[5] = uz / length
+        f[6] = f[1] * f[5] - f[2] * f[4]
+        f[7] = f[2] * f[3] - f[0] * f[5]
+        f[8] = f[0] * f[4] - f[1] * f[3]
+        _extents(s, e, perm, tri, f, lo, hi)
+        if (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]) < volume:
+            for a in range(9):
+                b[a] = f[a]
+            for a in range(3):
+                b[9 + a] = lo[a]
+                b[12 + a] = hi[a]
     if e - s <= _LEAF_SIZE:
         ni[2 * node] = s
         ni[2 * node + 1] = e - s
@@ -208,8 +239,8 @@ cdef Py_ssize_t _build_node(Py_ssize_t s, Py_ssize_t e, long long* perm, const d
 def _triangle_tree(const double[:, :, ::1] tri):
     """Bounding volume tree over (nt, 3, 3) triangles: (perm, nodes, links).
 
-    Leaf triangles are ``tri[perm[first:first + count]]``; ``nodes`` (nn, 11) holds each node's box
-    and slab, ``links`` (nn, 2) its (right child, 0) or (first, count) (see ``_ND``)."""
+    Leaf triangles are ``tri[perm[first:first + count]]``; ``nodes`` (nn, 15) holds each node's
+    oriented box, ``links`` (nn, 2) its (right child, 0) or (first, count) (see ``_ND``)."""
     cdef Py_ssize_t nt = tri.shape[0], count = 0
     cent_a = np.ascontiguousarray(np.asarray(tri).mean(axis=1))
     perm_a = np.arange(nt, dtype=np.int64)
@@ -227,39 +258,28 @@ def _triangle_tree(const double[:, :, ::1] tri):
 # ------------------------------------------------------------------- nearest triangle and the grid
 
 
-# Squared lower bound of the distance from p to anything inside node b: the box's, or the slab's
-# when larger.
+# Squared distance from p to node b's oriented box: a lower bound for anything inside it.
 cdef inline double _lower2(const double* b, double px, double py, double pz) noexcept nogil:
-    cdef double d2 = 0.0, g, h
-    if px < b[0]:
-        d2 += (b[0] - px) * (b[0] - px)
-    elif px > b[3]:
-        d2 += (px - b[3]) * (px - b[3])
-    if py < b[1]:
-        d2 += (b[1] - py) * (b[1] - py)
-    elif py > b[4]:
-        d2 += (py - b[4]) * (py - b[4])
-    if pz < b[2]:
-        d2 += (b[2] - pz) * (b[2] - pz)
-    elif pz > b[5]:
-        d2 += (pz - b[5]) * (pz - b[5])
-    h = b[6] * px + b[7] * py + b[8] * pz
-    g = max(h - b[10], b[9] - h)
-    if g > 0.0 and g * g > d2:
-        d2 = g * g
+    cdef double d2 = 0.0, h
+    cdef int a
+    for a in range(3):
+        h = b[3 * a] * px + b[3 * a + 1] * py + b[3 * a + 2] * pz
+        if h < b[9 + a]:
+            d2 += (b[9 + a] - h) * (b[9 + a] - h)
+        elif h > b[12 + a]:
+            d2 += (h - b[12 + a]) * (h - b[12 + a])
     return d2
 
 
 # Nearest triangle to p: nearest-first descent of the tree bounded by the best squared distance so
 # far (best2, in: an upper bound from a known triangle best_t or INFINITY, out: the minimum);
-# returns its triangle. plane (nt, 4) holds each triangle's unit normal and offset: |n . p - o| is
-# a lower bound of the distance that skips most exact tests.
-cdef Py_ssize_t _nearest(double px, double py, double pz, const double* tri, const double* plane,
-                         const double* nd, const long long* ni, double* best2, Py_ssize_t best_t) noexcept nogil:
+# returns its triangle.
+cdef Py_ssize_t _nearest(double px, double py, double pz, const double* tri, const double* nd,
+                         const long long* ni, double* best2, Py_ssize_t best_t) noexcept nogil:
     cdef Py_ssize_t stack_n[_STACK]
     cdef double stack_d[_STACK]
     cdef Py_ssize_t sp = 0, node = 0, left, right, swap_n, t, end
-    cdef double b2 = best2[0], dl, dr, swap_d, h, d2
+    cdef double b2 = best2[0], dl, dr, swap_d, d2
     if _lower2(nd, px, py, pz) >= b2:
         return best_t
     while node >= 0:
@@ -284,12 +304,10 @@ cdef Py_ssize_t _nearest(double px, double py, double pz, const double* tri, con
             t = ni[2 * node]
             end = t + ni[2 * node + 1]
             while t < end:
-                h = plane[4 * t] * px + plane[4 * t + 1] * py + plane[4 * t + 2] * pz - plane[4 * t + 3]
-                if h * h < b2:
-                    d2 = _dist2_triangle(px, py, pz, tri + 9 * t)
-                    if d2 < b2:
-                        b2 = d2
-                        best_t = t
+                d2 = _dist2_triangle(px, py, pz, tri + 9 * t)
+                if d2 < b2:
+                    b2 = d2
+                    best_t = t
                 t += 1
         # the most recently deferred node still within reach
         node = -1
@@ -306,8 +324,8 @@ cdef Py_ssize_t _nearest(double px, double py, double pz, const double* tri, con
 # starts from the nearest of two known triangles, the previous node's on its line and the one of
 # the node before it in the previous line (|d(p) - d(p')| <= |p - p'|: a tight upper bound).
 cdef void _grid_rows(Py_ssize_t start, Py_ssize_t step, const double[::1] origin, double cell,
-                     const double[:, :, ::1] tri, const double[:, ::1] plane, const double[:, :, ::1] normals,
-                     const double[:, ::1] nodes, const long long[:, ::1] links, double[:, :, ::1] out,
+                     const double[:, :, ::1] tri, const double[:, :, ::1] normals, const double[:, ::1] nodes,
+                     const long long[:, ::1] links, double[:, :, ::1] out,
                      long long[::1] line_warm, long long[::1] first_warm) noexcept nogil:
     cdef Py_ssize_t nx = out.shape[0], ny = out.shape[1], nz = out.shape[2]
     cdef Py_ssize_t i, j, k, warm, other, best_t
@@ -337,8 +355,7 @@ cdef void _grid_rows(Py_ssize_t start, Py_ssize_t step, const double[::1] origin
                     if d2 < best2:
                         best2 = d2
                         best_t = other
-                best_t = _nearest(p[0], p[1], p[2], &tri[0, 0, 0], &plane[0, 0], &nodes[0, 0], &links[0, 0],
-                                  &best2, best_t)
+                best_t = _nearest(p[0], p[1], p[2], &tri[0, 0, 0], &nodes[0, 0], &links[0, 0], &best2, best_t)
                 best = sqrt(best2)
                 warm = best_t
                 line_warm[k] = best_t
@@ -364,14 +381,8 @@ def _signed_distance_grid(const double[::1] origin, double cell, const long long
     """
     out = np.empty((shape[0], shape[1], shape[2]))
     cdef double[:, :, ::1] out_v = out
-    # each triangle's supporting plane, unit normal and offset (zero for a degenerate triangle)
-    t = np.asarray(tri)
-    n = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    n = np.divide(n, length, out=np.zeros_like(n), where=length > 0.0)
-    plane = np.ascontiguousarray(np.concatenate([n, np.einsum("ij,ij->i", n, t[:, 0])[:, None]], axis=1))
     # the views checked above, as Python objects for the threads' calls
-    cdef tuple args = (<object>origin, cell, <object>tri, plane, <object>normals, <object>nodes, <object>links,
+    cdef tuple args = (<object>origin, cell, <object>tri, <object>normals, <object>nodes, <object>links,
                        <object>out_v)
     if threads < 2 or out.size < THREADED_NODES:
         _grid_part(0, 1, *args)
@@ -388,10 +399,10 @@ def _signed_distance_grid(const double[::1] origin, double cell, const long long
 
 
 def _grid_part(Py_ssize_t start, Py_ssize_t step, const double[::1] origin, double cell,
-               const double[:, :, ::1] tri, const double[:, ::1] plane, const double[:, :, ::1] normals,
-               const double[:, ::1] nodes, const long long[:, ::1] links, double[:, :, ::1] out):
+               const double[:, :, ::1] tri, const double[:, :, ::1] normals, const double[:, ::1] nodes,
+               const long long[:, ::1] links, double[:, :, ::1] out):
     """Slabs start, start + step, ... of ``_signed_distance_grid``'s ``out`` (one thread's share)."""
     cdef long long[::1] line_warm = np.empty(out.shape[2], dtype=np.int64)
     cdef long long[::1] first_warm = np.empty(out.shape[2], dtype=np.int64)
     with nogil:
-        _grid_rows(start, step, origin, cell, tri, plane, normals, nodes, links, out, line_warm, first_warm)
+        _grid_rows(start, step, origin, cell, tri, normals, nodes, links, out, line_warm, first_warm)
