@@ -1,6 +1,6 @@
 """Compiled kernels of the signed distance fields (mbsim.model.contact.sdf): the trilinear query
 (``interpolate``, inline in sdf_kernels.pxd) and the exact signed distance at every grid node
-(Ericson's closest point on a triangle, the bucket search and the pseudo-normal sign described in
+(Ericson's closest point on a triangle, the tree search and the pseudo-normal sign described in
 sdf's module docstring)."""
 
 import threading
