@@ -118,6 +118,61 @@ def test_node_values_are_exact_distances_to_the_mesh(fields, name):
     assert np.all(np.sign(got[far]) == np.sign(exact(nodes)[far]))
 
 
+def _tilted_rippled_torus():
+    """A non-convex, genus-one mesh whose patches are tilted against the grid axes (the build's
+    tree bounds patches by boxes along their normals)."""
+    from scipy.spatial.transform import Rotation
+
+    from mbsim.model.meshgen import rippled_torus
+
+    mesh = rippled_torus(1.0, 0.35, 0.25, 5, (32, 16))
+    pose = np.eye(4)
+    pose[:3, :3] = Rotation.from_rotvec([0.4, -0.7, 0.3]).as_matrix()
+    pose[:3, 3] = [0.13, -0.07, 0.05]
+    mesh.apply_transform(pose)
+    assert mesh.is_watertight and mesh.volume > 0.0
+    return mesh
+
+
+def test_nodes_match_brute_force_and_trimesh_sign():
+    # independent references at 3,000 nodes, near ones included: the distance by brute force over
+    # all triangles, the sign by trimesh's inside test (ray casting); trimesh's own closest point
+    # strays by up to 4e-8 at a few nodes, so it checks the distance loosely
+    mesh = _tilted_rippled_torus()
+    field = build_sdf(mesh, 0.1, 0.3)
+    idx = np.stack(np.meshgrid(*(np.arange(n) for n in field.shape), indexing="ij"), axis=-1).reshape(-1, 3)
+    idx = np.random.default_rng(7).permutation(idx)[:3000]
+    nodes = field.origin + field.cell * idx
+    got = field.values[idx[:, 0], idx[:, 1], idx[:, 2]]
+    assert (got < 0).sum() > 100 and (np.abs(got) < field.cell).sum() > 200
+    np.testing.assert_allclose(np.abs(got), _mesh_distance_brute(mesh, nodes), rtol=0.0, atol=1e-12)
+    np.testing.assert_allclose(got, -trimesh.proximity.signed_distance(mesh, nodes), rtol=0.0, atol=1e-6)
+    inside = mesh.contains(nodes)
+    clear = np.abs(got) > 1e-9  # ray casting decides the sign on the surface itself arbitrarily
+    assert np.all((got[clear] < 0) == inside[clear])
+
+
+def test_sphere_mesh_inside_is_the_nearest_face_plane():
+    # analytic: inside a convex polyhedron the distance to its boundary is the least distance to
+    # its face planes (exact), outside it is at least the largest (a lower bound)
+    mesh = trimesh.creation.icosphere(subdivisions=1)
+    field = build_sdf(mesh, 0.08, 0.25)  # 36k nodes: built by two threads
+    assert field.values.size > 1 << 15
+    idx = np.stack(np.meshgrid(*(np.arange(n) for n in field.shape), indexing="ij"), axis=-1).reshape(-1, 3)
+    idx = np.random.default_rng(8).permutation(idx)[:4000]
+    nodes = field.origin + field.cell * idx
+    got = field.values[idx[:, 0], idx[:, 1], idx[:, 2]]
+    n = mesh.face_normals
+    plane = np.einsum("ij,ij->i", n, mesh.triangles[:, 0])
+    height = nodes @ n.T - plane  # (nodes, faces): negative behind every face = inside
+    inside = height.max(axis=1) < -1e-12
+    assert inside.sum() > 200
+    np.testing.assert_allclose(got[inside], height[inside].max(axis=1), rtol=0.0, atol=1e-12)
+    outside = height.max(axis=1) > 1e-12
+    assert np.all(got[outside] >= height[outside].max(axis=1) - 1e-12)
+    np.testing.assert_allclose(got[outside], _mesh_distance_brute(mesh, nodes[outside]), rtol=0.0, atol=1e-12)
+
+
 # ------------------------------------------------------------------- eq. (5): interpolated distance and sign
 
 
