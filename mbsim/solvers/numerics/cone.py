@@ -69,9 +69,8 @@ def _csr(A):
     if sparse:
         import scipy.sparse as sp
 
+        # (no sorting: the sweeps need no sorted indices, and the Delassus products repeat no entry)
         A = sp.csr_array(A, dtype=float)
-        if not A.has_canonical_format:
-            A.sum_duplicates()
         return A.indptr.astype(np.int64), A.indices.astype(np.int64), np.asarray(A.data, float), A.diagonal(), A
     D = np.ascontiguousarray(A, dtype=float)
     n = D.shape[0]
