@@ -68,7 +68,7 @@ cdef inline double _normal_hertz(const ContactLaw* law, double g, double rate, d
     return elastic + law.chi * pow(g, law.m) * rate
 
 
-# Hunt & Crossley (1975) eq. 20, Lankarani & Nikravesh (1990) eq. 20: f_N = k g^n (1 + alpha dg/dt),
+# Hunt & Crossley (1975), Lankarani & Nikravesh (1990): f_N = k g^n (1 + alpha dg/dt),
 # the damping proportional to the elastic force (alpha from the restitution, mbsim.model.contact.laws)
 cdef inline double _normal_dissipative(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
     return elastic * (1.0 + law.alpha * rate)
