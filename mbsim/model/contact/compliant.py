@@ -40,6 +40,7 @@ import numpy as np
 from mbsim.errors import did_you_mean
 from mbsim.model.contact.compliant_kernels import (
     FRICTION_STRIBECK,
+    LawTable,
     friction_coefficients,
     obb_overlap_one,
     pair_forces,
@@ -189,6 +190,7 @@ class CompliantContacts:
         self.nbody = nbody
         # the pairs' law arrays, one row each (what the kernel reads, by the pair's index)
         self.laws = np.concatenate([pair.law for pair in pairs]) if pairs else np.zeros(0, dtype=CONTACT_LAW)
+        self.law_table = LawTable(self.laws)
 
     def pair_diagnostics(self, data: Data) -> dict[str, float | np.ndarray]:
         """Per pair, of the run's last evaluation: /diagnostics/contacts/NAME/count, max_penetration
@@ -286,7 +288,7 @@ class CompliantContacts:
             wrench[:] = 0.0
             potential += pair_forces(
                 p, g, grad, f.pos[s], f.rot[s], f.vel[s], f.omega[s], f.pos[m], f.rot[m], f.vel[m], f.omega[m],
-                self.laws, k, wrench,
+                self.law_table, k, wrench,
             )  # fmt: skip
             cons[s] += wrench[0]
             cons[m] += wrench[1]

@@ -63,6 +63,18 @@ FRICTION_STRIBECK = FRICTION_STRIBECK_C
 FRICTION_COULOMB = FRICTION_COULOMB_C
 
 
+cdef class LawTable:
+    """The compiled view of a force group's law arrays (mbsim.model.contact.laws.CONTACT_LAW,
+    C-contiguous): ``array`` holds the named columns, the kernels read the rows through a pointer
+    into it taken here, once (the dtype is checked against the C struct on the way)."""
+
+    def __init__(self, laws):
+        cdef const ContactLaw[::1] view = laws
+        self.array = laws
+        self.count = view.shape[0]
+        self.rows = &view[0] if self.count else NULL
+
+
 # eq. (36): Hertz's elastic term with the paper's hysteresis damping, f_N = k g^n + chi g^m dg/dt
 cdef inline double _normal_hertz(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
     return elastic + law.chi * pow(g, law.m) * rate
@@ -222,11 +234,11 @@ cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[
 
 def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
                 const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s, const double[:] pos_m,
-                const double[:, :] rot_m, const double[:] vel_m, const double[:] om_m, const ContactLaw[::1] laws,
-                Py_ssize_t row, double[:, ::1] out):
+                const double[:, :] rot_m, const double[:] vel_m, const double[:] om_m, LawTable laws, Py_ssize_t row,
+                double[:, ::1] out):
     """Forces of one pair's penetrating points, added to ``out`` (4, 6): rows slave conservative,
     master conservative, slave non-conservative, master non-conservative (force world, torque
-    body axes). ``laws[row]``: the pair's law (mbsim.model.contact.laws.CONTACT_LAW: normal and
+    body axes). Row ``row`` of ``laws``: the pair's law (mbsim.model.contact.laws.CONTACT_LAW: normal and
     friction law codes and parameters, the stick limiter's h, 1/m and 1/I_min of slave and
     master, 0 for the ground). Returns the potential sum k g^(n+1)/(n+1).
 
@@ -243,10 +255,10 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
     the step (sticking), so sliding friction is the law's.
     """
     cdef double potential
-    if row < 0 or row >= laws.shape[0]:
-        raise IndexError(f"law row {row} out of {laws.shape[0]}")
+    if row < 0 or row >= laws.count:
+        raise IndexError(f"law row {row} out of {laws.count}")
     with nogil:
-        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, &laws[row], out)
+        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, &laws.rows[row], out)
     return potential
 
 
