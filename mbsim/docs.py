@@ -9,6 +9,8 @@ from __future__ import annotations
 from mbsim.model.actuators import ACTUATOR_FIELDS
 from mbsim.model.actuators import __doc__ as actuators_doc
 from mbsim.model.compile import DRIVE_FIELDS
+from mbsim.model.contact.laws import FRICTION_LAWS, NORMAL_LAWS, law_fields
+from mbsim.model.contact.laws.normal import DEFAULT_NORMAL_LAW
 from mbsim.model.forces import FORCE_TYPES
 from mbsim.model.joint_forces import FRICTION_FIELDS, LIMIT_FIELDS, SPRING_FIELDS, STOP_PERIOD
 from mbsim.model.joints import JOINT_TYPES
@@ -159,6 +161,22 @@ def scene_reference() -> str:
         "",
         table_markdown(CONTACT_FIELDS),
         "",
+        "### Contact laws (compliant contacts)",
+        "",
+        f"The normal force law is the contact's `law` (default `{DEFAULT_NORMAL_LAW}`); a key of another law is "
+        "refused. g is the penetration, dg/dt its rate (positive while approaching); the force never pulls.",
+        "",
+    ]
+    for name, law in NORMAL_LAWS.items():
+        out += [f"#### `law: {name}`", "", law.doc + ".", "", table_markdown(law_fields(law, CONTACT_FIELDS)), ""]
+    out += [
+        "The friction law follows from `friction`: f_T = -mu(|v_T|) f_N v_T / |v_T| (eq. 37 of "
+        "papers/sdf-octree-contact-dynamics.txt), mu(v) by the law whose keys the mapping holds.",
+        "",
+    ]
+    for name, law in FRICTION_LAWS.items():
+        out += [f"#### `friction`: {name}", "", law.doc + ".", "", table_markdown(law.fields), ""]
+    out += [
         "## `couplings[]`",
         "",
         "A constraint between two joints' coordinates: joint = ratio * leader + offset (URDF mimic).",

@@ -1,6 +1,7 @@
-"""Compliant contacts: Hertz force with hysteresis damping and velocity-dependent Coulomb
-friction, from the master's signed distance field (papers/sdf-octree-contact-dynamics.txt,
-eqs. (5)-(6) and (36)-(43)).
+"""Compliant contacts: a normal force law (Hertz with hysteresis damping by default) and a
+velocity-dependent friction law, from the master's signed distance field
+(papers/sdf-octree-contact-dynamics.txt, eqs. (5)-(6) and (36)-(43)); the laws are the
+registry's (mbsim.model.contact.laws).
 
 Each ``type: compliant`` contact entry pairs a master body (``body1``: its one solid shape, or
 the one named by ``shape1``, becomes a triangle mesh whose signed distance field is precomputed,
@@ -12,17 +13,18 @@ penetration g = -d and pushes with
 
     f_N = k g^n + chi g^m dg/dt,     f_T = -mu(|v_T|) f_N v_T / |v_T|,
 
-(eqs. 36-38; f_N is not allowed to pull) at the slave point and, opposite, at its projection
-p - d n on the master's surface (eq. 43). The elastic part acts along the raw gradient of the
-interpolant, so that it is exactly conservative (potential k g^(n+1)/(n+1)); damping and
-friction are not (friction with a stick limiter, compliant_kernels.pair_forces). This is a
-force element: every method takes it. Detection as the paper's (``detection: sdf_octree``):
-oriented bounding boxes of both bodies and the 15-axis separating-axis test first, then the
-slave's sample points in an octree (mbsim.model.contact.octree) whose cells are skipped when a
-lower bound of the field at their centre exceeds their radius plus one cell, the surviving
-points looked up in the same compiled pass (compliant_kernels.penetrating_points); ``sdf``
-looks every point up, ``brute_force`` uses trimesh's exact closest points (for comparisons).
-``near`` is the paper's step control (mbsim.simulate takes time.contact_step while it holds).
+(eqs. 36-38, or the contact's other ``law`` and ``friction``; f_N is not allowed to pull) at the
+slave point and, opposite, at its projection p - d n on the master's surface (eq. 43). The
+elastic part acts along the raw gradient of the interpolant, so that it is exactly conservative
+(potential k g^(n+1)/(n+1)); damping and friction are not (friction with a stick limiter,
+compliant_kernels.pair_forces). This is a force element: every method takes it. Detection as the
+paper's (``detection: sdf_octree``): oriented bounding boxes of both bodies and the 15-axis
+separating-axis test first, then the slave's sample points in an octree
+(mbsim.model.contact.octree) whose cells are skipped when a lower bound of the field at their
+centre exceeds their radius plus one cell, the surviving points looked up in the same compiled
+pass (compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
+trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
+(mbsim.simulate takes time.contact_step while it holds).
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.contact.compliant_kernels import (
+    FRICTION_STRIBECK,
+    LawTable,
     friction_coefficients,
     obb_overlap_one,
     pair_forces,
     penetrating_points,
 )
+from mbsim.model.contact.laws import CONTACT_LAW, law_row, read_contact_law
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf, grid_too_large
@@ -58,12 +63,6 @@ _LOG = logging.getLogger("mbsim.cache")
 MAX_SAMPLES = 1_000_000
 OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
 
-FRICTION_FIELDS = {
-    "static": Field(Number(minimum=0), "mu_s", 0.0),
-    "dynamic": Field(Number(minimum=0), "mu_d", 0.0),
-    "v_static": Field(Number(positive=True), "v_s, m/s: below it the friction builds up from zero", 5e-3),
-    "v_dynamic": Field(Number(positive=True), "v_d, m/s: above it the friction is mu_d", 1e-2),
-}
 SDF_FIELDS = {
     "cell": Field(Number(positive=True), "grid spacing of the master's field, m (default: 1/64 of its size)", None),
     "padding": Field(Number(minimum=0), "margin of the grid around the master, m (default: 1/10 of its size)", None),
@@ -137,9 +136,10 @@ def exact_signed_distance(mesh, points: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def friction_coefficient(v: np.ndarray, mu_s: float, mu_d: float, v_s: float, v_d: float) -> np.ndarray:
-    """mu(v) of eq. (38) for sliding speeds v >= 0 (the compiled law of the contact force)."""
+    """mu(v) of eq. (38) for sliding speeds v >= 0 (the compiled stribeck law of the contact force)."""
     speeds = np.ascontiguousarray(v, dtype=float).ravel()
-    return friction_coefficients(speeds, mu_s, mu_d, v_s, v_d).reshape(np.shape(v))
+    law = law_row(friction=FRICTION_STRIBECK, mu_s=mu_s, mu_d=mu_d, v_s=v_s, v_d=v_d)
+    return friction_coefficients(law, 0, speeds).reshape(np.shape(v))
 
 
 class _EmptyTree:
@@ -161,11 +161,7 @@ class CompliantPair:
     slave: int
     field: SignedDistanceField
     points: np.ndarray  # (n, 3) slave sample points in the slave's frame
-    stiffness: float
-    exponent: float
-    damping: float
-    damping_exponent: float
-    friction: tuple[float, float, float, float]  # mu_s, mu_d, v_s, v_d
+    law: np.ndarray  # its law arrays: one CONTACT_LAW row (mbsim.model.contact.laws), limiter included
     master_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB (centre, axes, half), master frame
     slave_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # OBB of the sample points, slave frame
     tree: Octree | None = None  # octree over the sample points (slave frame)
@@ -173,15 +169,8 @@ class CompliantPair:
     classes: np.ndarray | None = None  # penetration thresholds splitting the point count (ascending)
     detection: str = "sdf_octree"  # or "sdf" (every point queried), "brute_force" (exact distances)
     mesh: Any = None  # the master's mesh (its frame), for brute_force
-    stick_step: float = 0.0  # h of the stick limiter (compliant_kernels.pair_forces); 0: none
-    inverse_mass: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # 1/m_s, 1/m_m, 1/I_s, 1/I_m
 
     def __post_init__(self) -> None:
-        mu_s, mu_d, v_s, v_d = self.friction
-        self.law = np.array(
-            [self.stiffness, self.exponent, self.damping, self.damping_exponent, mu_s, mu_d, v_s, v_d,
-             self.stick_step, *self.inverse_mass]
-        )  # fmt: skip
         if self.slave_box is None:
             self.slave_box = obb_from_points(self.points)
         if self.tree is None and len(self.points) > OCTREE_ABOVE:
@@ -199,6 +188,9 @@ class CompliantContacts:
     def __init__(self, pairs: list[CompliantPair], nbody: int) -> None:
         self.pairs = pairs
         self.nbody = nbody
+        # the pairs' law arrays, one row each (what the kernel reads, by the pair's index)
+        self.laws = np.concatenate([pair.law for pair in pairs]) if pairs else np.zeros(0, dtype=CONTACT_LAW)
+        self.law_table = LawTable(self.laws)
 
     def pair_diagnostics(self, data: Data) -> dict[str, float | np.ndarray]:
         """Per pair, of the run's last evaluation: /diagnostics/contacts/NAME/count, max_penetration
@@ -296,7 +288,7 @@ class CompliantContacts:
             wrench[:] = 0.0
             potential += pair_forces(
                 p, g, grad, f.pos[s], f.rot[s], f.vel[s], f.omega[s], f.pos[m], f.rot[m], f.vel[m], f.omega[m],
-                pair.law, wrench,
+                self.law_table, k, wrench,
             )  # fmt: skip
             cons[s] += wrench[0]
             cons[m] += wrench[1]
@@ -386,8 +378,7 @@ def build_compliant(
             names.append((name, _pick_shape(ctx, path, key, shape_key, name, values.get(shape_key), shapes)))
         if names[0][0] == names[1][0]:
             raise ctx.error((*path, "body2"), "a compliant contact needs two different bodies")
-        if values.get("stiffness") is None:
-            raise ctx.error(path, "missing required key 'stiffness' for a compliant contact")
+        law = read_contact_law(ctx, path, values, item.raw)
         (master_name, master_shape), (slave_name, slave_shape) = names
         try:
             master_mesh = shape_mesh(master_shape)
@@ -417,14 +408,13 @@ def build_compliant(
             field = cached_sdf(master_mesh, cell, padding, cache_dir())
         except ValueError as exc:
             raise ctx.error((*path, "body1"), f"no signed distance field for '{master_name}': {exc}") from None
-        friction = values.get("friction") or {}
-        if not isinstance(friction, dict):
-            raise ctx.error(
-                (*path, "friction"), "expected {static, dynamic, v_static, v_dynamic} for a compliant contact"
-            )
-        fr = read_mapping(ctx, (*path, "friction"), friction, FRICTION_FIELDS)
-        if fr["v_dynamic"] <= fr["v_static"]:
-            raise ctx.error((*path, "friction"), "expected v_dynamic > v_static")
+        # the stick limiter's columns of the law arrays (compliant_kernels.pair_forces)
+        law["stick_step"] = stick_step if masses is not None else 0.0
+        inverse = _inverse_mass(body_index[slave_name], body_index[master_name], nbody, masses, inertias)
+        for column, value in zip(
+            ("inv_mass_slave", "inv_mass_master", "inv_inertia_slave", "inv_inertia_master"), inverse, strict=True
+        ):
+            law[column] = value
         bounds = master_mesh.vertices
         points = np.asarray(slave_mesh.vertices, dtype=float)
         if extra:  # evenly spread surface points, reproducible (fixed seed)
@@ -438,18 +428,12 @@ def build_compliant(
                 slave=body_index[slave_name],
                 field=field,
                 points=points,
-                stiffness=values["stiffness"],
-                exponent=values["exponent"],
-                damping=values["damping"],
-                damping_exponent=values["damping_exponent"],
-                friction=(fr["static"], fr["dynamic"], fr["v_static"], fr["v_dynamic"]),
+                law=law,
                 master_box=obb_from_points(np.asarray(bounds, dtype=float)),
                 name=values.get("name") or _unique(f"{master_name}_{slave_name}", taken),
                 classes=None if values.get("penetration_classes") is None else values["penetration_classes"],
                 detection=values.get("detection") or "sdf_octree",
                 mesh=master_mesh,
-                stick_step=stick_step if masses is not None else 0.0,
-                inverse_mass=_inverse_mass(body_index[slave_name], body_index[master_name], nbody, masses, inertias),
             )
         )
     return CompliantContacts(pairs, nbody) if pairs else None

@@ -56,26 +56,93 @@ def obb_overlap_one(const double[:] cA, const double[:, :] RA, const double[:] h
     return obb_overlap_one_c(cA, RA, hA, cB, RB, hB, margin, eps)
 
 
-# mu(v) of eq. (38) for v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then to mu_d
-# at v_d, constant beyond.
-cdef inline double _mu(double v, double mu_s, double mu_d, double v_s, double v_d) noexcept nogil:
+# the law codes for Python (mbsim.model.contact.laws names them per law)
+NORMAL_HERTZ = NORMAL_HERTZ_C
+NORMAL_DISSIPATIVE = NORMAL_DISSIPATIVE_C
+FRICTION_STRIBECK = FRICTION_STRIBECK_C
+FRICTION_COULOMB = FRICTION_COULOMB_C
+
+
+cdef class LawTable:
+    """The compiled view of a force group's law arrays (mbsim.model.contact.laws.CONTACT_LAW,
+    C-contiguous): ``array`` holds the named columns, the kernels read the rows through a pointer
+    into it taken here, once (the dtype is checked against the C struct on the way)."""
+
+    def __init__(self, laws):
+        cdef const ContactLaw[::1] view = laws
+        self.array = laws
+        self.count = view.shape[0]
+        self.rows = &view[0] if self.count else NULL
+
+
+# eq. (36): Hertz's elastic term with the paper's hysteresis damping, f_N = k g^n + chi g^m dg/dt
+cdef inline double _normal_hertz(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
+    return elastic + law.chi * pow(g, law.m) * rate
+
+
+# Hunt & Crossley (1975), Lankarani & Nikravesh (1990): f_N = k g^n (1 + alpha dg/dt),
+# the damping proportional to the elastic force (alpha from the restitution, mbsim.model.contact.laws)
+cdef inline double _normal_dissipative(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
+    return elastic * (1.0 + law.alpha * rate)
+
+
+cdef double normal_force(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
+    """f_N of the contact's law at penetration g, rate dg/dt and elastic part k g^n (may be < 0:
+    the caller clamps)."""
+    if law.normal == NORMAL_DISSIPATIVE_C:
+        return _normal_dissipative(law, g, rate, elastic)
+    return _normal_hertz(law, g, rate, elastic)
+
+
+# eq. (38), v = |v_T| >= 0: a smooth step from 0 at v = 0 to mu_s at v_s, then to mu_d at v_d,
+# constant beyond
+cdef inline double _mu_stribeck(const ContactLaw* law, double v) noexcept nogil:
     cdef double s, r
-    if v <= v_s:
-        s = min(max((v + v_s) / (2.0 * v_s), 0.0), 1.0)
-        return -mu_s + 2.0 * mu_s * (3.0 - 2.0 * s) * s * s
-    if v < v_d:
-        r = (v - v_s) / (v_d - v_s)
-        return mu_s + (mu_d - mu_s) * (3.0 - 2.0 * r) * r * r
-    return mu_d
+    if v <= law.v_s:
+        s = min(max((v + law.v_s) / (2.0 * law.v_s), 0.0), 1.0)
+        return -law.mu_s + 2.0 * law.mu_s * (3.0 - 2.0 * s) * s * s
+    if v < law.v_d:
+        r = (v - law.v_s) / (law.v_d - law.v_s)
+        return law.mu_s + (law.mu_d - law.mu_s) * (3.0 - 2.0 * r) * r * r
+    return law.mu_d
 
 
-def friction_coefficients(const double[:] v, double mu_s, double mu_d, double v_s, double v_d):
-    """mu of eq. (38) at each sliding speed of ``v`` (the law ``pair_forces`` applies)."""
+# Coulomb's mu_d, regularised: linear (viscous) below the smoothing speed v_d
+cdef inline double _mu_coulomb(const ContactLaw* law, double v) noexcept nogil:
+    if v < law.v_d:
+        return law.mu_d * v / law.v_d
+    return law.mu_d
+
+
+cdef double friction_coefficient(const ContactLaw* law, double v) noexcept nogil:
+    """mu(v) of the contact's friction law at sliding speed v >= 0."""
+    if law.friction == FRICTION_COULOMB_C:
+        return _mu_coulomb(law, v)
+    return _mu_stribeck(law, v)
+
+
+def friction_coefficients(const ContactLaw[::1] laws, Py_ssize_t row, const double[:] v):
+    """mu of contact ``row``'s friction law at each sliding speed of ``v`` (what ``pair_forces`` applies)."""
     out = np.empty(v.shape[0])
     cdef double[::1] out_v = out
     cdef Py_ssize_t i
+    if row < 0 or row >= laws.shape[0]:
+        raise IndexError(f"law row {row} out of {laws.shape[0]}")
     for i in range(v.shape[0]):
-        out_v[i] = _mu(v[i], mu_s, mu_d, v_s, v_d)
+        out_v[i] = friction_coefficient(&laws[row], v[i])
+    return out
+
+
+def normal_forces(const ContactLaw[::1] laws, Py_ssize_t row, const double[:] g, const double[:] rate):
+    """f_N of contact ``row``'s normal law at penetrations ``g`` and rates ``rate`` (before the
+    clamp at zero that ``pair_forces`` applies)."""
+    out = np.empty(g.shape[0])
+    cdef double[::1] out_v = out
+    cdef Py_ssize_t i
+    if row < 0 or row >= laws.shape[0]:
+        raise IndexError(f"law row {row} out of {laws.shape[0]}")
+    for i in range(g.shape[0]):
+        out_v[i] = normal_force(&laws[row], g[i], rate[i], laws[row].k * pow(g[i], laws[row].n))
     return out
 
 
@@ -97,10 +164,9 @@ cdef inline void _add_wrench(double[:, ::1] out, Py_ssize_t row, const double[:,
 cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
                           const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s,
                           const double[:] pos_m, const double[:, :] rot_m, const double[:] vel_m,
-                          const double[:] om_m, const double[:] law, double[:, ::1] out) noexcept nogil:
-    cdef double k = law[0], nexp = law[1], chi = law[2], mexp = law[3]
-    cdef double mu_s = law[4], mu_d = law[5], v_s = law[6], v_d = law[7]
-    cdef double h_stick = law[8], im_s = law[9], im_m = law[10], iI_s = law[11], iI_m = law[12]
+                          const double[:] om_m, const ContactLaw* law, double[:, ::1] out) noexcept nogil:
+    cdef double k = law.k, nexp = law.n
+    cdef double h_stick = law.stick_step
     cdef Py_ssize_t npts = p.shape[0], i
     cdef int a
     cdef double potential = 0.0
@@ -130,18 +196,18 @@ cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[
         g_rate = -(rel[0] * n[0] + rel[1] * n[1] + rel[2] * n[2])
         gn = pow(g[i], nexp)
         elastic = k * gn
-        total = elastic + chi * pow(g[i], mexp) * g_rate
+        total = normal_force(law, g[i], g_rate, elastic)
         if total < 0.0:
             total = 0.0
         vt0 = rel[0] + g_rate * n[0]
         vt1 = rel[1] + g_rate * n[1]
         vt2 = rel[2] + g_rate * n[2]
         speed = sqrt(vt0 * vt0 + vt1 * vt1 + vt2 * vt2)
-        friction = _mu(speed, mu_s, mu_d, v_s, v_d) * total
+        friction = friction_coefficient(law, speed) * total
         if h_stick > 0.0:
             r2s = off_s[0] * off_s[0] + off_s[1] * off_s[1] + off_s[2] * off_s[2]
             r2m = off_m[0] * off_m[0] + off_m[1] * off_m[1] + off_m[2] * off_m[2]
-            inv_meff = im_s + im_m + r2s * iI_s + r2m * iI_m
+            inv_meff = law.inv_mass_slave + law.inv_mass_master + r2s * law.inv_inertia_slave + r2m * law.inv_inertia_master
             cap = speed / (h_stick * npts * max(inv_meff, 1e-300))
             if friction > cap:
                 friction = cap
@@ -168,29 +234,31 @@ cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[
 
 def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
                 const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s, const double[:] pos_m,
-                const double[:, :] rot_m, const double[:] vel_m, const double[:] om_m, const double[:] law,
+                const double[:, :] rot_m, const double[:] vel_m, const double[:] om_m, LawTable laws, Py_ssize_t row,
                 double[:, ::1] out):
     """Forces of one pair's penetrating points, added to ``out`` (4, 6): rows slave conservative,
     master conservative, slave non-conservative, master non-conservative (force world, torque
-    body axes). law = (k, n, chi, m, mu_s, mu_d, v_s, v_d, h, 1/m_slave, 1/m_master, 1/I_slave,
-    1/I_master) (I the smallest principal inertia; 0 for the ground). Returns the potential sum
-    k g^(n+1)/(n+1).
+    body axes). Row ``row`` of ``laws``: the pair's law (mbsim.model.contact.laws.CONTACT_LAW: normal and
+    friction law codes and parameters, the stick limiter's h, 1/m and 1/I_min of slave and
+    master, 0 for the ground). Returns the potential sum k g^(n+1)/(n+1).
 
     The elastic force k g^n acts along the raw gradient of the interpolated distance (so that it
-    is the gradient of the potential), the damping chi g^m dg/dt and the friction along the unit
-    normal and the sliding direction; the slave's force acts at its point p, the master's
+    is the gradient of the potential), the rest of the normal law's force (its damping) and the
+    friction along the unit normal and the sliding direction; the slave's force acts at its point p, the master's
     (opposite) at p's projection q = p + g n on its surface (eq. 43).
 
     Stick limiter (h > 0): at low sliding speed the friction law is a damper of slope about
-    1.5 mu_s f_N / v_s, far too stiff for an explicit step on a light body pressed hard; each
-    point's friction is capped at what stops its sliding within one step h when all the
+    1.5 mu_s f_N / v_s (stribeck; mu f_N / smoothing for coulomb), far too stiff for an explicit
+    step on a light body pressed hard; each point's friction is capped at what stops its sliding within one step h when all the
     pair's points act together, m_eff |v_t| / (h n), with 1/m_eff bounded from above by the two
     bodies' 1/m + r^2/I_min. The cap binds only where the law would reverse the sliding within
     the step (sticking), so sliding friction is the law's.
     """
     cdef double potential
+    if row < 0 or row >= laws.count:
+        raise IndexError(f"law row {row} out of {laws.count}")
     with nogil:
-        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, law, out)
+        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, &laws.rows[row], out)
     return potential
 
 

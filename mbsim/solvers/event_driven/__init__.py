@@ -73,6 +73,7 @@ from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.detect import ContactBatch
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
+from mbsim.model.contact.laws import inelastic, newton_target
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
@@ -772,19 +773,19 @@ class Solver(SolverBase):
         A = K @ RK
         e = np.where(approaching, self.restitution[batch.entry], 0.0)
         speed = -rate
+        accumulating = inelastic(speed, self.accumulation_speed)
         for c in np.nonzero(approaching)[0]:
             key = int(batch.feature[c])
             times = self._impacts.setdefault(key, [])
             times.append(t)
             name = self.contact_names[batch.entry[c]]
-            if speed[c] < self.accumulation_speed:
-                e[c] = 0.0
+            if accumulating[c]:
                 self.events.append((self._accumulation_time(times), "accumulation", name))
                 self._impacts.pop(key, None)
             else:  # a joint stop's impact is a `limit` event
                 self.events.append((t, "limit" if batch.entry[c] >= self.ncontacts else "impact", name))
         b = K @ v
-        b[:k] += e * np.minimum(rate, 0.0)
+        b[:k] -= newton_target(speed, e, self.accumulation_speed)  # Newton's law, inelastic below accumulation_speed
         mu = self.friction[batch.entry]
         P, _, _ = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t)
         v_new = v + RK @ P

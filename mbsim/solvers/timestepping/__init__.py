@@ -63,6 +63,7 @@ import numpy as np
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
+from mbsim.model.contact.laws import newton_target
 from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
@@ -249,15 +250,14 @@ class Solver(SolverBase):
         (see the module docstring); approach_free is J_N of the velocity the forces alone would
         give at the end of the step."""
         speed = -approach  # approach speed, positive when closing
-        e = np.where(speed > self.threshold, restitution, 0.0)
-        bounce = e * np.maximum(speed, 0.0)
+        bounce = newton_target(speed, restitution, self.threshold)  # Newton's law (e = 0 at or below the threshold)
         closed = gap <= 0.0
         correction = self.beta * np.maximum(-gap, 0.0) / h
         # open, but it closes before the step ends: an impact within the step (restitution as if
         # now; the position is then off by at most the gap), or for e = 0 a landing on the surface
         closes = gap <= 0.5 * h * np.maximum(speed, -approach_free)
         land = -gap / (0.5 * h)
-        open_target = np.where(closes & (e > 0.0), bounce, land)
+        open_target = np.where(closes & (bounce > 0.0), bounce, land)
         return np.where(closed, np.maximum(bounce, correction), open_target)
 
     def _coordinate_state(self, frames, t: float):
