@@ -17,8 +17,9 @@ machine without the scene folder and its mesh files:
   once (the others are HDF5 hard links to it).
 
 :func:`shape_triangles` turns one stored shape into triangles in its body's frame (for 2D scenes,
-in the plane z = 0, extruded along z), with one entry per shape type of
-:data:`mbsim.model.shapes.SHAPE_TYPES` (tests/output/test_geometry.py checks that none is missing).
+in the plane z = 0, extruded along z) through its type in :data:`mbsim.model.shapes.SHAPE_TYPES`
+(``display_mesh``; a half-space's patch); what is stored and checked on reading comes from the
+type's field table (tests/output/test_geometry.py checks that no type lacks triangles).
 """
 
 from __future__ import annotations
