@@ -18,7 +18,7 @@ from mbsim.model.forces import FORCE_TYPES, BuildSetup
 from mbsim.model.joint_forces import SPRING_FIELDS, read_friction, read_limits, resolve_stops
 from mbsim.model.joints import JOINT_TYPES, JointFrame
 from mbsim.model.model import JointInfo, Model
-from mbsim.model.shapes import composite_mass_properties, read_shape
+from mbsim.model.shapes import SHAPE_TYPES, composite_mass_properties, read_shape
 from mbsim.model.signals import Signals, read_outputs
 from mbsim.model.spatial import planar_rotation, quat_to_matrix
 from mbsim.scene.fields import Context, Expr, Field, Vector, read_mapping
@@ -55,12 +55,7 @@ def _read_bodies(spec: SceneSpec, ctx: Context):
             mass, com, inertia = composite_mass_properties(ctx, body.path, body_shapes, body.density, d)
             # the body frame sits at the centre of mass: shapes are re-expressed about it
             for s in body_shapes:
-                if s.get("pose") is not None:
-                    s["pose"]["position"] = s["pose"]["position"] - com
-                elif "pose" in s:
-                    s["pose"] = {"position": -com, "rotation": np.eye(d)}
-                if s["type"] == "point":
-                    s["position"] = s["position"] - com
+                SHAPE_TYPES[s["type"]].move(s, -com)
             if d == 3:
                 check_inertia(ctx, (*body.path, "shapes"), inertia)
         else:
@@ -344,17 +339,12 @@ def compile_model(spec: SceneSpec) -> Model:
 
     # contacts: body sets resolved and checked here; which methods take them is the solver's business
     contact_pairs = resolve_contact_pairs(ctx, spec.contacts, body_index, shapes)
-    # meshes in rigid contacts are looked up in their signed distance fields: closed ones only
+    # shapes in rigid contacts must suit it (meshes are looked up in their signed distance fields: closed ones only)
     for name, body_shapes in shapes.items():
         if not contact_pairs.body_active[body_index[name]]:
             continue
         for shape in body_shapes:
-            if shape["type"] == "mesh" and not shape["_mesh"].is_watertight:
-                raise ctx.error(
-                    (*shape["_path"], "file"),
-                    "the mesh is not watertight (closed and consistently wound), so it has no signed distance "
-                    "field for contact; repair it (trimesh: fill_holes, fix_normals) or leave the body out",
-                )
+            SHAPE_TYPES[shape["type"]].check_contact(ctx, shape)
 
     nv = nb * (6 if d == 3 else 3)
     model = Model(

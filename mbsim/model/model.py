@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mbsim.model.kernels import frames2, frames3, retract3
+from mbsim.model.shapes import compile_shapes
 from mbsim.model.sparse import block_diagonal
 from mbsim.model.spatial import omega_to_quat_rate
 
@@ -153,6 +154,10 @@ class Model:
         forces: force element groups (mbsim.model.forces).
         sparse: use sparse linear algebra (large systems).
         scene_text: YAML of the scene as loaded (after overrides).
+        shapes: owner (ground, body names) -> the checked values of its shapes (mbsim.model.shapes).
+        nshape, shape_type, shape_body, shape_param, shape_pos, shape_rot, shape_rbound,
+            shape_isotropic, shape_rounded, shape_solid, shape_values: the shapes compiled into
+            arrays, set from ``shapes`` (mbsim.model.shapes.compile_shapes says what each holds).
     """
 
     name: str
@@ -244,6 +249,9 @@ class Model:
             self.joint_body[k] = body
             self.joint_point[k] = joint.point2_local
         self.driven_rows = np.array([j.drive_row for j in self.joints if j.drive_row is not None], dtype=int)
+        # the shapes as arrays, once (MuJoCo's geom_*)
+        for key, value in compile_shapes(self.shapes, self.body_names, d).items():
+            setattr(self, key, value)
 
     @property
     def compliant(self):

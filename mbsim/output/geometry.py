@@ -17,25 +17,25 @@ machine without the scene folder and its mesh files:
   once (the others are HDF5 hard links to it).
 
 :func:`shape_triangles` turns one stored shape into triangles in its body's frame (for 2D scenes,
-in the plane z = 0, extruded along z), with one entry per shape type of
-:data:`mbsim.model.shapes.SHAPE_TYPES` (tests/output/test_geometry.py checks that none is missing).
+in the plane z = 0, extruded along z) through its type in :data:`mbsim.model.shapes.SHAPE_TYPES`
+(``display_mesh``; a half-space's patch); what is stored and checked on reading comes from the
+type's field table (tests/output/test_geometry.py checks that no type lacks triangles).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import h5py
 import numpy as np
 
+from mbsim.model.shapes import SHAPE_TYPES, ShapeType
 from mbsim.names import hdf5_name, name_from_hdf5
+from mbsim.scene.fields import Number, Text, Vector
 
 GROUP = "geometry"
-_SCALARS = ("radius", "length", "scale")
-_VECTORS = ("size", "point", "normal")
 
 
 def up_direction(gravity: np.ndarray) -> np.ndarray:
@@ -65,27 +65,29 @@ def write_geometry(
         group.attrs["name"] = owner
         for k, shape in enumerate(shapes.get(owner, [])):
             g = group.create_group(str(k))
+            kind = SHAPE_TYPES[shape["type"]]
             g.attrs["type"] = shape["type"]
             if shape.get("name") is not None:
                 g.attrs["name"] = shape["name"]
-            for key in _SCALARS:
-                if shape.get(key) is not None:
-                    g.attrs[key] = float(shape[key])
-            for key in _VECTORS:
-                if shape.get(key) is not None:
-                    g.attrs[key] = np.asarray(shape[key], dtype=float)
-            if shape["type"] == "point":
-                g.attrs["position"] = np.asarray(shape["position"], dtype=float)
-            elif "pose" in shape:
-                pose = shape["pose"]
+            # its scene values: numbers, vectors and file names of its field table
+            for key, item in kind.fields.items():
+                value = shape.get(key)
+                if value is None or key in ("type", "name"):
+                    continue
+                if isinstance(item.reader, Number):
+                    g.attrs[key] = float(value)
+                elif isinstance(item.reader, Vector):
+                    g.attrs[key] = np.asarray(value, dtype=float)
+                elif isinstance(item.reader, Text):
+                    g.attrs[key] = str(value)
+            if "pose" in kind.fields:
+                pose = shape.get("pose")
                 g.attrs["position"] = np.zeros(dim) if pose is None else np.asarray(pose["position"], float)
                 g.attrs["rotation"] = np.eye(dim) if pose is None else np.asarray(pose["rotation"], float)
-            if shape["type"] == "mesh":
-                if shape.get("file") is not None:
-                    g.attrs["file"] = str(shape["file"])
-                mesh = shape["_mesh"]
-                vertices = np.ascontiguousarray(mesh.vertices, dtype=float)
-                faces = np.ascontiguousarray(mesh.faces, dtype=np.int64)
+            if kind.stored_triangles:
+                vertices, faces = kind.triangles(shape)
+                vertices = np.ascontiguousarray(vertices, dtype=float)
+                faces = np.ascontiguousarray(faces, dtype=np.int64)
                 digest = hashlib.sha1(vertices.tobytes() + faces.tobytes()).hexdigest()
                 if digest in stored:  # the same triangles on another shape: one copy, linked
                     g["vertices"] = stored[digest]["vertices"]
@@ -104,19 +106,22 @@ class GeometryError(ValueError):
     """/geometry that mbsim did not write as it is (edited, truncated): the message says where."""
 
 
-# per shape type: its stored attributes and their lengths (0: a number, "d": the dimension)
-_REQUIRED: dict[str, dict[str, int | str]] = {
-    "box": {"size": 3},
-    "sphere": {"radius": 0},
-    "cylinder": {"radius": 0, "length": 0},
-    "capsule": {"radius": 0, "length": 0},
-    "mesh": {},
-    "point": {"position": "d"},
-    "plane": {"point": 3, "normal": 3},
-    "circle": {"radius": 0},
-    "rectangle": {"size": 2},
-    "line": {"point": 2, "normal": 2},
-}
+def _required(kind: ShapeType) -> dict[str, tuple[int | str, bool]]:
+    """The stored attributes a shape type must have: its required numbers (length 0) and vectors
+    (length n, or "d": the dimension), and whether a vector must not be zero."""
+    out: dict[str, tuple[int | str, bool]] = {}
+    for key, item in kind.fields.items():
+        if not item.required:
+            continue
+        if isinstance(item.reader, Number):
+            out[key] = (0, False)
+        elif isinstance(item.reader, Vector):
+            length = item.reader.length
+            out[key] = ("d" if length == "dim" else int(length), item.reader.nonzero)
+    return out
+
+
+_REQUIRED = {name: _required(kind) for name, kind in SHAPE_TYPES.items()}
 
 
 def _checked(g: h5py.Group, dim: int, where: str, budget: list[int]) -> dict[str, Any]:
@@ -126,23 +131,23 @@ def _checked(g: h5py.Group, dim: int, where: str, budget: list[int]) -> dict[str
     kind = shape.get("type")
     if kind not in _REQUIRED:
         raise GeometryError(f"{where}: unknown shape type {kind!r}")
-    for key, size in _REQUIRED[kind].items():
+    for key, (size, nonzero) in _REQUIRED[kind].items():
         if key not in shape:
             raise GeometryError(f"{where}: a {kind} without '{key}'")
         value = np.asarray(shape[key], dtype=float)
         want = () if size == 0 else (dim if size == "d" else size,)
         if value.shape != want or not np.all(np.isfinite(value)):
             raise GeometryError(f"{where}/{key}: expected {'a number' if not want else f'{want[0]} numbers'}")
-        if kind in ("plane", "line") and key == "normal" and not np.any(value):
-            raise GeometryError(f"{where}/normal: a zero normal")
+        if nonzero and not np.any(value):
+            raise GeometryError(f"{where}/{key}: a zero {key}")
         shape[key] = float(value) if size == 0 else value
     for key, want in (("position", (dim,)), ("rotation", (dim, dim))):
-        if key in shape and kind != "point":
+        if key in shape and "pose" in SHAPE_TYPES[kind].fields:
             value = np.asarray(shape[key], dtype=float)
             if value.shape != want or not np.all(np.isfinite(value)):
                 raise GeometryError(f"{where}/{key}: expected an array of shape {want}")
             shape[key] = value
-    if kind == "mesh":
+    if SHAPE_TYPES[kind].stored_triangles:
         vertices, faces = g.get("vertices"), g.get("faces")
         if not isinstance(vertices, h5py.Dataset) or not isinstance(faces, h5py.Dataset):
             raise GeometryError(f"{where}: a mesh without vertices and faces")
@@ -224,30 +229,6 @@ def _box(size: np.ndarray) -> Triangles:
     return _shaded(trimesh.creation.box(extents=np.asarray(size, dtype=float)))
 
 
-def _cylinder(radius: float, length: float) -> Triangles:
-    import trimesh
-
-    return _shaded(trimesh.creation.cylinder(radius=radius, height=length, sections=40))
-
-
-def _sphere(radius: float) -> Triangles:
-    import trimesh
-
-    return _shaded(trimesh.creation.icosphere(subdivisions=3, radius=radius))
-
-
-def _capsule(radius: float, length: float) -> Triangles:
-    import trimesh
-
-    return _shaded(trimesh.creation.capsule(height=length, radius=radius, count=[32, 16]))
-
-
-def _mesh(vertices: np.ndarray, faces: np.ndarray) -> Triangles:
-    import trimesh
-
-    return _shaded(trimesh.Trimesh(vertices, faces, process=False))
-
-
 def _patch(point: np.ndarray, normal: np.ndarray, sizes: Sizes, dim: int) -> Triangles:
     """A finite slab for an infinite plane (3D) or line (2D): its top face in the plane, covering
     the motion's box projected onto it (plus a margin), thickness ``sizes.marker``."""
@@ -288,31 +269,21 @@ def _planar_rotation(rotation: np.ndarray) -> np.ndarray:
     return out
 
 
-# shape type -> triangles in the shape's own frame (before its pose), from its stored values
-_OWN_FRAME: dict[str, Callable[[dict[str, Any], Sizes], Triangles]] = {
-    "box": lambda s, z: _box(s["size"]),
-    "sphere": lambda s, z: _sphere(s["radius"]),
-    "cylinder": lambda s, z: _cylinder(s["radius"], s["length"]),
-    "capsule": lambda s, z: _capsule(s["radius"], s["length"]),
-    "mesh": lambda s, z: _mesh(s["vertices"], s["faces"]),
-    "point": lambda s, z: _sphere(z.marker),
-    "circle": lambda s, z: _cylinder(s["radius"], z.depth),
-    "rectangle": lambda s, z: _box(np.array([s["size"][0], s["size"][1], z.depth])),
-}
-# shape types placed by their own values in the body (ground) frame rather than by a pose
-_PLACED: dict[str, Callable[[dict[str, Any], Sizes, int], Triangles]] = {
-    "plane": lambda s, z, d: _patch(s["point"], s["normal"], z, d),
-    "line": lambda s, z, d: _patch(s["point"], s["normal"], z, d),
-}
-SHAPE_MESHES = frozenset(_OWN_FRAME) | frozenset(_PLACED)
+# every shape type has triangles: its own (ShapeType.display_mesh), or a patch for a half-space
+SHAPE_MESHES = frozenset(
+    name
+    for name, kind in SHAPE_TYPES.items()
+    if kind.unbounded or kind.solid or type(kind).display_mesh is not ShapeType.display_mesh
+)
 
 
 def shape_triangles(shape: dict[str, Any], dim: int, sizes: Sizes) -> Triangles:
     """One stored shape as triangles in its body's frame (3D; a 2D body's plane is z = 0)."""
-    kind = shape["type"]
-    if kind in _PLACED:
-        return _PLACED[kind](shape, sizes, dim)
-    vertices, normals, faces = _OWN_FRAME[kind](shape, sizes)
+    kind = SHAPE_TYPES[shape["type"]]
+    if kind.unbounded:  # a patch of the boundary: its point and outward normal (the last axis)
+        point, axes = kind.local_pose(shape, dim)
+        return _patch(point, axes[:, -1], sizes, dim)
+    vertices, normals, faces = _shaded(kind.display_mesh(shape, sizes.marker, sizes.depth))
     position = np.zeros(3)
     position[:dim] = shape.get("position", np.zeros(dim))
     if "rotation" in shape:

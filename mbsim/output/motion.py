@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import UsageError, plural
+from mbsim.model.shapes import SHAPE_TYPES
 from mbsim.names import member, member_names
 from mbsim.output.geometry import GeometryError, Sizes, Triangles, inertia_box, read_geometry, shape_triangles
 from mbsim.output.summary import check_result_path, open_result
@@ -248,11 +249,6 @@ class Look:
     hi: np.ndarray
 
 
-_PLANES = ("plane", "line")  # ground shapes drawn as patches sized to the rest
-# shapes whose triangles depend on the motion's size (a point's ball, planar depth, patches)
-_SIZED_BY_MOTION = ("point", "plane", "line", "circle", "rectangle")
-
-
 def _horizontal(up: np.ndarray, dim: int) -> np.ndarray:
     """The direction in which copies stand side by side: across the screen, perpendicular to up."""
     if dim == 2:
@@ -277,12 +273,12 @@ def layout(motions: list[Motion]) -> Look:
         fixed: dict[tuple[str, int], Triangles] = {}
         for name in motion.bodies:
             for k, shape in enumerate(motion.shapes.get(name, [])):
-                if shape["type"] not in _SIZED_BY_MOTION:
+                kind = SHAPE_TYPES[shape["type"]]
+                if not kind.display_sized:
                     fixed[name, k] = shape_triangles(shape, dim, provisional)
                     reach = max(reach, float(np.linalg.norm(fixed[name, k][0], axis=1).max()))
-                elif shape["type"] in ("circle", "rectangle"):
-                    extent = shape.get("radius") or 0.5 * float(np.hypot(*shape["size"]))
-                    reach = max(reach, float(np.linalg.norm(shape["position"])) + extent)
+                elif not kind.unbounded:  # its extent in the plane (a disc, a rectangle; a point's place)
+                    reach = max(reach, float(np.linalg.norm(shape["position"])) + kind.rbound(shape))
         scale = max(float(np.max(hi - lo)) + 2 * reach, 1e-3)
         depth = 0.06 * scale
         sizes = Sizes(marker=0.012 * scale, depth=depth, lo=lo - reach, hi=hi + reach)
@@ -306,7 +302,11 @@ def layout(motions: list[Motion]) -> Look:
         meshes.append(run_meshes)
         # the ground's solid shapes first: a plane's patch covers them as well as the motion
         ground_shapes = motion.shapes.get("ground", [])
-        solid = {k: shape_triangles(s, dim, sizes) for k, s in enumerate(ground_shapes) if s["type"] not in _PLANES}
+        solid = {
+            k: shape_triangles(s, dim, sizes)
+            for k, s in enumerate(ground_shapes)
+            if not SHAPE_TYPES[s["type"]].unbounded
+        }
         if solid:
             points = np.concatenate([v for v, _, _ in solid.values()])
             low, high = np.minimum(sizes.lo, points.min(axis=0)), np.maximum(sizes.hi, points.max(axis=0))

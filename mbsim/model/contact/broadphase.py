@@ -1,7 +1,7 @@
 """Broad phase of rigid contact: world bounding boxes of the shapes and the candidate pairs whose
 boxes overlap (sort and sweep), all vectorised with numpy.
 
-Bounded shapes get an axis-aligned box per shape type (``AABB_HALF_EXTENTS``); the sweep sorts
+Bounded shapes get an axis-aligned box (each shape type's ``aabb_half``, mbsim.model.shapes); the sweep sorts
 the boxes' lower bounds along the axis of largest spread, finds each box's run of later boxes
 that start before it ends (``searchsorted``), expands the runs into index pairs (``repeat``)
 and keeps those that overlap on the other axes too (Baraff's sort and sweep, vectorised as in
@@ -14,43 +14,7 @@ by the detector.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
-
-UNBOUNDED = frozenset({"plane", "line"})
-
-
-def _round(pos, rot, param):
-    return np.repeat(param[:, :1], pos.shape[1], axis=1)
-
-
-def _box(pos, rot, param):
-    d = pos.shape[1]
-    return np.einsum("mij,mj->mi", np.abs(rot), param[:, :d])
-
-
-def _capsule(pos, rot, param):
-    return np.abs(rot[:, :, 2]) * param[:, 1:2] + param[:, :1]
-
-
-def _cylinder(pos, rot, param):
-    u = rot[:, :, 2]
-    return np.abs(u) * param[:, 1:2] + param[:, :1] * np.sqrt(np.maximum(0.0, 1.0 - u * u))
-
-
-# half extents (m, d) of the world AABB of m shapes of a type, from (pos, rot, param) as in
-# mbsim.model.contact.narrowphase.Side (rot is None for the round types)
-AABB_HALF_EXTENTS: dict[str, Callable[[np.ndarray, np.ndarray | None, np.ndarray], np.ndarray]] = {
-    "sphere": _round,
-    "circle": _round,
-    "point": _round,
-    "box": _box,
-    "rectangle": _box,
-    "capsule": _capsule,
-    "cylinder": _cylinder,
-    "mesh": _box,  # param: half extents of a box about the shape origin that holds the mesh
-}
 
 
 def sweep_and_prune(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -51,6 +51,7 @@ from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
 from mbsim.model.contact.sdf import SignedDistanceField, cached_sdf, grid_too_large
 from mbsim.model.model import Frames
+from mbsim.model.shapes import SHAPE_TYPES
 from mbsim.names import CONTACT_DATASETS, hdf5_name
 from mbsim.scene.fields import Context, Field, Number, read_mapping
 
@@ -90,22 +91,9 @@ def cache_dir() -> Path | None:
 
 
 def shape_mesh(shape: dict[str, Any]):
-    """A watertight trimesh of one shape in its body's frame (pose applied)."""
-    import trimesh
-
-    kind = shape["type"]
-    if kind == "mesh":
-        mesh = shape["_mesh"].copy()
-    elif kind == "box":
-        mesh = trimesh.creation.box(extents=shape["size"])
-    elif kind == "sphere":
-        mesh = trimesh.creation.icosphere(subdivisions=4, radius=shape["radius"])
-    elif kind == "cylinder":
-        mesh = trimesh.creation.cylinder(radius=shape["radius"], height=shape["length"], sections=64)
-    elif kind == "capsule":
-        mesh = trimesh.creation.capsule(radius=shape["radius"], height=shape["length"], count=[32, 32])
-    else:
-        raise ValueError(f"a '{kind}' shape has no volume for a compliant contact")
+    """A watertight trimesh of one solid shape in its body's frame (pose applied; its type's fine
+    surface, mbsim.model.shapes). Raises ValueError for a shape without volume."""
+    mesh = SHAPE_TYPES[shape["type"]].surface(shape, fine=True).copy()
     pose = shape.get("pose")
     if pose is not None:
         transform = np.eye(4)
@@ -300,9 +288,6 @@ class CompliantContacts:
         return cons, nonc, potential
 
 
-SOLID = ("mesh", "box", "sphere", "cylinder", "capsule")
-
-
 def _inverse_mass(slave: int, master: int, nbody: int, masses, inertias) -> tuple[float, float, float, float]:
     """1/m and 1/I_min of slave and master (zero for the ground or without masses)."""
     if masses is None:
@@ -319,7 +304,7 @@ def _inverse_mass(slave: int, master: int, nbody: int, masses, inertias) -> tupl
 
 def _pick_shape(ctx: Context, path, body_key: str, shape_key: str, body: str, wanted, shapes: dict) -> dict:
     """The one solid shape of a body, or the one named by shape1/shape2."""
-    solid = [sh for sh in shapes.get(body, []) if sh["type"] in SOLID]
+    solid = [sh for sh in shapes.get(body, []) if SHAPE_TYPES[sh["type"]].solid]
     if wanted is not None:
         named = [sh for sh in solid if sh.get("name") == wanted]
         if not named:

@@ -1,11 +1,11 @@
 """The contact detector: every rigid contact of one state, as one ``ContactBatch``.
 
-``ContactDetector(model)`` flattens the shapes of the bodies that may touch into per-type
-tables once (body, local pose, parameters; shape ids grouped by type). ``detect(frames,
+``ContactDetector(model)`` groups the compiled shapes (the model's ``shape_*`` arrays,
+mbsim.model.shapes) of the bodies that may touch by type once (body, local pose, parameters). ``detect(frames,
 margin)`` then runs, with no Python loop over bodies or pairs:
 
 1. world poses of all shapes, one batched transform per shape type;
-2. broad phase (mbsim.model.contact.broadphase): AABBs per type, enlarged by half the margin
+2. broad phase (mbsim.model.contact.broadphase): AABBs per type (its ``aabb_half``), enlarged by half the margin
    each, sort and sweep; half-spaces (planes, lines) against the boxes of their partners;
 3. the allowed body pairs and their contact entry (mbsim.model.contact.pairs);
 4. narrow phase per shape-type pair (mbsim.model.contact.narrowphase.PAIR_FUNCTIONS), each
@@ -21,15 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, halfspace_overlap, sweep_and_prune
+from mbsim.model.contact.broadphase import all_pairs, halfspace_overlap, sweep_and_prune
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
-from mbsim.model.shapes import SHAPE_TYPES
-from mbsim.model.spatial import orthonormal_basis
-
-ROUND = frozenset({"sphere", "circle", "point"})  # types whose functions need no rotation
+from mbsim.model.shapes import SHAPE_KINDS, ShapeType
 
 
 @dataclass
@@ -70,41 +67,13 @@ class _TypeTable:
     """The shapes of one type: ids start..stop-1, their bodies and local poses."""
 
     name: str
+    kind: ShapeType
     start: int
     stop: int
     body: np.ndarray  # (n,) extended body index
     pos_local: np.ndarray | None  # (n, d) shape origin in the body frame; None: all at the origin
     rot_local: np.ndarray | None  # (n, d, d) shape axes in the body frame; None: all identity
     oriented: bool  # the narrow phase needs the rotation
-
-
-def _local_pose(shape: dict, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(position, rotation, parameters) of a checked shape dict in its body's frame."""
-    kind = shape["type"]
-    param = np.zeros(3)
-    if kind in ("plane", "line"):
-        normal = np.asarray(shape["normal"], dtype=float)
-        normal = normal / np.linalg.norm(normal)
-        if d == 3:
-            b1, b2 = orthonormal_basis(normal)
-            rot = np.column_stack((b1, b2, normal))
-        else:
-            rot = np.column_stack(((normal[1], -normal[0]), normal))
-        return np.asarray(shape["point"], dtype=float), rot, param
-    if kind == "point":
-        return np.asarray(shape["position"], dtype=float), np.eye(d), param
-    pose = shape.get("pose")
-    pos = np.zeros(d) if pose is None else np.asarray(pose["position"], dtype=float)
-    rot = np.eye(d) if pose is None else np.asarray(pose["rotation"], dtype=float)
-    if kind in ("sphere", "circle"):
-        param[0] = shape["radius"]
-    elif kind in ("box", "rectangle"):
-        param[:d] = 0.5 * np.asarray(shape["size"], dtype=float)
-    elif kind in ("capsule", "cylinder"):
-        param[:2] = shape["radius"], 0.5 * shape["length"]
-    elif kind == "mesh":
-        param[:] = np.abs(np.asarray(shape["_mesh"].vertices)).max(axis=0)
-    return pos, rot, param
 
 
 class ContactDetector:
@@ -124,53 +93,48 @@ class ContactDetector:
         self.dimension = d = model.dimension
         self.nbody = nb = model.nbody
         self.pairs: ContactPairs = getattr(model, "contact_pairs", None) or ContactPairs(nb)
-        body_of = {name: k for k, name in enumerate(model.body_names)}
-        body_of["ground"] = nb
-        # per type, the shapes of bodies that may touch something; bounded types first
-        grouped: dict[str, list] = {}
-        for name, shapes in model.shapes.items():
-            b = body_of[name]
-            if not self.pairs.body_active[b]:
-                continue
-            for shape in shapes:
-                grouped.setdefault(shape["type"], []).append((b, *_local_pose(shape, d), shape))
-        names = [t for t in SHAPE_TYPES if t in grouped]
-        names.sort(key=lambda t: t in UNBOUNDED)
+        # per type, the shapes of bodies that may touch something (the model's shape arrays, in
+        # their order); bounded types first, each in the registry's order
+        active = np.nonzero(self.pairs.body_active[model.shape_body])[0] if model.nshape else np.zeros(0, np.int64)
+        codes = sorted(set(model.shape_type[active].tolist()), key=lambda c: (SHAPE_KINDS[c].unbounded, c))
+        names = [SHAPE_KINDS[c].name for c in codes]
         self.type_names = names
         self.tables: list[_TypeTable] = []
         bodies, params = [], []
         self.mesh_data: dict[int, MeshData] = {}
         start = 0
-        for t in names:
-            rows = grouped[t]
-            body = np.array([r[0] for r in rows], dtype=np.int64)
-            pos = np.array([r[1] for r in rows]).reshape(len(rows), d)
-            rot = np.array([r[2] for r in rows]).reshape(len(rows), d, d)
-            params.append(np.array([r[3] for r in rows]).reshape(len(rows), 3))
+        for c in codes:
+            kind = SHAPE_KINDS[c]
+            ids = active[model.shape_type[active] == c]
+            n = len(ids)
+            body = model.shape_body[ids]
+            pos, rot = model.shape_pos[ids], model.shape_rot[ids]
+            params.append(model.shape_param[ids])
             bodies.append(body)
             self.tables.append(
                 _TypeTable(
-                    t,
+                    kind.name,
+                    kind,
                     start,
-                    start + len(rows),
+                    start + n,
                     body,
                     None if not np.any(pos) else pos,
                     None if np.allclose(rot, np.eye(d)) else rot,
-                    t not in ROUND,
+                    not kind.isotropic,
                 )
             )
-            if t == "mesh":  # fields built (or loaded from the cache) once
+            if kind.narrow_sdf:  # fields built (or loaded from the cache) once
                 from mbsim.model.contact.compliant import cache_dir
 
-                for k, r in enumerate(rows):
-                    self.mesh_data[start + k] = mesh_data(r[4]["_mesh"], cache_dir())
-            start += len(rows)
+                for k, i in enumerate(ids):
+                    self.mesh_data[start + k] = mesh_data(kind.surface(model.shape_values[i]), cache_dir())
+            start += n
         self.nshape = start
         self.shape_body = np.concatenate(bodies) if bodies else np.zeros(0, dtype=np.int64)
         self.shape_param = np.concatenate(params) if params else np.zeros((0, 3))
         self.shape_type = np.repeat(np.arange(len(self.tables)), [t.stop - t.start for t in self.tables])
         self._oriented = [t.oriented for t in self.tables]
-        self.nbounded = sum(t.stop - t.start for t in self.tables if t.name not in UNBOUNDED)
+        self.nbounded = sum(t.stop - t.start for t in self.tables if not t.kind.unbounded)
         # half-space candidates are static: each plane (line) with every bounded shape it may touch
         planes = np.arange(self.nbounded, self.nshape)
         shapes = np.arange(self.nbounded)
@@ -211,10 +175,10 @@ class ContactDetector:
         """Half extents (nbounded, d) of the world AABBs of the bounded shapes."""
         half = np.empty((self.nbounded, self.dimension))
         for t in self.tables:
-            if t.name in UNBOUNDED:
+            if t.kind.unbounded:
                 continue
             sl = slice(t.start, t.stop)
-            half[sl] = AABB_HALF_EXTENTS[t.name](pos[sl], rot[sl] if t.oriented else None, self.shape_param[sl])
+            half[sl] = t.kind.aabb_half(pos[sl], rot[sl] if t.oriented else None, self.shape_param[sl])
         return half
 
     def _side(self, pos: np.ndarray, rot: np.ndarray, shapes: np.ndarray) -> Side:

@@ -44,26 +44,12 @@ def contact_rows(model: Model, frames: Frames, batch: ContactBatch):
 
 
 def bounding_radii(model: Model) -> np.ndarray:
-    """Per body, a radius around the centre of mass that holds all its shapes (m)."""
+    """Per body, a radius around the centre of mass (the body frame's origin) that holds all its
+    shapes (m): the largest |shape origin| + the shape's own bounding radius (``shape_rbound``)."""
     out = np.zeros(model.nbody)
-    for b, name in enumerate(model.body_names):
-        for shape in model.shapes.get(name, []):
-            pose = shape.get("pose")
-            centre = float(np.linalg.norm(pose["position"])) if pose else 0.0
-            kind = shape["type"]
-            if kind in ("sphere", "circle"):
-                size = shape["radius"]
-            elif kind in ("box", "rectangle"):
-                size = 0.5 * float(np.linalg.norm(shape["size"]))
-            elif kind == "capsule":
-                size = shape["radius"] + 0.5 * shape["length"]
-            elif kind == "cylinder":
-                size = float(np.hypot(shape["radius"], 0.5 * shape["length"]))
-            elif kind == "point":
-                centre, size = float(np.linalg.norm(shape["position"])), 0.0
-            else:  # meshes and anything else: their own extent is unknown here, be generous
-                size = 1.0
-            out[b] = max(out[b], centre + size)
+    on_body = model.shape_body < model.nbody
+    reach_of = np.linalg.norm(model.shape_pos[on_body], axis=1) + model.shape_rbound[on_body]
+    np.maximum.at(out, model.shape_body[on_body], reach_of)
     return out
 
 

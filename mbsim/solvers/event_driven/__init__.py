@@ -76,6 +76,7 @@ from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
 from mbsim.model.contact.laws import inelastic, newton_target
 from mbsim.model.dynamics import generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
+from mbsim.model.shapes import SHAPE_KINDS
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import Choice, Context, Field, Number, Sub
 from mbsim.solvers import null_space
@@ -1139,9 +1140,6 @@ def _hermite(t0, y0, f0, t1, y1, f1):
     return dense
 
 
-ROUND_SHAPES = frozenset({"sphere", "circle", "point", "capsule"})
-
-
 def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
     """Rigid contacts of meshes are refused (see the message), and contacts between two moving
     bodies that both have only flat-sided shapes (box on box: a stack). Their face-face contact
@@ -1149,13 +1147,18 @@ def _refuse_stacks(model: Model, ctx: Context, pairs) -> None:
     points whose names change as the faces tilt; the mode LCP of such a set has many solutions,
     Lemke's method meets degenerate bases and PGS stops short, so the closed set does not settle
     (a ten-box stack produced hundreds of detach events in 0.03 s). timestepping handles them."""
-    flat = [
-        bool(model.shapes.get(name)) and all(shape["type"] not in ROUND_SHAPES for shape in model.shapes[name])
-        for name in model.body_names
-    ]
+
+    # per body (mbsim.model.shapes' flags): flat-sided (it has shapes and none is rounded), and
+    # whether a shape of it touches at many points
+    def per_body(flags: np.ndarray) -> np.ndarray:
+        return np.bincount(model.shape_body, weights=flags.astype(float), minlength=model.nbody + 1) > 0
+
+    many = np.array([SHAPE_KINDS[c].many_contact_points for c in model.shape_type], dtype=bool)
+    flat = per_body(np.ones(model.nshape, dtype=bool)) & ~per_body(model.shape_rounded)
+    many_points = per_body(many)
     for entry in pairs.entries:
         for b in (*entry.bodies1, *entry.bodies2):  # meshes: tens of vertices touch a face at once
-            if b < model.nbody and any(shape["type"] == "mesh" for shape in model.shapes.get(model.body_names[b], [])):
+            if b < model.nbody and many_points[b]:
                 raise ctx.error(
                     (*model.contacts[entry.index].path, "body2"),
                     f"event_driven does not take rigid contact of a mesh ('{model.body_names[b]}'): a mesh lying on "
