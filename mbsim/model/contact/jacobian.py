@@ -12,34 +12,42 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.model.contact.detect import ContactBatch
-from mbsim.model.contact.jacobian_kernels import contact_rows_csr
+from mbsim.model.contact.jacobian_kernels import contact_rows_csr as _rows_kernel
 from mbsim.model.model import Frames, Model
+
+
+def contact_rows_csr(model: Model, frames: Frames, batch: ContactBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All k d rows of a batch (normals, then tangents by tangent, then contact) as CSR arrays
+    (indptr, indices, data), each row its bodies' whole width-w blocks, the lower body first
+    (compiled: mbsim.model.contact.jacobian_kernels, whose docstring gives the rows and tangents)."""
+    d, w = model.dimension, model.body_width
+    nrows = len(batch.gap) * d
+    indptr = np.empty(nrows + 1, dtype=np.int64)
+    indices = np.empty(2 * w * nrows, dtype=np.int64)
+    data = np.empty(2 * w * nrows)
+    count = _rows_kernel(
+        np.ascontiguousarray(batch.body_i, dtype=np.int64), np.ascontiguousarray(batch.body_j, dtype=np.int64),
+        np.ascontiguousarray(batch.point_i, dtype=float), np.ascontiguousarray(batch.point_j, dtype=float),
+        np.ascontiguousarray(batch.normal, dtype=float), np.ascontiguousarray(frames.pos, dtype=float),
+        np.ascontiguousarray(frames.rot, dtype=float), model.nbody, indptr, indices, data,
+    )  # fmt: skip
+    return indptr, indices[:count], data[:count]
 
 
 def contact_rows(model: Model, frames: Frames, batch: ContactBatch):
     """Normal and tangent rows (J_N (k, nv), J_T (k (d-1), nv)), dense or sparse like the model
-    (compiled: mbsim.model.contact.jacobian_kernels, whose docstring gives the rows and tangents).
-    The tangent rows come ordered by tangent, then contact."""
-    m, d, w = model, model.dimension, model.body_width
+    (contact_rows_csr). The tangent rows come ordered by tangent, then contact."""
+    m = model
     k = len(batch.gap)
-    nrows = k * d
-    indptr = np.empty(nrows + 1, dtype=np.int64)
-    indices = np.empty(2 * w * nrows, dtype=np.int64)
-    data = np.empty(2 * w * nrows)
-    count = contact_rows_csr(
-        np.ascontiguousarray(batch.body_i, dtype=np.int64), np.ascontiguousarray(batch.body_j, dtype=np.int64),
-        np.ascontiguousarray(batch.point_i, dtype=float), np.ascontiguousarray(batch.point_j, dtype=float),
-        np.ascontiguousarray(batch.normal, dtype=float), np.ascontiguousarray(frames.pos, dtype=float),
-        np.ascontiguousarray(frames.rot, dtype=float), m.nbody, indptr, indices, data,
-    )  # fmt: skip
+    nrows = k * m.dimension
+    indptr, indices, data = contact_rows_csr(model, frames, batch)
     if m.sparse:
         import scipy.sparse as sp  # here, not at the top: mbsim.model.sparse
 
-        J = sp.csr_matrix((data[:count], indices[:count], indptr), shape=(nrows, m.nv))
+        J = sp.csr_matrix((data, indices, indptr), shape=(nrows, m.nv))
         return J[:k], J[k:]
     J = np.zeros((nrows, m.nv))
-    rows = np.repeat(np.arange(nrows), np.diff(indptr))
-    J[rows, indices[:count]] = data[:count]
+    J[np.repeat(np.arange(nrows), np.diff(indptr)), indices] = data
     return J[:k], J[k:]
 
 

@@ -111,8 +111,56 @@ def _least_squares(L: np.ndarray, r: np.ndarray) -> np.ndarray:
     return z
 
 
+class BodySpace:
+    """A contact problem's rows in body space: J (n, nv) as CSR arrays whose rows hold their bodies'
+    width-w blocks (mbsim.model.contact.jacobian_kernels), the inverse mass blocks (nbody, w, w); A =
+    J M^-1 J^T is never formed for the sweeps (mbsim.solvers.numerics.cone_kernels: U = J M^-1)."""
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, inv_mass_blocks: np.ndarray):
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.inv_mass = inv_mass_blocks
+        nbody, w, _ = inv_mass_blocks.shape
+        self.nv = nbody * w
+        n = len(indptr) - 1
+        # U's blocks: J_r,b M_b^-1 (a row's entries come in whole blocks of w, body by body)
+        blocks = data.reshape(-1, w)
+        body = indices[::w] // w
+        self.u = np.einsum("ej,eji->ei", blocks, inv_mass_blocks[body]).ravel()
+        self.row = np.repeat(np.arange(n), np.diff(indptr))
+        self.diag = np.bincount(self.row, weights=self.data * self.u, minlength=n)
+
+    def matrix(self):
+        import scipy.sparse as sp
+
+        n = len(self.indptr) - 1
+        return sp.csr_array((self.data, self.indices, self.indptr), shape=(n, self.nv))
+
+    def u_matrix(self):
+        import scipy.sparse as sp
+
+        n = len(self.indptr) - 1
+        return sp.csr_array((self.u, self.indices, self.indptr), shape=(n, self.nv))
+
+    def pair(self, r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+        """A's entries (r1, r2) of rows with the same pattern (one contact's rows): J_r1 . U_r2."""
+        if not len(r1):
+            return np.zeros(0)
+        length = self.indptr[r1 + 1] - self.indptr[r1]
+        offset = np.cumsum(length) - length
+        within = np.arange(int(length.sum())) - np.repeat(offset, length)
+        first = np.repeat(self.indptr[r1], length) + within
+        second = np.repeat(self.indptr[r2], length) + within
+        products = self.data[first] * self.u[second]
+        return np.add.reduceat(products, offset)
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """M^-1 J^T x (nv,)."""
+        return np.bincount(self.indices, weights=self.u * x[self.row], minlength=self.nv)
+
+
 class ContactProblem:
-    """One contact problem (module docstring): A, b, mu (k,), d, nu stops, box ``bound`` (nb,)."""
+    """One contact problem (module docstring): A (or its rows in body space: ``BodySpace``), b, mu
+    (k,), d, nu stops, box ``bound`` (nb,)."""
 
     def __init__(self, A, b: np.ndarray, mu: np.ndarray, d: int, nu: int = 0, bound: np.ndarray | None = None):
         self.k = k = len(mu)
@@ -124,18 +172,25 @@ class ContactProblem:
         self.first = k * d  # the first row after the contacts'
         if n != self.first + nu + len(self.bound):
             raise ValueError(f"b: expected {self.first + nu + len(self.bound)} rows, got {n}")
-        self.indptr, self.indices, self.data, self.diag, self.A = _csr(A)
+        self.body = A if isinstance(A, BodySpace) else None
+        c = np.arange(k)
+        block = np.zeros((k, 3))
+        if self.body is not None:
+            self.indptr, self.indices, self.data, self.diag = A.indptr, A.indices, A.data, A.diag
+            self._A = None
+            if d == 3:
+                block[:, 1] = A.pair(k + c, 2 * k + c)
+        else:
+            self.indptr, self.indices, self.data, self.diag, self._A = _csr(A)
+            if d == 3:
+                block[:, 1] = _entries(self._A, k + c, 2 * k + c) if k else 0.0
         self.mu = np.ascontiguousarray(mu, dtype=float)
         self.lo = np.concatenate((np.zeros(self.first + nu), -self.bound))
         self.hi = np.concatenate((np.full(self.first + nu, np.inf), self.bound))
-        c = np.arange(k)
-        block = np.zeros((k, 3))
+        if d >= 2:
+            block[:, 0] = self.diag[k + c]
         if d == 3:
-            block[:, 0] = self.diag[k + c]
-            block[:, 1] = _entries(self.A, k + c, 2 * k + c) if k else 0.0
             block[:, 2] = self.diag[2 * k + c]
-        elif d == 2:
-            block[:, 0] = self.diag[k + c]
         self.block = block.ravel()
         scale = float(np.max(self.diag, initial=0.0))
         # rows x cannot move (a direction the joints lock) are left at zero
@@ -143,9 +198,19 @@ class ContactProblem:
         self.diag_used = np.where(self.movable, self.diag, 0.0)
         self.block[0::3] = np.where(self.movable[k : 2 * k], block[:, 0], 0.0) if d >= 2 else 0.0
 
+    @property
+    def A(self):  # noqa: N802 (the matrix of the module docstring)
+        """A, dense or sparse (assembled from the body-space rows when asked: the active-set solve)."""
+        if self._A is None:
+            J = self.body.matrix()
+            self._A = (J @ self.body.u_matrix().T).toarray()
+        return self._A
+
     # ------------------------------------------------------------------ pieces
 
     def w(self, x: np.ndarray) -> np.ndarray:
+        if self.body is not None and self._A is None:
+            return self.body.matrix() @ self.body.velocity(x) + self.b
         return self.A @ x + self.b
 
     def feasible(self, x: np.ndarray) -> np.ndarray:
@@ -187,9 +252,15 @@ class ContactProblem:
             return 0, True
         mu = self.mu if self.k else np.zeros(1)
         block = self.block if self.k else np.zeros(3)
+        if self.body is None:
+            return cone_sweeps(
+                self.indptr, self.indices, self.data, self.b, x, self.k, self.d, mu,
+                self.lo, self.hi, self.diag_used, block, int(iterations), float(tol), float(omega),
+            )  # fmt: skip
+        v = self.body.velocity(x)
         return cone_sweeps(
-            self.indptr, self.indices, self.data, self.b, x, self.k, self.d, mu,
-            self.lo, self.hi, self.diag_used, block, int(iterations), float(tol), float(omega),
+            self.indptr, self.indices, self.data, self.b, x, self.k, self.d, mu, self.lo, self.hi,
+            self.diag_used, block, int(iterations), float(tol), float(omega), self.body.u, v,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the active-set solve

@@ -62,7 +62,7 @@ import numpy as np
 
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
-from mbsim.model.contact.jacobian import bounding_radii, contact_rows, reach
+from mbsim.model.contact.jacobian import bounding_radii, contact_rows, contact_rows_csr, reach
 from mbsim.model.contact.laws import newton_target
 from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
@@ -70,6 +70,7 @@ from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
+from mbsim.solvers.numerics.cone import BodySpace
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
@@ -176,7 +177,18 @@ class Solver(SolverBase):
         P_C = np.zeros(0)
         iterations, residual = 0, 0.0
         blocks, b_K = [], np.zeros(0)
-        if k:
+        # free bodies touching (no joints, no joint rows): the contact problem in body space, its
+        # Delassus matrix never formed (mbsim.solvers.numerics.cone.BodySpace)
+        body_space = None
+        if k and not m.nc and not self.coordinates and self.lcp != "lemke":
+            indptr, indices, data = contact_rows_csr(m, frames, batch)
+            body_space = BodySpace(indptr, indices, data, m.inv_mass_blocks)
+            J_all = body_space.matrix()
+            rate, rate_free = J_all @ v, J_all @ v_free
+            target = self._target(rate[:k], rate_free[:k], batch.gap, self.restitution[batch.entry], h)
+            b_K = rate_free
+            b_K[:k] -= target
+        elif k:
             J_N, J_T = self._contact_rows(frames, batch)
             blocks = [J_N, J_T]
             target = self._target(J_N @ v, J_N @ v_free, batch.gap, self.restitution[batch.entry], h)
@@ -192,7 +204,10 @@ class Solver(SolverBase):
         while True:
             J_X, b_X, bound = self._coordinate_rows(at, stops, v, v_free, h)
             nx = len(b_X)
-            if k or nx:
+            if body_space is not None:
+                P_C, iterations, residual = self._solve_lcp(body_space, b_K, batch, k, state.t, 0, np.zeros(0))
+                impulse = J_all.T @ P_C
+            elif k or nx:
                 J_C = _vstack([*blocks, J_X] if nx else blocks)
                 b_C = np.concatenate((b_K, b_X))
                 A = _schur_product(m, J_C)
