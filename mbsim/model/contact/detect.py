@@ -12,6 +12,9 @@ margin)`` then runs, with no Python loop over bodies or pairs:
    function vectorised over all candidate pairs of its types;
 5. the batch: the ground is always body i; pairs of one type are ordered by shape id.
 
+When every type pair of the model has a compiled kernel (no meshes), steps 4 and 5 are one
+compiled pass over the candidates (narrowphase_kernels.contact_batch, rows in candidate order).
+
 It is not the contact law: restitution and friction are the solver's (method timestepping).
 """
 
@@ -24,6 +27,7 @@ import numpy as np
 from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, halfspace_overlap, sweep_and_prune
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
+from mbsim.model.contact.narrowphase_kernels import contact_batch
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
 from mbsim.model.shapes import SHAPE_TYPES
@@ -187,6 +191,14 @@ class ContactDetector:
                     self._functions[ka * nt + kb] = (*pair_function(ta, tb), ta == tb)
                 except KeyError:
                     self._functions[ka * nt + kb] = None
+        # and its compiled kernel (-1 never touch, -2 no rule), when every pair has one
+        self._pair_kernel = np.full(nt * nt, -2, dtype=np.int64)
+        self._pair_swap = np.zeros(nt * nt, dtype=np.uint8)
+        for code, function in self._functions.items():
+            if function is not None:
+                self._pair_kernel[code] = -1 if function[0] is None else getattr(function[0], "kernel", -3)
+                self._pair_swap[code] = function[1]
+        self._compiled = not np.any(self._pair_kernel == -3)
 
     # ------------------------------------------------------------------ per step
 
@@ -262,6 +274,25 @@ class ContactDetector:
         a, b, entry = self._candidates(pos, rot, margin)
         if not len(a):
             return ContactBatch.empty(d)
+        if self._compiled:
+            return ContactBatch(
+                *contact_batch(
+                    a,
+                    b,
+                    entry,
+                    self.shape_type,
+                    self.shape_body,
+                    self._pair_kernel,
+                    self._pair_swap,
+                    self.type_names,
+                    pos,
+                    rot,
+                    self.shape_param,
+                    margin,
+                    self.nbody,
+                    MAX_FEATURE,
+                )
+            )
         nt = len(self.tables)
         code = self.shape_type[a] * nt + self.shape_type[b]
         parts = []

@@ -142,6 +142,7 @@ def _compiled(kernel: Kernel) -> PairFunction:
 
     run.__name__ = run.__qualname__ = kernel.name.lower()
     run.__doc__ = f"Compiled kernel {kernel.name} (narrowphase_kernels) over the candidate rows."
+    run.kernel = int(kernel)  # the detector's compiled pass calls the kernel itself
     return run
 
 

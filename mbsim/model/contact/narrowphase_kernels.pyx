@@ -1079,3 +1079,97 @@ def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] 
         count = run_pairs_c(kernel, m, d, &pos_a[0, 0], ra, &param_a[0, 0], &pos_b[0, 0], rb, &param_b[0, 0],
                             margin, out, &p_v[0])
     return pair[:count], point_a[:count], point_b[:count], normal[:count], gap[:count], feature[:count]
+
+
+# ----------------------------------------------------------------------------- the batch of a detection
+
+
+def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1] entry,
+                  const int64_t[::1] shape_type, const int64_t[::1] shape_body,
+                  const int64_t[::1] pair_kernel, const unsigned char[::1] pair_swap, list type_names,
+                  const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] param,
+                  double margin, int64_t nbody, int64_t max_feature):
+    """The narrow phase and the batch of one detection, in one pass over the candidate pairs.
+
+    Each candidate (a[r], b[r]) (shape ids) goes to the kernel of its type pair
+    (pair_kernel[type_a * ntype + type_b]: a kernel id, -1 for pairs that never touch, -2 for
+    pairs without a rule), its shapes in the kernel's order (pair_swap) or, for one type, by id;
+    each point becomes a row of mbsim.model.contact.detect.ContactBatch: feature key
+    (shape a * nshape + shape b) * max_feature + the kernel's feature, the ground always body i.
+
+    Args:
+        a, b, entry: (k,) candidate shape pairs and the contact entry of each.
+        shape_type, shape_body: (nshape,) type index (into type_names) and extended body index.
+        pair_kernel, pair_swap: (ntype * ntype,) the table of type pairs.
+        pos, rot, param: (nshape, d), (nshape, d, d), (nshape, 3) world poses and parameters.
+        margin: points with gap < margin are kept. nbody: the ground's body index.
+    Returns:
+        (body_i, body_j, entry, point_i, point_j, normal, gap, feature) of the batch.
+    """
+    cdef Py_ssize_t k = a.shape[0], nshape = pos.shape[0], r, i, found, rows = 0, count = 0
+    cdef int d = pos.shape[1], ntype = len(type_names)
+    cdef int64_t sa, sb, ta, tb, kernel, bi, bj
+    cdef int c
+    cdef double x
+    # rows: the most points each candidate's kernel can give
+    for r in range(k):
+        kernel = pair_kernel[shape_type[a[r]] * ntype + shape_type[b[r]]]
+        if kernel >= 0:
+            rows += _CAP[kernel]
+        elif kernel == -2:
+            ta, tb = shape_type[a[r]], shape_type[b[r]]
+            raise RuntimeError(f"no rigid contact rule between '{type_names[ta]}' and '{type_names[tb]}'")
+    body_i = np.empty(rows, dtype=np.int64)
+    body_j = np.empty(rows, dtype=np.int64)
+    entries = np.empty(rows, dtype=np.int64)
+    point_i = np.empty((rows, d))
+    point_j = np.empty((rows, d))
+    normal = np.empty((rows, d))
+    gap = np.empty(rows)
+    feature = np.empty(rows, dtype=np.int64)
+    cdef int64_t[::1] bi_v = body_i, bj_v = body_j, e_v = entries, f_v = feature
+    cdef double[:, ::1] pi_v = point_i, pj_v = point_j, n_v = normal
+    cdef double[::1] g_v = gap
+    cdef Out out
+    if rows == 0:
+        return body_i, body_j, entries, point_i, point_j, normal, gap, feature
+    with nogil:
+        for r in range(k):
+            ta = shape_type[a[r]]
+            tb = shape_type[b[r]]
+            kernel = pair_kernel[ta * ntype + tb]
+            if kernel < 0:  # pairs that never touch (two points)
+                continue
+            # the kernel's order of the shapes; one type: by id, whatever order the sweep found them in
+            if pair_swap[ta * ntype + tb]:
+                sa, sb = b[r], a[r]
+            elif ta == tb and b[r] < a[r]:
+                sa, sb = b[r], a[r]
+            else:
+                sa, sb = a[r], b[r]
+            out.point_a = &pi_v[count, 0]
+            out.point_b = &pj_v[count, 0]
+            out.normal = &n_v[count, 0]
+            out.gap = &g_v[count]
+            out.feature = &f_v[count]
+            found = _KERNELS[kernel](&pos[sa, 0], &rot[sa, 0, 0], &param[sa, 0],
+                                     &pos[sb, 0], &rot[sb, 0, 0], &param[sb, 0], d, margin, &out)
+            bi = shape_body[sa]
+            bj = shape_body[sb]
+            for i in range(count, count + found):
+                f_v[i] = (sa * nshape + sb) * max_feature + f_v[i]
+                e_v[i] = entry[r]
+                if bj == nbody:  # the ground is body i: swap the sides, turn the normal
+                    bi_v[i] = bj
+                    bj_v[i] = bi
+                    for c in range(d):
+                        x = pi_v[i, c]
+                        pi_v[i, c] = pj_v[i, c]
+                        pj_v[i, c] = x
+                        n_v[i, c] = -n_v[i, c]
+                else:
+                    bi_v[i] = bi
+                    bj_v[i] = bj
+            count += found
+    return (body_i[:count], body_j[:count], entries[:count], point_i[:count], point_j[:count], normal[:count],
+            gap[:count], feature[:count])
