@@ -6,7 +6,8 @@ numpy); the sweep (compiled: mbsim.model.contact.broadphase_kernels) sorts the b
 bounds along each axis, finds each box's run of later boxes that start before it ends (binary
 search), sweeps the axis with the fewest such pairs and keeps those that overlap on the other
 axes too (Baraff's sort and sweep). Unbounded shapes (planes, lines) are tested apart: a box is
-a candidate of a half-space when its lowest corner along the normal is within the margin.
+a candidate of a half-space when its lowest corner along the normal is within the margin
+(``candidates``, with the bodies' contact entries).
 
 This module knows geometry only; which bodies may touch (mbsim.model.contact.pairs) is applied
 by the detector.
@@ -18,7 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mbsim.model.contact.broadphase_kernels import sweep_and_prune as sweep_and_prune  # the sweep, compiled
+# the sweep and the candidates of a detection, compiled
+from mbsim.model.contact.broadphase_kernels import candidates as candidates
+from mbsim.model.contact.broadphase_kernels import sweep_and_prune as sweep_and_prune
 
 UNBOUNDED = frozenset({"plane", "line"})
 
@@ -59,18 +62,3 @@ def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Every unordered pair of n boxes (the brute-force reference of ``sweep_and_prune``)."""
     a, b = np.triu_indices(n, k=1)
     return a.astype(np.int64), b.astype(np.int64)
-
-
-def halfspace_overlap(
-    point: np.ndarray, normal: np.ndarray, centre: np.ndarray, half: np.ndarray, margin: float
-) -> np.ndarray:
-    """Whether boxes reach within ``margin`` of half-spaces: the lowest corner along the normal.
-
-    Args:
-        point, normal: (k, d) a point of the boundary and its unit outward normal.
-        centre, half: (k, d) box centres and half extents.
-    Returns:
-        (k,) bool.
-    """
-    lowest = np.einsum("ki,ki->k", normal, centre - point) - np.einsum("ki,ki->k", np.abs(normal), half)
-    return lowest < margin

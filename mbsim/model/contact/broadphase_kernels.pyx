@@ -1,11 +1,15 @@
-"""Compiled sort and sweep of the broad phase (mbsim.model.contact.broadphase.sweep_and_prune):
-Baraff's sort and sweep over axis-aligned boxes, on the axis along which the sorted intervals
-overlap least, without numpy's index expansion (repeat, arange, fancy indexing per axis)."""
+"""Compiled broad phase of rigid contact (mbsim.model.contact.broadphase): Baraff's sort and sweep
+over axis-aligned boxes, on the axis along which the sorted intervals overlap least
+(``sweep_and_prune``), and the candidate pairs of one detection (``candidates``: the sweep's
+pairs of bodies that may touch, then the half-spaces' within the margin)."""
 
 import numpy as np
 
+from libc.math cimport fabs
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
+
+from mbsim.model.contact.pairs_kernels cimport entry_of
 
 
 # Stable merge sort of idx[0:n] by key[idx] (ties keep their order, as numpy's kind="stable"), tmp
@@ -131,3 +135,60 @@ def sweep_and_prune(const double[:, ::1] lo, const double[:, ::1] hi):
                 b_v[count] = order[best_axis, q]
                 count += (bp[0] <= bq[1]) & (bq[0] <= bp[1]) & (bp[2] <= bq[3]) & (bq[2] <= bp[3])
     return a_out[:count], b_out[:count]
+
+
+def candidates(const double[:, ::1] lo, const double[:, ::1] hi, const int64_t[::1] shape_body,
+               const int64_t[::1] keys, const int64_t[::1] key_entry, const int64_t[::1] set_index,
+               const unsigned char[:, ::1] set_in1, const unsigned char[:, ::1] set_in2, int64_t nbody,
+               const int64_t[::1] half_plane, const int64_t[::1] half_shape, const int64_t[::1] half_entry,
+               const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] half, double margin):
+    """The broad phase of one detection: shape pairs that may touch and the contact entry of each.
+
+    The pairs of overlapping boxes (``sweep_and_prune`` of lo, hi: the bounded shapes' boxes,
+    grown by the margin) whose bodies may touch (pairs_kernels.entry_of with the arrays of
+    ``ContactPairs.lookup``), then the static half-space candidates (plane, shape, entry) whose
+    box reaches within ``margin`` of the plane: its lowest corner along the plane's outward
+    normal (the last column of the plane's rotation).
+
+    Returns:
+        (a, b, entry): (k,) int64 shape ids and entries, the sweep's pairs first.
+    """
+    a_sweep, b_sweep = sweep_and_prune(lo, hi)
+    cdef int64_t[::1] sa = a_sweep, sb = b_sweep
+    cdef Py_ssize_t npair = sa.shape[0], nhalf = half_plane.shape[0], r, count = 0, c
+    cdef int d = pos.shape[1]
+    cdef int64_t e, p, s
+    cdef double lowest
+    a = np.empty(npair + nhalf, dtype=np.int64)
+    b = np.empty(npair + nhalf, dtype=np.int64)
+    entry = np.empty(npair + nhalf, dtype=np.int64)
+    cdef int64_t[::1] a_v = a, b_v = b, e_v = entry
+    cdef int64_t zero = 0
+    cdef const int64_t* kp = &keys[0] if keys.shape[0] else &zero
+    cdef const int64_t* ep = &key_entry[0] if key_entry.shape[0] else &zero
+    cdef const int64_t* sp = &set_index[0] if set_index.shape[0] else &zero
+    cdef const unsigned char* in1 = &set_in1[0, 0] if set_in1.shape[0] else NULL
+    cdef const unsigned char* in2 = &set_in2[0, 0] if set_in2.shape[0] else NULL
+    with nogil:
+        # the sweep's pairs of bodies that may touch
+        for r in range(npair):
+            e = entry_of(shape_body[sa[r]], shape_body[sb[r]], kp, ep, keys.shape[0], sp, in1, in2,
+                         set_index.shape[0], nbody)
+            if e >= 0:
+                a_v[count] = sa[r]
+                b_v[count] = sb[r]
+                e_v[count] = e
+                count += 1
+        # half-spaces: the box's lowest corner along the outward normal within the margin
+        for r in range(nhalf):
+            p = half_plane[r]
+            s = half_shape[r]
+            lowest = 0.0
+            for c in range(d):
+                lowest += rot[p, c, d - 1] * (pos[s, c] - pos[p, c]) - fabs(rot[p, c, d - 1]) * half[s, c]
+            if lowest < margin:
+                a_v[count] = p
+                b_v[count] = s
+                e_v[count] = half_entry[r]
+                count += 1
+    return a[:count], b[:count], entry[:count]

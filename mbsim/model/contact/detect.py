@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, halfspace_overlap, sweep_and_prune
+from mbsim.model.contact.broadphase import AABB_HALF_EXTENTS, UNBOUNDED, all_pairs, candidates
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
 from mbsim.model.contact.narrowphase_kernels import contact_batch
@@ -244,19 +244,16 @@ class ContactDetector:
     def _candidates(self, pos, rot, margin):
         nbd = self.nbounded
         half = self._bounds(pos, rot)
+        hp, hs, he = self._half_plane, self._half_shape, self._half_entry
         if self.broadphase == "sweep":
             grown = half + 0.5 * max(margin, 0.0)
-            a, b = sweep_and_prune(pos[:nbd] - grown, pos[:nbd] + grown)
-        else:
-            a, b = all_pairs(nbd)
+            lo, hi = pos[:nbd] - grown, pos[:nbd] + grown
+            lookup = self.pairs.lookup
+            return candidates(lo, hi, self.shape_body, *lookup, self.nbody, hp, hs, he, pos, rot, half, margin)
+        a, b = all_pairs(nbd)
         entry = self.pairs.entry(self.shape_body[a], self.shape_body[b])
         keep = entry >= 0
-        a, b, entry = a[keep], b[keep], entry[keep]
-        hp, hs, he = self._half_plane, self._half_shape, self._half_entry
-        if len(hp) and self.broadphase == "sweep":
-            near = halfspace_overlap(pos[hp], rot[hp, :, -1], pos[hs], half[hs], margin)
-            hp, hs, he = hp[near], hs[near], he[near]
-        return np.concatenate((a, hp)), np.concatenate((b, hs)), np.concatenate((entry, he))
+        return np.concatenate((a[keep], hp)), np.concatenate((b[keep], hs)), np.concatenate((entry[keep], he))
 
     def detect(self, frames: Frames, margin: float) -> ContactBatch:
         """Every contact with gap < margin.
