@@ -191,7 +191,8 @@ class ContactDetector:
                     self._functions[ka * nt + kb] = (*pair_function(ta, tb), ta == tb)
                 except KeyError:
                     self._functions[ka * nt + kb] = None
-        # and its compiled kernel (-1 never touch, -2 no rule), when every pair has one
+        # and its compiled kernel (-1 never touch, -2 no rule, -3 a Python function: meshes); the
+        # compiled pass runs when no pair is -3
         self._pair_kernel = np.full(nt * nt, -2, dtype=np.int64)
         self._pair_swap = np.zeros(nt * nt, dtype=np.uint8)
         for code, function in self._functions.items():
