@@ -1,6 +1,7 @@
 """Compiled narrow phase of rigid contact: one kernel per pair of primitive shape types, each over
-one candidate pair (pointers to its pose and parameters), and ``pair_points``, which runs a kernel
-over the candidate rows of numpy arrays. Conventions (normal from a to b, gap, feature numbers,
+one candidate pair (pointers to its pose and parameters); ``pair_points``, which runs a kernel
+over the candidate rows of numpy arrays (the rows of narrowphase.PAIR_FUNCTIONS); and
+``contact_batch``, the narrow phase and the ContactBatch of a whole detection in one pass. Conventions (normal from a to b, gap, feature numbers,
 shape parameters) and the methods (Ericson's separating axes, face clipping, Bullet's manifold
 reduction) are those of mbsim.model.contact.narrowphase's docstring, which keeps the table.
 
