@@ -291,6 +291,7 @@ STAGES = [
     ("ODE acceleration solve", "solvers/ode/__init__.py", "OdeSolver.acceleration", {"ode_kernels"}),
     ("ODE right-hand side", "solvers/ode/__init__.py", "OdeSolver.derivative", {"ode_kernels"}),
     ("ODE evaluation (recorded rows)", "solvers/ode/__init__.py", "OdeSolver.evaluate", {"ode_kernels"}),
+    ("rigid contact narrow phase", "model/contact/narrowphase.py", "_compiled", {"narrowphase_kernels"}),
 ]
 # numpy calls that mean kinematics or dynamics arithmetic (array plumbing -- zeros, concatenate,
 # indexing -- and a power as a dot product are Python's job)

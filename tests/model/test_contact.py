@@ -15,11 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from quick_loop import quick
+from scipy.optimize import linprog
 from scipy.spatial.transform import Rotation
 
 from mbsim.errors import SceneError
 from mbsim.model.compile import compile_model
 from mbsim.model.contact import PAIR_FUNCTIONS, ContactBatch, ContactDetector
+from mbsim.model.contact.narrowphase import Side
 from mbsim.scene.spec import load_scene
 
 S2 = np.sqrt(2.0)
@@ -365,6 +368,92 @@ def test_box_box_separated_within_and_beyond_margin(tmp_path):
     assert len(batch) == 4
     np.testing.assert_allclose(batch.gap, 0.005, atol=1e-12)
     assert len(detect(m, fr, margin=0.005)) == 0
+
+
+def _box_sdf(points, centre, R, h):
+    """Exact signed distance of world points to a box (closed form), m."""
+    q = np.abs((points - centre) @ R) - h
+    return np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0)
+
+
+def _overlap_lp(ca, A, ha, cb, B, hb):
+    """Largest s such that a point lies in both boxes shrunk by s (scipy linprog): > 0 iff the
+    interiors overlap; independent of the separating-axis test."""
+    # variables (x, s): maximise s subject to +-R^T (x - c) + s <= h for both boxes
+    rows, rhs = [], []
+    for c, R, h in ((ca, A, ha), (cb, B, hb)):
+        for sign in (1.0, -1.0):
+            rows.append(np.column_stack((sign * R.T, np.ones(3))))
+            rhs.append(h + sign * R.T @ c)
+    res = linprog([0, 0, 0, -1], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs), bounds=[(None, None)] * 4)
+    assert res.status == 0
+    return -res.fun
+
+
+def _penetration_depth(ca, A, ha, cb, B, hb, directions):
+    """min over unit n of the overlap of the two boxes' projections on n (support functions): the
+    penetration depth of overlapping convex bodies, over the 15 candidate axes and random ones."""
+    edge = np.cross(A.T[:, None, :], B.T[None, :, :]).reshape(9, 3)
+    edge = edge[np.linalg.norm(edge, axis=1) > 1e-9]
+    n = np.vstack((A.T, B.T, edge, directions))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    reach = np.abs(n @ A) @ ha + np.abs(n @ B) @ hb
+    return float(np.min(reach - np.abs(n @ (cb - ca))))
+
+
+@pytest.mark.parametrize("seed", quick([0, 1, 2, 3], keep=0))
+def test_box_box_random_pairs_against_brute_force(seed):
+    """Random box pairs, from resting (b on a's top, small tilt) to deep and separated: contact
+    with gap < 0 exactly when an LP finds a common interior point, every point on its box's
+    surface (closed-form distance), and the deepest gap against the penetration depth of the
+    projections (support functions over the candidate axes and 20,000 random directions): never
+    deeper than the chosen face's 5 % preference, and equal to it when b rests on a's top."""
+    rng = np.random.default_rng(seed)
+    directions = rng.normal(size=(20000, 3))
+    box_box = PAIR_FUNCTIONS[("box", "box")]
+    resting = 0
+    for k in range(60):
+        ha, hb = rng.uniform(0.05, 0.5, 3), rng.uniform(0.05, 0.5, 3)
+        A = Rotation.random(random_state=rng).as_matrix()
+        if k % 2:  # b resting on a's top face, inside its outline, slightly tilted and sinking
+            hb[:2] = rng.uniform(0.2, 0.45) * ha[:2].min() * np.array([1.0, rng.uniform(0.5, 1.0)])
+            B = A @ Rotation.from_rotvec(np.r_[rng.normal(0, 0.05, 2), rng.uniform(-np.pi, np.pi)]).as_matrix()
+            centre_local = np.r_[rng.uniform(-0.3, 0.3, 2) * ha[:2], ha[2]]
+            lowest = np.min(((np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * hb) @ B.T) @ A[:, 2])
+            cb_local = centre_local - np.r_[0, 0, lowest + rng.uniform(1e-4, 0.02) * ha[2]]
+            cb = A @ cb_local
+        else:
+            B = Rotation.random(random_state=rng).as_matrix()
+            cb = rng.normal(0, 0.4, 3)
+        ca = np.zeros(3)
+        a = Side(ca[None], A[None], ha[None])
+        b = Side(cb[None], B[None], hb[None])
+        found = box_box(a, b, 0.0)
+        depth_lp = _overlap_lp(ca, A, ha, cb, B, hb)
+        if abs(depth_lp) < 1e-6:  # touching: either answer is right
+            continue
+        assert (len(found.gap) > 0) == (depth_lp > 0), (k, depth_lp, found.gap)
+        if not len(found.gap):
+            continue
+        assert len(found.gap) <= 4 and np.all(found.gap < 0.0)
+        np.testing.assert_allclose(np.linalg.norm(found.normal, axis=1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(
+            np.einsum("ki,ki->k", found.point_b - found.point_a, found.normal), found.gap, atol=1e-12
+        )
+        np.testing.assert_allclose(_box_sdf(found.point_a, ca, A, ha), 0.0, atol=1e-9)
+        np.testing.assert_allclose(_box_sdf(found.point_b, cb, B, hb), 0.0, atol=1e-9)
+        pd = _penetration_depth(ca, A, ha, cb, B, hb, directions)
+        deepest = -found.gap.min()
+        scale = (ha.sum() + hb.sum()) / 6.0
+        assert deepest <= 1.05 * pd + 1e-5 * scale + 1e-12, (k, deepest, pd)
+        if k % 2:
+            resting += 1
+            np.testing.assert_allclose(deepest, pd, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(np.abs(found.normal @ A[:, 2]), 1.0, atol=0.01)
+            # one point per corner of b below a's top face (all inside its outline)
+            corners = cb + (np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * hb) @ B.T
+            assert len(found.gap) == np.count_nonzero((corners - A[:, 2] * ha[2]) @ A[:, 2] < 0)
+    assert resting >= 25
 
 
 def test_capsule_capsule_parallel_and_crossing(tmp_path):

@@ -12,6 +12,9 @@ margin)`` then runs, with no Python loop over bodies or pairs:
    function vectorised over all candidate pairs of its types;
 5. the batch: the ground is always body i; pairs of one type are ordered by shape id.
 
+When every type pair of the model has a compiled kernel (no meshes), steps 4 and 5 are one
+compiled pass over the candidates (narrowphase_kernels.contact_batch, rows in candidate order).
+
 It is not the contact law: restitution and friction are the solver's (method timestepping).
 """
 
@@ -21,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model.contact.broadphase import all_pairs, halfspace_overlap, sweep_and_prune
+from mbsim.model.contact.broadphase import all_pairs, candidates
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
+from mbsim.model.contact.narrowphase_kernels import contact_batch
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
 from mbsim.model.shapes import SHAPE_KINDS, ShapeType
@@ -151,6 +155,15 @@ class ContactDetector:
                     self._functions[ka * nt + kb] = (*pair_function(ta, tb), ta == tb)
                 except KeyError:
                     self._functions[ka * nt + kb] = None
+        # and its compiled kernel (-1 never touch, -2 no rule, -3 a Python function: meshes); the
+        # compiled pass runs when no pair is -3
+        self._pair_kernel = np.full(nt * nt, -2, dtype=np.int64)
+        self._pair_swap = np.zeros(nt * nt, dtype=np.uint8)
+        for code, function in self._functions.items():
+            if function is not None:
+                self._pair_kernel[code] = -1 if function[0] is None else getattr(function[0], "kernel", -3)
+                self._pair_swap[code] = function[1]
+        self._compiled = not np.any(self._pair_kernel == -3)
 
     # ------------------------------------------------------------------ per step
 
@@ -196,19 +209,16 @@ class ContactDetector:
     def _candidates(self, pos, rot, margin):
         nbd = self.nbounded
         half = self._bounds(pos, rot)
+        hp, hs, he = self._half_plane, self._half_shape, self._half_entry
         if self.broadphase == "sweep":
             grown = half + 0.5 * max(margin, 0.0)
-            a, b = sweep_and_prune(pos[:nbd] - grown, pos[:nbd] + grown)
-        else:
-            a, b = all_pairs(nbd)
+            lo, hi = pos[:nbd] - grown, pos[:nbd] + grown
+            lookup = self.pairs.lookup
+            return candidates(lo, hi, self.shape_body, *lookup, self.nbody, hp, hs, he, pos, rot, half, margin)
+        a, b = all_pairs(nbd)
         entry = self.pairs.entry(self.shape_body[a], self.shape_body[b])
         keep = entry >= 0
-        a, b, entry = a[keep], b[keep], entry[keep]
-        hp, hs, he = self._half_plane, self._half_shape, self._half_entry
-        if len(hp) and self.broadphase == "sweep":
-            near = halfspace_overlap(pos[hp], rot[hp, :, -1], pos[hs], half[hs], margin)
-            hp, hs, he = hp[near], hs[near], he[near]
-        return np.concatenate((a, hp)), np.concatenate((b, hs)), np.concatenate((entry, he))
+        return np.concatenate((a[keep], hp)), np.concatenate((b[keep], hs)), np.concatenate((entry[keep], he))
 
     def detect(self, frames: Frames, margin: float) -> ContactBatch:
         """Every contact with gap < margin.
@@ -226,6 +236,25 @@ class ContactDetector:
         a, b, entry = self._candidates(pos, rot, margin)
         if not len(a):
             return ContactBatch.empty(d)
+        if self._compiled:
+            return ContactBatch(
+                *contact_batch(
+                    a,
+                    b,
+                    entry,
+                    self.shape_type,
+                    self.shape_body,
+                    self._pair_kernel,
+                    self._pair_swap,
+                    self.type_names,
+                    pos,
+                    rot,
+                    self.shape_param,
+                    margin,
+                    self.nbody,
+                    MAX_FEATURE,
+                )
+            )
         nt = len(self.tables)
         code = self.shape_type[a] * nt + self.shape_type[b]
         parts = []

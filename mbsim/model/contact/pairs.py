@@ -11,7 +11,7 @@ here (mbsim.model.contact covers rigid contact only).
 
 Lookup stays cheap for thousands of bodies without an (nbody+1)^2 table: small entries are
 listed as sorted pair keys, large ones (``*`` against ``*``) are kept as two membership masks
-that are tested per candidate pair.
+that are tested per candidate pair (compiled: mbsim.model.contact.pairs_kernels).
 
 Compile-time checks (SceneError with the key path): unknown bodies (with "did you mean"),
 patterns that match nothing, bodies without shapes, and shape-type pairs that have no
@@ -22,12 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.contact.narrowphase import pair_function, partners
+from mbsim.model.contact.pairs_kernels import entries
 from mbsim.scene.fields import Context
 from mbsim.scene.load import KeyPath
 
@@ -107,6 +109,17 @@ class ContactPairs:
             pair_keys, pair_entry = pair_keys[last], pair_entry[last]
         return cls(nbody, list(entries), pair_keys, pair_entry, sets, active)
 
+    @cached_property
+    def lookup(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays of the compiled lookup (pairs_kernels.entry_of): pair_keys, pair_entry, and
+        the large entries' indices (s,) and membership masks (s, nbody+1) uint8 of body1, body2."""
+        n1 = self.nbody + 1
+        index = np.array([e[0] for e in self.set_entries], dtype=np.int64)
+        in1 = np.array([e[1] for e in self.set_entries], dtype=np.uint8).reshape(len(index), n1)
+        in2 = np.array([e[2] for e in self.set_entries], dtype=np.uint8).reshape(len(index), n1)
+        keys = np.ascontiguousarray(self.pair_keys, dtype=np.int64)
+        return keys, np.ascontiguousarray(self.pair_entry, dtype=np.int64), index, in1, in2
+
     def entry(self, body_a: np.ndarray, body_b: np.ndarray) -> np.ndarray:
         """Entry index (into ``model.contacts``) governing each body pair, -1 where none.
 
@@ -115,18 +128,9 @@ class ContactPairs:
         Returns:
             (k,) int64.
         """
-        a = np.asarray(body_a, dtype=np.int64)
-        b = np.asarray(body_b, dtype=np.int64)
-        out = np.full(a.shape, -1, dtype=np.int64)
-        if len(self.pair_keys):
-            key = np.minimum(a, b) * (self.nbody + 1) + np.maximum(a, b)
-            at = np.minimum(np.searchsorted(self.pair_keys, key), len(self.pair_keys) - 1)
-            out = np.where(self.pair_keys[at] == key, self.pair_entry[at], -1)
-        for index, in1, in2 in self.set_entries:  # a few large entries, in scene order
-            covered = (in1[a] & in2[b]) | (in2[a] & in1[b])
-            out = np.where(covered, np.maximum(out, index), out)
-        out[a == b] = -1
-        return out
+        a = np.ascontiguousarray(body_a, dtype=np.int64)
+        b = np.ascontiguousarray(body_b, dtype=np.int64)
+        return entries(a, b, *self.lookup, self.nbody)
 
 
 # ----------------------------------------------------------------------------- resolving the scene

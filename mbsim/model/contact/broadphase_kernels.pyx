@@ -1,0 +1,194 @@
+"""Compiled broad phase of rigid contact (mbsim.model.contact.broadphase): Baraff's sort and sweep
+over axis-aligned boxes, on the axis along which the sorted intervals overlap least
+(``sweep_and_prune``), and the candidate pairs of one detection (``candidates``: the sweep's
+pairs of bodies that may touch, then the half-spaces' within the margin)."""
+
+import numpy as np
+
+from libc.math cimport fabs
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+
+from mbsim.model.contact.pairs_kernels cimport entry_of
+
+
+# Stable merge sort of idx[0:n] by key[idx] (ties keep their order, as numpy's kind="stable"), tmp
+# n entries of scratch.
+cdef void _argsort(const double* key, Py_ssize_t stride, int64_t* idx, int64_t* tmp, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k
+    cdef int64_t* src = idx
+    cdef int64_t* dst = tmp
+    cdef int64_t* swap
+    # bottom-up: merge runs of width 1, 2, 4, ... alternating between the two buffers
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if key[src[j] * stride] < key[src[i] * stride]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo += 2 * width
+        swap = src
+        src = dst
+        dst = swap
+        width *= 2
+    if src != idx:
+        for i in range(n):
+            idx[i] = src[i]
+
+
+# Per box p of the sorted order, the index one past the last later box that starts at or before p's
+# end (binary search: starts are sorted); end[p] - p - 1 boxes overlap p along the axis.
+cdef Py_ssize_t _run_ends(const double* lo, const double* hi, Py_ssize_t stride, const int64_t* order,
+                          Py_ssize_t n, int64_t* end) noexcept nogil:
+    cdef Py_ssize_t p, a, b, m, total = 0
+    cdef double top
+    for p in range(n):
+        top = hi[order[p] * stride]
+        # first sorted position whose start exceeds top (searchsorted side="right")
+        a = p + 1
+        b = n
+        while a < b:
+            m = (a + b) // 2
+            if lo[order[m] * stride] <= top:
+                a = m + 1
+            else:
+                b = m
+        end[p] = a
+        total += a - p - 1
+    return total
+
+
+def sweep_and_prune(const double[:, ::1] lo, const double[:, ::1] hi):
+    """All pairs of overlapping boxes (closed intervals: touching boxes overlap).
+
+    The sweep axis is the one along which the sorted intervals overlap least (fewest pairs to
+    test on the other axes).
+
+    Args:
+        lo, hi: (n, d) lower and upper corners.
+    Returns:
+        (a, b): (k,) int64 indices with a != b, each unordered pair once, ordered by a's start
+        on the sweep axis, then b's.
+    """
+    cdef Py_ssize_t n = lo.shape[0], d = lo.shape[1], p, q, total, best_total = -1, count = 0
+    cdef int axis, best_axis = 0
+    if n < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    orders = np.empty((d, n), dtype=np.int64)
+    ends = np.empty((d, n), dtype=np.int64)
+    cdef int64_t[:, ::1] order = orders
+    cdef int64_t[:, ::1] end = ends
+    cdef int64_t* tmp = <int64_t*>malloc(n * sizeof(int64_t))
+    if tmp == NULL:
+        raise MemoryError()
+    # each axis: sort by lower bound, count the overlapping runs; keep the axis with fewest
+    with nogil:
+        for axis in range(d):
+            for p in range(n):
+                order[axis, p] = p
+            _argsort(&lo[0, axis], d, &order[axis, 0], tmp, n)
+            total = _run_ends(&lo[0, axis], &hi[0, axis], d, &order[axis, 0], n, &end[axis, 0])
+            if best_total < 0 or total < best_total:
+                best_total = total
+                best_axis = axis
+    free(tmp)
+    a_out = np.empty(best_total + 1, dtype=np.int64)
+    b_out = np.empty(best_total + 1, dtype=np.int64)
+    packed = np.empty((n, 4))
+    cdef int64_t[::1] a_v = a_out, b_v = b_out
+    cdef double[:, ::1] box = packed
+    cdef int o1 = (best_axis + 1) % d, o2 = (best_axis + 2) % d if d == 3 else o1
+    cdef const double* bp
+    cdef const double* bq
+    # the runs of the sweep axis, kept where the boxes overlap on the other axes too: the other
+    # axes' bounds packed in sweep order (a run reads contiguous memory), every pair written and
+    # the count advanced only when it overlaps (no branch to mispredict); in 2D o2 is o1
+    with nogil:
+        for p in range(n):
+            box[p, 0] = lo[order[best_axis, p], o1]
+            box[p, 1] = hi[order[best_axis, p], o1]
+            box[p, 2] = lo[order[best_axis, p], o2]
+            box[p, 3] = hi[order[best_axis, p], o2]
+        for p in range(n):
+            bp = &box[p, 0]
+            for q in range(p + 1, end[best_axis, p]):
+                bq = &box[q, 0]
+                a_v[count] = order[best_axis, p]
+                b_v[count] = order[best_axis, q]
+                count += (bp[0] <= bq[1]) & (bq[0] <= bp[1]) & (bp[2] <= bq[3]) & (bq[2] <= bp[3])
+    return a_out[:count], b_out[:count]
+
+
+def candidates(const double[:, ::1] lo, const double[:, ::1] hi, const int64_t[::1] shape_body,
+               const int64_t[::1] keys, const int64_t[::1] key_entry, const int64_t[::1] set_index,
+               const unsigned char[:, ::1] set_in1, const unsigned char[:, ::1] set_in2, int64_t nbody,
+               const int64_t[::1] half_plane, const int64_t[::1] half_shape, const int64_t[::1] half_entry,
+               const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] half, double margin):
+    """The broad phase of one detection: shape pairs that may touch and the contact entry of each.
+
+    The pairs of overlapping boxes (``sweep_and_prune`` of lo, hi: the bounded shapes' boxes,
+    grown by the margin) whose bodies may touch (pairs_kernels.entry_of with the arrays of
+    ``ContactPairs.lookup``), then the static half-space candidates (plane, shape, entry) whose
+    box reaches within ``margin`` of the plane: its lowest corner along the plane's outward
+    normal (the last column of the plane's rotation).
+
+    Returns:
+        (a, b, entry): (k,) int64 shape ids and entries, the sweep's pairs first.
+    """
+    a_sweep, b_sweep = sweep_and_prune(lo, hi)
+    cdef int64_t[::1] sa = a_sweep, sb = b_sweep
+    cdef Py_ssize_t npair = sa.shape[0], nhalf = half_plane.shape[0], r, count = 0, c
+    cdef int d = pos.shape[1]
+    cdef int64_t e, p, s
+    cdef double lowest
+    a = np.empty(npair + nhalf, dtype=np.int64)
+    b = np.empty(npair + nhalf, dtype=np.int64)
+    entry = np.empty(npair + nhalf, dtype=np.int64)
+    cdef int64_t[::1] a_v = a, b_v = b, e_v = entry
+    cdef int64_t zero = 0
+    cdef const int64_t* kp = &keys[0] if keys.shape[0] else &zero
+    cdef const int64_t* ep = &key_entry[0] if key_entry.shape[0] else &zero
+    cdef const int64_t* sp = &set_index[0] if set_index.shape[0] else &zero
+    cdef const unsigned char* in1 = &set_in1[0, 0] if set_in1.shape[0] else NULL
+    cdef const unsigned char* in2 = &set_in2[0, 0] if set_in2.shape[0] else NULL
+    with nogil:
+        # the sweep's pairs of bodies that may touch
+        for r in range(npair):
+            e = entry_of(shape_body[sa[r]], shape_body[sb[r]], kp, ep, keys.shape[0], sp, in1, in2,
+                         set_index.shape[0], nbody)
+            if e >= 0:
+                a_v[count] = sa[r]
+                b_v[count] = sb[r]
+                e_v[count] = e
+                count += 1
+        # half-spaces: the box's lowest corner along the outward normal within the margin
+        for r in range(nhalf):
+            p = half_plane[r]
+            s = half_shape[r]
+            lowest = 0.0
+            for c in range(d):
+                lowest += rot[p, c, d - 1] * (pos[s, c] - pos[p, c]) - fabs(rot[p, c, d - 1]) * half[s, c]
+            if lowest < margin:
+                a_v[count] = p
+                b_v[count] = s
+                e_v[count] = half_entry[r]
+                count += 1
+    return a[:count], b[:count], entry[:count]
