@@ -171,3 +171,31 @@ def pile_mjcf(spec, system: System, friction: float) -> str:
             "</mujoco>",
         ]
     )
+
+
+def tower_mjcf(spec, system: System, friction: float) -> str:
+    """Free boxes on the ground's planes (scenes/box_stack.yaml), MuJoCo's Newton solver with its
+    elliptic cone (Coulomb's round cone, as mbsim's), the scene's step."""
+    planes = [
+        f'<geom type="plane" size="0 0 1" pos="{_fmt(s["point"])}" zaxis="{_fmt(s["normal"])}"/>'
+        for s in spec.ground_shapes
+    ]
+    bodies = []
+    for b in system.bodies:
+        half = 0.5 * np.asarray(b.shapes[0]["size"], dtype=float)
+        bodies.append(
+            f'<body name="{b.name}" pos="{_fmt(b.pos)}"><freejoint/><geom type="box" size="{_fmt(half)}" '
+            f'mass="{b.mass!r}"/></body>'
+        )
+    return "\n".join(
+        [
+            f'<mujoco model="{system.name}">',
+            f'  <option timestep="{system.step!r}" solver="Newton" cone="elliptic" gravity="{_fmt(system.gravity)}"/>',
+            f'  <default><geom condim="3" friction="{friction!r} 0.005 0.0001"/></default>',
+            "  <worldbody>",
+            *[f"    {p}" for p in planes],
+            *[f"    {b}" for b in bodies],
+            "  </worldbody>",
+            "</mujoco>",
+        ]
+    )

@@ -33,6 +33,7 @@ FULL = {
     "blocks_steps": 2000,  # the scene as shipped: 0.02 s at 1e-5
     "pile_steps": 250,  # 0.5 s at 0.002 from the start
     "pile_repeats": 3,
+    "tower_steps": 400,  # scenes/box_stack.yaml, 2 s at 0.005
 }
 QUICK = {
     "repeats": 2,
@@ -44,6 +45,7 @@ QUICK = {
     "blocks_steps": 1000,
     "pile_steps": 25,
     "pile_repeats": 1,
+    "tower_steps": 40,
 }
 WARMUP_STEPS = 20  # the untimed first run of every contender
 CHECK_T = 1.0  # s: the cross-check compares positions at this time (or the timed span, if shorter)
