@@ -402,15 +402,13 @@ def bench_pile(
 
 
 def _save_warm(solver) -> tuple:
-    """The time-stepping solver's warm-start impulses (sorted feature keys and values), copied."""
-    keys, values = solver._warm_keys, solver._warm_values
-    return (None if keys is None else keys.copy(), None if values is None else values.copy())
+    """The time-stepping solver's warm-start impulses (sorted feature keys, values, points), copied."""
+    saved = (solver._warm_keys, solver._warm_values, solver._warm_points)
+    return tuple(None if a is None else a.copy() for a in saved)
 
 
 def _restore_warm(solver, saved: tuple) -> None:
-    keys, values = saved
-    solver._warm_keys = None if keys is None else keys.copy()
-    solver._warm_values = None if values is None else values.copy()
+    solver._warm_keys, solver._warm_values, solver._warm_points = (None if a is None else a.copy() for a in saved)
 
 
 def _pile_variants(solver, state, h, half, iterations, default_iterations, steps) -> list[PileVariant]:

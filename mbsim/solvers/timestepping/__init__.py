@@ -64,6 +64,7 @@ from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, contact_rows_csr, reach
 from mbsim.model.contact.laws import newton_target
+from mbsim.model.contact.narrowphase import MAX_FEATURE
 from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
 from mbsim.model.model import Evaluation, Model, State, StepInfo
@@ -136,6 +137,7 @@ class Solver(SolverBase):
         self.friction = np.array(friction)
         self._warm_keys: np.ndarray | None = None  # contact features of the last step, sorted
         self._warm_values: np.ndarray | None = None  # their impulses (normal, tangents)
+        self._warm_points: np.ndarray | None = None  # their points on body j (world, the step's midpoint)
         self.body_radius = bounding_radii(model)
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
         self.coordinates = JointRows(model)  # joint limits and friction (none: no rows, no cost)
@@ -331,8 +333,11 @@ class Solver(SolverBase):
 
     def _solve_lcp(self, A, b, batch, k, t, nu, bound):
         """The contact LCP (mbsim.solvers.numerics.contact_lcp) with ``nu`` stop rows and the
-        friction rows' ``bound`` after the contacts, PGS warm-started from the previous step's
-        impulses of the same contact features (sorted keys, searchsorted)."""
+        friction rows' ``bound`` after the contacts, the sweeps warm-started from the previous
+        step's impulses of the same contact features (sorted keys, searchsorted), or, for a
+        contact whose feature is new, of the nearest previous contact of the same shape pair
+        within ``margin`` (_warm_nearby): two boxes resting face on face clip their manifold from
+        either face, and which one wins may change from step to step while the points stay."""
         d = self.d
         mu = self.friction[batch.entry]
         x0 = None
@@ -343,12 +348,29 @@ class Solver(SolverBase):
             hit = self._warm_keys[where] == keys
             start = np.zeros((k, d))
             start[hit] = self._warm_values[where[hit]]
+            if not hit.all():
+                self._warm_nearby(batch, np.flatnonzero(~hit), start)
             x0 = np.concatenate((start.T.ravel(), np.zeros(nu + len(bound))))
         x, iterations, residual = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0, nu, bound)
         if sweeps:
             order = np.argsort(keys, kind="stable")
             self._warm_keys, self._warm_values = keys[order], x[: k * d].reshape(d, k).T[order]
+            self._warm_points = batch.point_j[order]
         return x, iterations, residual
+
+    def _warm_nearby(self, batch, rows: np.ndarray, start: np.ndarray) -> None:
+        """start[rows] from the previous contact of the same shape pair nearest to each (its point
+        on body j within ``margin``), for contacts whose feature key is new."""
+        pair_keys = self._warm_keys // MAX_FEATURE  # sorted like the keys (the pair is the key's high part)
+        for r in rows:
+            pair = batch.feature[r] // MAX_FEATURE
+            lo, hi = np.searchsorted(pair_keys, [pair, pair + 1])
+            if lo == hi:
+                continue
+            distance = np.linalg.norm(self._warm_points[lo:hi] - batch.point_j[r], axis=1)
+            nearest = int(np.argmin(distance))
+            if distance[nearest] <= self.margin:
+                start[r] = self._warm_values[lo + nearest]
 
     # ------------------------------------------------------------------ recording
 
