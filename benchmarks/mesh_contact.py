@@ -876,6 +876,9 @@ def section(quick: bool = False, pairs: tuple[str, ...] = ("box-box", "mesh-box"
         "",
     ]
     lines += field_table(field_result)
+    from benchmarks import sdf_build  # the same torus's build against libigl (skipped when not installed)
+
+    lines += sdf_build.table(sdf_build.bench_sdf_build(sdf_build.QUICK if quick else sdf_build.FULL))
     for res in results:
         lines += pair_table(res)
     return lines
