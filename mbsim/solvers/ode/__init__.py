@@ -520,6 +520,8 @@ class OdeSolver(SolverBase):
             )  # fmt: skip
             if not ok:
                 raise self.failure(state.t)
+            if self._flat.ncc:  # the compiled compliant contacts' counters, for the recorded row
+                m.compliant.read_counters(self.data, self.data.flat)
             self._count_solve(stats)
             f0 = np.concatenate((m.q_rate(state.q, state.v), vdot, (power + extra_power,)))
             self._cached = (state.t, y, f0, self._iterations, dict(self._extra))
