@@ -25,6 +25,12 @@ centre exceeds their radius plus one cell, the surviving points looked up in the
 pass (compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
 trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
 (mbsim.simulate takes time.contact_step while it holds).
+
+The compiled step evaluates the pairs (``sdf_octree``, ``sdf``): ``flat_arrays`` lays them out as
+the FlatModel's cc_* arrays, compliant_kernels.compliant_forces_into computes the forces, counters
+and potential at every stage, ``read_counters`` brings the counters of an evaluation to the run's
+Data. ``evaluate`` is the Python path of ``brute_force`` (trimesh's queries), which has no compiled
+form (mbsim.model.flat.compiled_form).
 """
 
 from __future__ import annotations

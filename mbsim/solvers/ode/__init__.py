@@ -6,7 +6,8 @@ solve exists once, compiled (mbsim.solvers.ode.ode_kernels.accelerations over a 
 P[METHOD]): the compiled blocks call it, and so does Python for a single evaluation (the recorded
 initial row, a run that is not block-stepped, scipy's Radau and BDF) through
 ode_kernels.accelerations_at / evaluation, with the forces of the groups that have no compiled
-form (compliant contacts, issue 31) computed by the model's Python functions and added to Q.
+form (compliant contacts with brute_force detection) computed by the model's Python functions and
+added to Q.
 What stays in Python: gauss's optimizers slsqp and pso (other algorithms:
 :meth:`OdeSolver.accelerations`), and lagrange's sparse LU for sparse models above DENSE_LIMIT.
 Everything else is here, once: the state y = (q, v, work) goes through the integrator
@@ -126,8 +127,8 @@ class OdeSolver(SolverBase):
         self._iterations = 0
         self._extra: dict[str, float] = {}
         self._flat: FlatModel | None = None
-        # force groups without a compiled form (compliant contacts, issue 31): their forces come from
-        # the model's Python functions at every stage, into the compiled acceleration solve
+        # force groups without a compiled form (compliant contacts with brute_force detection): their forces
+        # come from the model's Python functions at every stage, into the compiled acceleration solve
         self._python_forces = [g for g in model.forces if not compiled_form(g)]
         self.compiled_reason = "the method has no compiled step"
         if self.COMPILED is not None:

@@ -1,0 +1,103 @@
+"""Compliant contacts in the compiled step (compliant_kernels.compliant_forces_into over the
+FlatModel's cc_* arrays): no Python force group is left in the run, and the compiled run of an
+undamped Hertz impact follows the one-coordinate Hertz solution m d'' = -k d^1.5 (solved here by
+scipy at tight tolerance), keeps the energy with the contact's elastic potential k d^2.5/2.5 in it,
+and records the per-pair diagnostics of its compiled rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trimesh
+from scipy.integrate import solve_ivp
+
+from mbsim.model.contact.compliant import CompliantContacts
+
+M, V0, K, R, GAP = 1.0, 0.1, 1.0e9, 0.05, 2.0e-5
+
+
+def _hertz_scene(method: str, classes: bool = False) -> dict:
+    """A mesh icosphere with one vertex pointing down falls at V0 onto the ground's box (the
+    master, its face at z = 0) without gravity: one sample point in contact."""
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=R)
+    vertex = sphere.vertices[0] / np.linalg.norm(sphere.vertices[0])
+    axis = np.cross(vertex, [0, 0, -1.0])
+    angle = np.arccos(np.clip(-vertex[2], -1, 1))
+    contact = {"name": "hit", "type": "compliant", "body1": "ground", "body2": "ball", "stiffness": K,
+               "exponent": 1.5, "sdf": {"cell": 0.004, "padding": 0.01}}  # fmt: skip
+    if classes:
+        contact["penetration_classes"] = [1e-5, 3e-5]
+    return {
+        "mbsim": 1,
+        "name": "hertz sphere compiled",
+        "time": {"end": 2.0e-3, "step": 1e-5},
+        "solver": {"method": method, "integrator": "rk4"},
+        "output": {"every": 1},
+        "ground": {"shapes": [{"type": "box", "size": [0.2, 0.2, 0.1], "pose": {"position": [0, 0, -0.05]}}]},
+        "bodies": [
+            {
+                "name": "ball",
+                "mass": M,
+                "inertia": [0.4 * M * R * R] * 3,
+                "position": [0, 0, R + GAP],
+                "orientation": {"axis_angle": {"axis": axis.tolist(), "angle": float(angle)}},
+                "velocity": [0, 0, -V0],
+                "shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": sphere.vertices.tolist()}}],
+            },
+        ],  # fmt: skip
+        "contacts": [contact],
+    }
+
+
+def _hertz_height(t: np.ndarray) -> np.ndarray:
+    """The ball's height by the one-coordinate Hertz model z'' = k/m max(R - z, 0)^1.5 (scipy,
+    tolerance 1e-13; steps of at most 1 us through the kinks at the contact's start and end)."""
+
+    def rhs(_, y):
+        return [y[1], K / M * max(R - y[0], 0.0) ** 1.5]
+
+    sol = solve_ivp(rhs, (0.0, t[-1]), [R + GAP, -V0], method="DOP853", rtol=1e-13, atol=1e-15, t_eval=t, max_step=1e-6)
+    return sol.y[0]
+
+
+@pytest.mark.parametrize("method", ["lagrange", "recursive"])
+def test_compiled_hertz_impact_follows_the_closed_form(method, run_scene, tmp_path, monkeypatch):
+    from mbsim.model.flat import model_form, python_reason
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    # the Python evaluation is not the run's: it would fail the run if called
+    def python_path(*args, **kwargs):
+        raise AssertionError("CompliantContacts.evaluate called: the Python force path was taken")
+
+    monkeypatch.setattr(CompliantContacts, "evaluate", python_path)
+    scene = _hertz_scene(method, classes=True)
+    path = tmp_path / "hertz.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    model, solver = prepare(load_scene(str(path)))
+    assert python_reason(model) == "" and model_form(model).ncc == 1
+    assert solver.block_stepping and not getattr(solver, "_python_forces", [])
+    _, res = run_scene(scene)
+    t, z = res.time, res["bodies/ball/position"][:, 2]
+    # against the Hertz solution: the height at every row (5e-8 m is 0.04 % of V0 times the
+    # 1.29 ms contact time), the rebound at V0
+    assert np.max(np.abs(z - _hertz_height(t))) < 5e-8
+    assert res["bodies/ball/velocity"][-1, 2] == pytest.approx(V0, rel=1e-4)
+    delta = (5 * M * V0**2 / (4 * K)) ** 0.4
+    assert res["diagnostics/contacts/max_penetration"].max() == pytest.approx(delta, rel=1e-3)
+    # energy: kinetic + the contact's elastic potential k d^2.5 / 2.5 is constant (undamped); without
+    # the potential it would drop by all of M V0^2 / 2 at the deepest point
+    total = res["diagnostics/energy/total"]
+    assert np.max(np.abs(total - 0.5 * M * V0**2)) < 1e-5 * 0.5 * M * V0**2  # measured 6e-7
+    assert res["diagnostics/energy/potential"].max() == pytest.approx(0.5 * M * V0**2, rel=1e-3)
+    # the per-pair columns of the compiled rows: the one point, its penetration class
+    count = res["diagnostics/contacts/count"]
+    assert count.max() == 1
+    np.testing.assert_array_equal(res["diagnostics/contacts/hit/count"], count)
+    np.testing.assert_array_equal(res["diagnostics/contacts/hit/max_penetration"],
+                                  res["diagnostics/contacts/max_penetration"])  # fmt: skip
+    pen = res["diagnostics/contacts/hit/max_penetration"]
+    expected = np.stack([(count > 0) & (pen < 1e-5), (pen >= 1e-5) & (pen < 3e-5), pen >= 3e-5], axis=1)
+    np.testing.assert_array_equal(res["diagnostics/contacts/hit/class_counts"], expected.astype(float))
