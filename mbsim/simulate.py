@@ -357,10 +357,8 @@ def run(
                     h_try = min(h, t_end - state.t)
                     if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                         h_try = t_end - state.t
-                    if fine is not None and fine < h_try:
-                        f = model.frames(*body(state))
-                        if model.compliant.near(f, h_try):
-                            h_try = fine
+                    if fine is not None and fine < h_try and model.compliant.near_state(model, *body(state), h_try):
+                        h_try = fine
                     new, info, h_next = solver.step(state, h_try)
                     # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
                     h = h_next if (fine is None or adaptive or h_next != h_try) else model.step

@@ -287,8 +287,9 @@ cdef class FlatData(Record):
         cc_*: the compliant contacts' scratch and counters (compliant_kernels.compliant_forces_into):
             idx, d, grad, p (most sample points of a pair): a pair's penetrating points (index,
             penetration, field gradient then world, world point); stack (most octree nodes);
-            R (3, 3), t (3,): slave frame -> master frame; box_c (2, 3), box_R (2, 3, 3): the OBBs
-            in world; wrench (4, 6): a pair's wrenches; of the last evaluation: pair (ncc, 2)
+            R (3, 3), t (3,): slave frame -> master frame; box_c (3, 3), box_R (2, 3, 3): the OBBs
+            in world (centres, axes; box_c's row 2 the master's half extents grown by the step
+            control, compliant_kernels.near); wrench (4, 6): a pair's wrenches; of the last evaluation: pair (ncc, 2)
             each pair's count and deepest penetration, class_counts (classes + ncc) its counts by
             penetration class, total (4,) count, deepest penetration, elastic potential k
             g^(n+1)/(n+1) summed, and the most points of an evaluation since the caller zeroed it.

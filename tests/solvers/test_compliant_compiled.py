@@ -101,3 +101,32 @@ def test_compiled_hertz_impact_follows_the_closed_form(method, run_scene, tmp_pa
     pen = res["diagnostics/contacts/hit/max_penetration"]
     expected = np.stack([(count > 0) & (pen < 1e-5), (pen >= 1e-5) & (pen < 3e-5), pen >= 3e-5], axis=1)
     np.testing.assert_array_equal(res["diagnostics/contacts/hit/class_counts"], expected.astype(float))
+
+
+def test_compiled_step_control_agrees_with_the_box_test(tmp_path):
+    """time.contact_step's test (``near``: the boxes overlap now or may within h) in compiled code
+    (compliant_kernels.near) against the Python one on random states of a tilted box over a block:
+    the same answer at every state, both answers occurring."""
+    import yaml
+
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    scene = _hertz_scene("lagrange")
+    scene["time"]["contact_step"] = 1e-6
+    path = tmp_path / "near.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    model, _ = prepare(load_scene(str(path)))
+    cc = model.compliant
+    rng = np.random.default_rng(0)
+    answers = []
+    for _ in range(500):
+        q, v = model.q0.copy(), model.v0 + rng.normal(0, 2.0, model.nv)
+        q[:3] += rng.normal(0, 0.05, 3)
+        quat = rng.normal(size=4)
+        q[3:7] = quat / np.linalg.norm(quat)
+        h = 10 ** rng.uniform(-4, -1)
+        python = cc.near(model.frames(q, v), h)
+        assert cc.near_state(model, q, v, h) == python
+        answers.append(python)
+    assert 0 < sum(answers) < len(answers)

@@ -53,6 +53,7 @@ from mbsim.model.contact.compliant_kernels import (
     pair_forces,
     penetrating_points,
 )
+from mbsim.model.contact.compliant_kernels import near as compliant_near
 from mbsim.model.contact.laws import CONTACT_LAW, law_row, read_contact_law
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
@@ -252,6 +253,18 @@ class CompliantContacts:
                 return True
         return False
 
+    def near_state(self, model, q: np.ndarray, v: np.ndarray, h: float) -> bool:
+        """``near`` at the state (q, v) of ``model`` (body coordinates): compiled
+        (compliant_kernels.near over the model's FlatModel, in its rows_form scratch) unless the
+        group has no compiled form."""
+        if not self.compiled:
+            return self.near(model.frames(q, v), h)
+        from mbsim.model.flat import rows_form  # flat imports this module
+
+        form = rows_form(model)
+        q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
+        return bool(compliant_near(form.flat, form.data, q, v, h))
+
     def _penetrating(self, pair: CompliantPair, f: Frames, buffers: tuple[np.ndarray, np.ndarray, np.ndarray]):
         """Slave points inside the master: world points p, penetrations g > 0, the field's raw
         gradient (world) at them; None when there are none."""
@@ -392,7 +405,7 @@ def compliant_buffers(flat) -> dict[str, np.ndarray]:
         "cc_stack": np.zeros(max(nodes, 1), dtype=np.int64),
         "cc_R": np.zeros((3, 3)),
         "cc_t": np.zeros(3),
-        "cc_box_c": np.zeros((2, 3)),
+        "cc_box_c": np.zeros((3, 3)),
         "cc_box_R": np.zeros((2, 3, 3)),
         "cc_wrench": np.zeros((4, 6)),
         "cc_pair": np.zeros((flat.ncc, 2)),

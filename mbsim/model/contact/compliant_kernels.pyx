@@ -8,6 +8,7 @@ from libc.math cimport fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
 from mbsim.model.contact.sdf_kernels cimport interpolate_grid
+from mbsim.model.kernels cimport frames3_into
 
 
 cdef bint obb_overlap_one_c(const double[:] cA, const double[:, :] RA, const double[:] hA,
@@ -526,3 +527,41 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
     D.cc_total[2] = potential
     D.cc_total[3] = max(D.cc_total[3], <double>total_count)
     return potential
+
+
+# Whether pair k's boxes overlap now or may within a step h: the master's box grown by how far the
+# corners of both boxes can move in h (CompliantContacts.near; box_c row 2 holds the grown half extents).
+cdef bint _pair_near(FlatModel F, FlatData D, Py_ssize_t k, double h) noexcept nogil:
+    cdef double grow = 0.0, reach, speed, spin
+    cdef int side, a
+    cdef Py_ssize_t b
+    for side in range(2):
+        b = F.cc_master[k] if side == 0 else F.cc_slave[k]
+        _world_box(F, D, k, side, b)
+        # the farthest corner from the body's origin
+        reach = (sqrt(F.cc_box_centre[k, side, 0] ** 2 + F.cc_box_centre[k, side, 1] ** 2
+                      + F.cc_box_centre[k, side, 2] ** 2)
+                 + sqrt(F.cc_box_half[k, side, 0] ** 2 + F.cc_box_half[k, side, 1] ** 2 + F.cc_box_half[k, side, 2] ** 2))
+        speed = sqrt(D.vel[b, 0] ** 2 + D.vel[b, 1] ** 2 + D.vel[b, 2] ** 2)
+        spin = sqrt(D.omega[b, 0] ** 2 + D.omega[b, 1] ** 2 + D.omega[b, 2] ** 2)
+        grow += h * (speed + spin * reach)
+    for a in range(3):
+        D.cc_box_c[2, a] = F.cc_box_half[k, 0, a] + grow
+    return obb_overlap_one_c(D.cc_box_c[0], D.cc_box_R[0], D.cc_box_c[2], D.cc_box_c[1], D.cc_box_R[1],
+                             F.cc_box_half[k, 1], 0.0, OBB_EPS_C)
+
+
+def near(FlatModel F not None, FlatData D not None, const double[::1] q, const double[::1] v, double h):
+    """Whether the bounding boxes of some compiled pair overlap at the state (q, v) (body
+    coordinates) or may within a step h: CompliantContacts.near over the FlatModel's cc_* arrays
+    (the paper's step control, tested once per step; D's frames are overwritten)."""
+    cdef Py_ssize_t k
+    if q.shape[0] != F.nq or v.shape[0] != F.nv:
+        raise ValueError(f"near: expected q of {F.nq} and v of {F.nv}")
+    if F.ncc == 0:
+        return False
+    frames3_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega_body, D.omega)
+    for k in range(F.ncc):
+        if _pair_near(F, D, k, h):
+            return True
+    return False
