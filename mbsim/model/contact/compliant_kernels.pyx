@@ -7,7 +7,7 @@ import numpy as np
 from libc.math cimport fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
-from mbsim.model.contact.sdf_kernels cimport interpolate_grid
+from mbsim.model.contact.sdf_kernels cimport distance_grid, interpolate_grid
 from mbsim.model.kernels cimport frames3_into
 
 
@@ -279,9 +279,10 @@ cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, co
     cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
     cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
     cdef double gx, gy, gz, ext
-    cdef double d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy,
-                                     &gz, &ext)
+    # the value first (most points are outside), the gradient of the few inside
+    cdef double d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
     if d < 0.0:
+        d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy, &gz, &ext)
         out_idx[count] = q
         out_d[count] = d
         out_g[count, 0] = gx
@@ -313,8 +314,7 @@ cdef Py_ssize_t penetrating_points_c(
             cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
             cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
             cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
-            d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &gx, &gy, &gz,
-                                 &ext)
+            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
             bx = max(lo[0] - cx, 0.0, cx - hi[0])
             by = max(lo[1] - cy, 0.0, cy - hi[1])
             bz = max(lo[2] - cz, 0.0, cz - hi[2])
