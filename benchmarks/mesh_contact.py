@@ -346,6 +346,10 @@ def run_scene(
     # its counters give the points of the step's evaluations, the gate is tested at the step's start
     # and every one of its 4 RK4 stages counted as an evaluation; detection is not timed apart
     flat_data = getattr(solver.data, "flat", None) if cc.compiled else None
+    if getattr(solver, "contact_step_blocks", False):  # each step is timed: one step at a time, as Python's
+        from mbsim.solvers.ode import ode_kernels
+
+        solver._params[ode_kernels.CONTACT_STEP] = 0.0
 
     def step(state, h):
         flag["hit"] = False

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.model import kernels
+from mbsim.model.contact import compliant_kernels
 from mbsim.model.contact.compliant import CompliantContacts, compliant_arrays, compliant_buffers
 from mbsim.model.contact.laws import CONTACT_LAW
 from mbsim.model.force_kernels import VARIABLES  # the load expressions' registers (drives: t only)
@@ -170,6 +171,18 @@ def python_reason(model: Model) -> str:
         if not compiled_form(group):
             return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
     return ""
+
+
+def contacts_near(model: Model, q: np.ndarray, v: np.ndarray, h: float) -> bool:
+    """time.contact_step's test (CompliantContacts.near: some pair's boxes overlap or may within a
+    step h) at the state (q, v) of ``model`` (body coordinates): compiled (compliant_kernels.near,
+    in the model's rows_form scratch) unless the compliant contacts have no compiled form."""
+    compliant = model.compliant
+    if not compliant.compiled:
+        return compliant.near(model.frames(q, v), h)
+    form = rows_form(model)
+    q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
+    return bool(compliant_kernels.near(form.flat, form.data, q, v, h))
 
 
 def model_form(model: Model) -> FlatModel:

@@ -53,7 +53,6 @@ from mbsim.model.contact.compliant_kernels import (
     pair_forces,
     penetrating_points,
 )
-from mbsim.model.contact.compliant_kernels import near as compliant_near
 from mbsim.model.contact.laws import CONTACT_LAW, law_row, read_contact_law
 from mbsim.model.contact.obb import EPS, obb_from_points
 from mbsim.model.contact.octree import Octree
@@ -252,18 +251,6 @@ class CompliantContacts:
             if self._boxes_overlap(pair, f, grow):
                 return True
         return False
-
-    def near_state(self, model, q: np.ndarray, v: np.ndarray, h: float) -> bool:
-        """``near`` at the state (q, v) of ``model`` (body coordinates): compiled
-        (compliant_kernels.near over the model's FlatModel, in its rows_form scratch) unless the
-        group has no compiled form."""
-        if not self.compiled:
-            return self.near(model.frames(q, v), h)
-        from mbsim.model.flat import rows_form  # flat imports this module
-
-        form = rows_form(model)
-        q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
-        return bool(compliant_near(form.flat, form.data, q, v, h))
 
     def _penetrating(self, pair: CompliantPair, f: Frames, buffers: tuple[np.ndarray, np.ndarray, np.ndarray]):
         """Slave points inside the master: world points p, penetrations g > 0, the field's raw

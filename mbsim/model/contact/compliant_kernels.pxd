@@ -62,3 +62,8 @@ cdef Py_ssize_t penetrating_points_c(
 # Qn (damping, friction), body by body (force world, torque body axes); the counters into D.cc_*;
 # returns the elastic potential
 cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil
+
+# Whether some pair's bounding boxes overlap at the state (q, v) (body coordinates) or may within a
+# step h (CompliantContacts.near; D's frames are overwritten): the step control of time.contact_step
+cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
+                        double h) noexcept nogil

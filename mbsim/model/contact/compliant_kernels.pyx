@@ -555,10 +555,15 @@ def near(FlatModel F not None, FlatData D not None, const double[::1] q, const d
     """Whether the bounding boxes of some compiled pair overlap at the state (q, v) (body
     coordinates) or may within a step h: CompliantContacts.near over the FlatModel's cc_* arrays
     (the paper's step control, tested once per step; D's frames are overwritten)."""
-    cdef Py_ssize_t k
     if q.shape[0] != F.nq or v.shape[0] != F.nv:
         raise ValueError(f"near: expected q of {F.nq} and v of {F.nv}")
-    if F.ncc == 0:
+    return contacts_near(F, D, q, v, h)
+
+
+cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
+                        double h) noexcept nogil:
+    cdef Py_ssize_t k
+    if F.ncc == 0 or F.dim != 3:
         return False
     frames3_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega_body, D.omega)
     for k in range(F.ncc):

@@ -218,6 +218,9 @@ class OdeSolver(SolverBase):
         P[ode_kernels.PROJ_ITERATIONS] = p.iterations
         P[ode_kernels.PROJ_TOL] = p.tol
         P[ode_kernels.ROBUST] = float(self.robust)
+        # time.contact_step's step control in the compiled fixed steps (the compiled compliant contacts')
+        if self.model.contact_step is not None and self._flat.ncc and self._adaptive is None:
+            P[ode_kernels.CONTACT_STEP] = self.model.contact_step
         return P
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
@@ -274,6 +277,12 @@ class OdeSolver(SolverBase):
         info = StepInfo(int(out[5]), float(out[7]), violation if violation >= 0 else None)
         status = {ode_kernels.OK: "ok", ode_kernels.VIOLATION: "violation", ode_kernels.RECORD_FAILED: "record"}
         return Block(new, steps, rows[: int(out[3])], info, float(out[4]), status.get(code, "python"))
+
+    @property
+    def contact_step_blocks(self) -> bool:
+        """Whether the compiled blocks take time.contact_step's step control themselves (fixed steps
+        of a model whose compliant contacts are compiled; ode_kernels: P[CONTACT_STEP])."""
+        return self.block_stepping and self._params[ode_kernels.CONTACT_STEP] > 0.0
 
     @property
     def adaptive(self) -> bool:
