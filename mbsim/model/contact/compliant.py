@@ -64,6 +64,7 @@ from mbsim.scene.fields import Context, Field, Number, read_mapping
 
 if TYPE_CHECKING:
     from mbsim.model.data import Data
+    from mbsim.model.layout import FlatData, FlatModel
 
 if OBB_EPS != EPS:
     raise ImportError("the compiled step's box margin differs from mbsim.model.contact.obb.EPS")
@@ -201,7 +202,7 @@ class CompliantContacts:
         none), all pairs' points, octrees and fields concatenated, the indices pair-local."""
         return compliant_arrays(self.pairs, self.laws)
 
-    def read_counters(self, data: Data, flat_data) -> None:
+    def read_counters(self, data: Data, flat_data: FlatData) -> None:
         """The counters of the compiled evaluation that last ran on ``flat_data`` (FlatData.cc_*)
         into ``data.contacts``, which pair_diagnostics and the recorded rows read."""
         pair, classes, total = (
@@ -380,7 +381,7 @@ def compliant_arrays(pairs: list[CompliantPair], laws: np.ndarray) -> dict[str, 
     }
 
 
-def compliant_buffers(flat) -> dict[str, np.ndarray]:
+def compliant_buffers(flat: FlatModel) -> dict[str, np.ndarray]:
     """The FlatData's cc_* buffers of a FlatModel's pairs (see mbsim.model.layout.FlatData)."""
     points = int(np.max(np.diff(flat.cc_point_start), initial=0))
     nodes = int(np.max(np.diff(flat.cc_node_start), initial=0))
