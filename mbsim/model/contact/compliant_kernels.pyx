@@ -1,6 +1,8 @@
 """Compiled kernels of the compliant contact force (mbsim.model.contact.compliant): one pair's
 bounding-box test and its force on both bodies, without numpy's per-call overhead (the docking
-scene evaluates 4 pairs 4 times a step; in numpy the small-array calls cost ~1 ms a step)."""
+scene evaluates 4 pairs 4 times a step; in numpy the small-array calls cost ~1 ms a step); and
+every pair of a FlatModel inside the compiled step (compliant_forces_into: detection, forces,
+counters, potential; contacts_near: time.contact_step's test), over its cc_* arrays."""
 
 import numpy as np
 
