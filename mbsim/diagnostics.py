@@ -24,6 +24,7 @@ import numpy as np
 from mbsim.model.data import Data
 from mbsim.model.model import Evaluation, Frames, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
+from mbsim.names import hdf5_name
 
 
 @dataclass
@@ -341,11 +342,12 @@ SCALAR_COLUMNS = (
 def row_columns(
     model: Model, nq: int | None = None, nv: int | None = None, driven: bool = True
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """The datasets of a row of :func:`record_row` (no contacts, no method datasets) in the order
-    of a compiled row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row).
-    ``nq``, ``nv``: the sizes of /q and /v when the method has coordinates of its own; ``driven``:
-    with the columns of CONTRACT §8 at the end (:func:`driven_columns`; a method with columns of its
-    own after the reactions puts them after those)."""
+    """The datasets of a row of :func:`record_row` (no method datasets) in the order of a compiled
+    row's flat columns (mbsim.model.record_kernels.row_into): (key, shape of one row). ``nq``,
+    ``nv``: the sizes of /q and /v when the method has coordinates of its own; ``driven``: with the
+    columns of CONTRACT §8 and the compliant contacts' per pair at the end (:func:`driven_columns`,
+    :func:`contact_columns`; a method with columns of its own after the reactions puts them after
+    those)."""
     nb, d, nj = model.nbody, model.dimension, len(model.joints)
     columns = [
         ("time", ()),
@@ -365,7 +367,21 @@ def row_columns(
         columns.append(("joints/{joint}/reaction", (nj, 6 if d == 3 else 3)))
         if len(model.driven_rows):
             columns.append(("joints/{driven}/drive_force", (len(model.driven_rows),)))
-    return columns + driven_columns(model) if driven else columns
+    return columns + driven_columns(model) + contact_columns(model) if driven else columns
+
+
+def contact_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:
+    """The compliant contacts' per-pair columns (CompliantContacts.pair_diagnostics, in the order of
+    mbsim.model.record_kernels.contact_columns_into), last in a row: per pair its count and deepest
+    penetration, and its class counts when it has penetration classes."""
+    compliant = model.compliant
+    columns: list[tuple[str, tuple[int, ...]]] = []
+    for pair in compliant.pairs if compliant is not None else ():
+        group = f"diagnostics/contacts/{hdf5_name(pair.name)}"
+        columns += [(f"{group}/count", ()), (f"{group}/max_penetration", ())]
+        if pair.classes is not None:
+            columns.append((f"{group}/class_counts", (len(pair.classes) + 1,)))
+    return columns
 
 
 def driven_columns(model: Model) -> list[tuple[str, tuple[int, ...]]]:

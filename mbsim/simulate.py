@@ -23,6 +23,7 @@ from mbsim.errors import AssemblyError, Interrupted, SimulationError
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.dynamics import update_coordinate_references
+from mbsim.model.flat import contacts_near
 from mbsim.model.model import Model, State
 from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
@@ -313,8 +314,9 @@ def run(
             # the paper's step control: the small step while compliant bounding boxes overlap
             fine = model.contact_step if model.compliant is not None else None
             adaptive = solver.adaptive
-            # fixed steps of a compiled method go in blocks up to the next recorded row
-            blocks = solver.block_stepping and fine is None
+            # fixed steps of a compiled method go in blocks up to the next recorded row (with the step
+            # control of time.contact_step when the blocks take it themselves)
+            blocks = solver.block_stepping and (fine is None or solver.contact_step_blocks)
             python_next = False  # a step the compiled block could not take goes through step()
             while t_end - state.t > 1e-12 * max(1.0, t_end):
                 interrupts.check()
@@ -357,10 +359,8 @@ def run(
                     h_try = min(h, t_end - state.t)
                     if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                         h_try = t_end - state.t
-                    if fine is not None and fine < h_try:
-                        f = model.frames(*body(state))
-                        if model.compliant.near(f, h_try):
-                            h_try = fine
+                    if fine is not None and fine < h_try and contacts_near(model, *body(state), h_try):
+                        h_try = fine
                     new, info, h_next = solver.step(state, h_try)
                     # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
                     h = h_next if (fine is None or adaptive or h_next != h_try) else model.step

@@ -166,6 +166,8 @@ def applied_forces(
     reference = data.coordinate_reference[0] if data.coordinate_reference else None
     v = np.ascontiguousarray(v, dtype=float)
     potential += step_kernels.element_forces(form.flat, form.data, t, frames, v, reference, Qc, Qn, nonsmooth)
+    if form.flat.ncc:  # the compiled compliant contacts' counters, for the run's diagnostics
+        model.compliant.read_counters(data, form.data)
     return AppliedForces(Qc, Qn, potential, float(Qn @ v))
 
 

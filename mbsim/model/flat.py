@@ -12,10 +12,10 @@ kernels read the upper-left part) so that one compiled specialisation serves bot
 
 A Model has one FlatModel (``model_form``: built once, kept by the frozen Model), which the
 solvers' steps and Python's single evaluations of the constraint rows (``rows_form``) share.
-What is not flat yet (compliant mesh contact, issue 31) is left out of it: the ODE methods add
-those forces from Python at every stage, the methods that need every force compiled step through
-the Python path (``python_reason``); so does a caller whose linear algebra is dense only, for a
-sparse model too large for it (``dense_reason``).
+What is not flat (compliant contact with trimesh's ``brute_force`` detection) is left out of it:
+the ODE methods add those forces from Python at every stage, the methods that need every force
+compiled step through the Python path (``python_reason``); so does a caller whose linear algebra
+is dense only, for a sparse model too large for it (``dense_reason``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from mbsim.model import kernels
+from mbsim.model.contact import compliant_kernels
+from mbsim.model.contact.compliant import CompliantContacts, compliant_arrays, compliant_buffers
+from mbsim.model.contact.laws import CONTACT_LAW
 from mbsim.model.force_kernels import VARIABLES  # the load expressions' registers (drives: t only)
 from mbsim.model.forces.applied import Loads
 from mbsim.model.forces.spring_damper import SpringDamperGroup
@@ -155,18 +158,31 @@ def dense_reason(model: Model, dense_limit: int) -> str:
 
 
 def compiled_form(group) -> bool:
-    """Whether ``flatten`` takes force group ``group`` into the FlatModel (compliant mesh contact,
-    issue 31, not yet)."""
-    return isinstance(group, (SpringDamperGroup, Loads))
+    """Whether ``flatten`` takes force group ``group`` into the FlatModel (compliant contacts: unless
+    a pair's detection is trimesh's ``brute_force``)."""
+    return isinstance(group, (SpringDamperGroup, Loads)) or (isinstance(group, CompliantContacts) and group.compiled)
 
 
 def python_reason(model: Model) -> str:
     """Why a method that needs every force compiled steps ``model`` through the Python path: a
-    force group without a compiled form (compliant mesh contact, issue 31); "" when there is none."""
+    force group without a compiled form (compliant contact with ``brute_force`` detection); "" when
+    there is none."""
     for group in model.forces:
         if not compiled_form(group):
             return f"force group {type(group).__name__} has no compiled form (it steps through the Python path)"
     return ""
+
+
+def contacts_near(model: Model, q: np.ndarray, v: np.ndarray, h: float) -> bool:
+    """time.contact_step's test (CompliantContacts.near: some pair's boxes overlap or may within a
+    step h) at the state (q, v) of ``model`` (body coordinates): compiled (compliant_kernels.near,
+    in the model's rows_form scratch) unless the compliant contacts have no compiled form."""
+    compliant = model.compliant
+    if not compliant.compiled:
+        return compliant.near(model.frames(q, v), h)
+    form = rows_form(model)
+    q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
+    return bool(compliant_kernels.near(form.flat, form.data, q, v, h))
 
 
 def model_form(model: Model) -> FlatModel:
@@ -209,7 +225,10 @@ def flatten(model: Model) -> FlatModel:
     coordinates = _coordinate_forces(table)
     sd = {"b1": [], "b2": [], "s1": [], "s2": [], "k": [], "c": [], "rest": []}
     ld = {"body": [], "point": [], "body_frame": [], "torque": [], "expr": []}
+    contacts = compliant_arrays([], np.zeros(0, dtype=CONTACT_LAW))
     for group in model.forces:
+        if isinstance(group, CompliantContacts) and group.compiled:
+            contacts = group.flat_arrays()
         if isinstance(group, SpringDamperGroup):
             for key in sd:
                 sd[key].extend(list(getattr(group, key)))
@@ -306,6 +325,7 @@ def flatten(model: Model) -> FlatModel:
         driven_rows=np.asarray(model.driven_rows, dtype=np.int64),
         body_inv_sqrt_mass=inverse_sqrt_mass_blocks(model),
         **_schur_pattern(row_bodies, nb),
+        **contacts,
     )
 
 
@@ -504,4 +524,5 @@ def make_data(
         solve_stats=np.zeros(9),
         robust_work=np.zeros(robust_size(nv, nc) if robust else 0),
         kkt_rank=np.zeros(1, dtype=np.intc),  # LAPACK's integer (scipy.linalg.cython_lapack: C int)
+        **compliant_buffers(flat),
     )

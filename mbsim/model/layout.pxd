@@ -107,6 +107,33 @@ cdef class FlatModel(Record):
     cdef const long long[::1] s_col
     cdef const long long[::1] row_first
     cdef const long long[::1] row_last
+    cdef readonly Py_ssize_t ncc
+    cdef const long long[::1] cc_master
+    cdef const long long[::1] cc_slave
+    cdef const long long[::1] cc_tree
+    cdef const long long[::1] cc_point_start
+    cdef const double[:, ::1] cc_points
+    cdef const long long[::1] cc_point_order
+    cdef const long long[::1] cc_node_start
+    cdef const double[:, ::1] cc_node_centre
+    cdef const double[::1] cc_node_radius
+    cdef const long long[::1] cc_node_child_start
+    cdef const long long[::1] cc_node_child_count
+    cdef const long long[::1] cc_node_point_start
+    cdef const long long[::1] cc_node_point_count
+    cdef const long long[::1] cc_sdf_start
+    cdef const long long[:, ::1] cc_sdf_shape
+    cdef const double[:, ::1] cc_sdf_origin
+    cdef const double[::1] cc_sdf_cell
+    cdef const double[::1] cc_sdf_values
+    cdef const double[:, ::1] cc_mesh_lo
+    cdef const double[:, ::1] cc_mesh_hi
+    cdef const double[:, :, ::1] cc_box_centre
+    cdef const double[:, :, :, ::1] cc_box_axes
+    cdef const double[:, :, ::1] cc_box_half
+    cdef const double[:, ::1] cc_law
+    cdef const long long[::1] cc_class_start
+    cdef const double[::1] cc_classes
 
 cdef class FlatData(Record):
     cdef double[:, ::1] pos
@@ -159,3 +186,16 @@ cdef class FlatData(Record):
     cdef double[::1] solve_stats
     cdef double[::1] robust_work
     cdef int[::1] kkt_rank
+    cdef long long[::1] cc_idx
+    cdef double[::1] cc_d
+    cdef double[:, ::1] cc_grad
+    cdef double[:, ::1] cc_p
+    cdef long long[::1] cc_stack
+    cdef double[:, ::1] cc_R
+    cdef double[::1] cc_t
+    cdef double[:, ::1] cc_box_c
+    cdef double[:, :, ::1] cc_box_R
+    cdef double[:, ::1] cc_wrench
+    cdef double[:, ::1] cc_pair
+    cdef double[::1] cc_class_counts
+    cdef double[::1] cc_total

@@ -113,6 +113,18 @@ cdef class FlatModel(Record):
             share a body with position i's; row_first (nc,): the first of them, where row i of S's
             envelope (and of its Cholesky factor) starts; row_last (nc,): the last position whose
             envelope reaches column i (the back substitution's range).
+        ncc, cc_*: the compliant contact pairs (mbsim.model.contact.compliant; compliant_kernels
+            .compliant_forces_into), per pair: master, slave (bodies), tree (1: cull by the octree),
+            point_start (ncc + 1) into points (n, 3: the slave's sample points in its frame, all
+            pairs') and point_order (the octree's point order, pair-local indices), node_start
+            (ncc + 1) into the octrees' node_centre, node_radius, node_child_start,
+            node_child_count, node_point_start, node_point_count (pair-local indices),
+            sdf_start into sdf_values (every master's field, C order), sdf_shape (ncc, 3),
+            sdf_origin (ncc, 3), sdf_cell; mesh_lo, mesh_hi (ncc, 3) the master mesh's bounds;
+            box_centre (ncc, 2, 3), box_axes (ncc, 2, 3, 3), box_half (ncc, 2, 3) the OBBs of
+            master [0] and slave [1] in their body frames; law (ncc, 16) the CONTACT_LAW rows'
+            bytes (read as compliant_kernels.ContactLaw); class_start (ncc + 1) into classes
+            (the penetration thresholds of the pairs that have them).
     """
 
     def __init__(self, **fields):
@@ -213,6 +225,33 @@ cdef class FlatModel(Record):
         self.s_col = self.constant(fields, 's_col', 'int64')
         self.row_first = self.constant(fields, 'row_first', 'int64')
         self.row_last = self.constant(fields, 'row_last', 'int64')
+        self.ncc = self.value(fields, 'ncc')
+        self.cc_master = self.constant(fields, 'cc_master', 'int64')
+        self.cc_slave = self.constant(fields, 'cc_slave', 'int64')
+        self.cc_tree = self.constant(fields, 'cc_tree', 'int64')
+        self.cc_point_start = self.constant(fields, 'cc_point_start', 'int64')
+        self.cc_points = self.constant(fields, 'cc_points', 'float64')
+        self.cc_point_order = self.constant(fields, 'cc_point_order', 'int64')
+        self.cc_node_start = self.constant(fields, 'cc_node_start', 'int64')
+        self.cc_node_centre = self.constant(fields, 'cc_node_centre', 'float64')
+        self.cc_node_radius = self.constant(fields, 'cc_node_radius', 'float64')
+        self.cc_node_child_start = self.constant(fields, 'cc_node_child_start', 'int64')
+        self.cc_node_child_count = self.constant(fields, 'cc_node_child_count', 'int64')
+        self.cc_node_point_start = self.constant(fields, 'cc_node_point_start', 'int64')
+        self.cc_node_point_count = self.constant(fields, 'cc_node_point_count', 'int64')
+        self.cc_sdf_start = self.constant(fields, 'cc_sdf_start', 'int64')
+        self.cc_sdf_shape = self.constant(fields, 'cc_sdf_shape', 'int64')
+        self.cc_sdf_origin = self.constant(fields, 'cc_sdf_origin', 'float64')
+        self.cc_sdf_cell = self.constant(fields, 'cc_sdf_cell', 'float64')
+        self.cc_sdf_values = self.constant(fields, 'cc_sdf_values', 'float64')
+        self.cc_mesh_lo = self.constant(fields, 'cc_mesh_lo', 'float64')
+        self.cc_mesh_hi = self.constant(fields, 'cc_mesh_hi', 'float64')
+        self.cc_box_centre = self.constant(fields, 'cc_box_centre', 'float64')
+        self.cc_box_axes = self.constant(fields, 'cc_box_axes', 'float64')
+        self.cc_box_half = self.constant(fields, 'cc_box_half', 'float64')
+        self.cc_law = self.constant(fields, 'cc_law', 'float64')
+        self.cc_class_start = self.constant(fields, 'cc_class_start', 'int64')
+        self.cc_classes = self.constant(fields, 'cc_classes', 'float64')
 
 
 cdef class FlatData(Record):
@@ -245,6 +284,15 @@ cdef class FlatData(Record):
             ``make_data(flat, robust=True)``; mbsim.solvers.numerics.robust_kernels.ROBUST_BUFFERS:
             one array rather than fifteen, because every compiled call passes all of D's
             arrays); kkt_rank: (1,) LAPACK's rank output.
+        cc_*: the compliant contacts' scratch and counters (compliant_kernels.compliant_forces_into):
+            idx, d, grad, p (most sample points of a pair): a pair's penetrating points (index,
+            penetration, field gradient then world, world point); stack (most octree nodes);
+            R (3, 3), t (3,): slave frame -> master frame; box_c (3, 3), box_R (2, 3, 3): the OBBs
+            in world (centres, axes; box_c's row 2 the master's half extents grown by the step
+            control, compliant_kernels.near); wrench (4, 6): a pair's wrenches; of the last evaluation: pair (ncc, 2)
+            each pair's count and deepest penetration, class_counts (classes + ncc) its counts by
+            penetration class, total (4,) count, deepest penetration, elastic potential k
+            g^(n+1)/(n+1) summed, and the most points of an evaluation since the caller zeroed it.
     """
 
     def __init__(self, **fields):
@@ -298,3 +346,16 @@ cdef class FlatData(Record):
         self.solve_stats = self.buffer(fields, 'solve_stats', 'float64')
         self.robust_work = self.buffer(fields, 'robust_work', 'float64')
         self.kkt_rank = self.buffer(fields, 'kkt_rank', 'int32')
+        self.cc_idx = self.buffer(fields, 'cc_idx', 'int64')
+        self.cc_d = self.buffer(fields, 'cc_d', 'float64')
+        self.cc_grad = self.buffer(fields, 'cc_grad', 'float64')
+        self.cc_p = self.buffer(fields, 'cc_p', 'float64')
+        self.cc_stack = self.buffer(fields, 'cc_stack', 'int64')
+        self.cc_R = self.buffer(fields, 'cc_R', 'float64')
+        self.cc_t = self.buffer(fields, 'cc_t', 'float64')
+        self.cc_box_c = self.buffer(fields, 'cc_box_c', 'float64')
+        self.cc_box_R = self.buffer(fields, 'cc_box_R', 'float64')
+        self.cc_wrench = self.buffer(fields, 'cc_wrench', 'float64')
+        self.cc_pair = self.buffer(fields, 'cc_pair', 'float64')
+        self.cc_class_counts = self.buffer(fields, 'cc_class_counts', 'float64')
+        self.cc_total = self.buffer(fields, 'cc_total', 'float64')

@@ -7,8 +7,10 @@ from mbsim.model.layout cimport FlatModel, FlatData
 cdef double kinetic_energy(FlatModel F, const double[::1] v) noexcept nogil
 # gravity, spring-dampers and joint springs (the spring deflections already in D)
 cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil
-# the spring-dampers' elastic energy at the frames in D
+# the spring-dampers' and compliant contacts' elastic energy at the frames in D
 cdef double element_potential(FlatModel F, FlatData D) noexcept nogil
+# the compliant contacts' per-pair columns into out[c:]; returns the column after them
+cdef Py_ssize_t contact_columns_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t c) noexcept nogil
 # joint reactions and drive forces from D.J, D.lam into out[start:]; returns the column after them
 cdef Py_ssize_t reactions_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t start) noexcept nogil
 # CONTRACT §8's columns (coordinates, rates, stop and friction forces, actuator forces and powers)

@@ -42,9 +42,29 @@ cdef double potential_energy(FlatModel F, FlatData D) noexcept nogil:
     return pot + joint_spring_potential_at(F.jc_stiffness, F.jc_rest, D.jc_value)
 
 
-# The spring-dampers' elastic energy at the frames in D (mbsim.model.force_kernels).
+# The spring-dampers' elastic energy at the frames in D (mbsim.model.force_kernels) and the
+# compliant contacts' (k g^(n+1)/(n+1) per point) of the force evaluation at the same frames.
 cdef double element_potential(FlatModel F, FlatData D) noexcept nogil:
-    return spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k, F.sd_rest)
+    cdef double pot = spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k,
+                                                 F.sd_rest)
+    return pot + D.cc_total[2] if F.ncc else pot
+
+
+# The compliant contacts' per-pair columns (mbsim.diagnostics.contact_columns: count, deepest
+# penetration, class counts of the pairs that have classes) of the evaluation in D into out[c:];
+# returns the column after them.
+cdef Py_ssize_t contact_columns_into(FlatModel F, FlatData D, double[::1] out, Py_ssize_t c) noexcept nogil:
+    cdef Py_ssize_t k, j, c0, c1
+    for k in range(F.ncc):
+        out[c] = D.cc_pair[k, 0]
+        out[c + 1] = D.cc_pair[k, 1]
+        c += 2
+        c0, c1 = F.cc_class_start[k], F.cc_class_start[k + 1]
+        if c1 > c0:
+            for j in range(c0 + k, c1 + k + 1):
+                out[c] = D.cc_class_counts[j]
+                c += 1
+    return c
 
 
 # Joint reactions (force and torque about the joint point in world axes on the reported body;
@@ -171,8 +191,8 @@ cdef void row_into(FlatModel F, FlatData D, double t, const double[::1] q, const
     out[c + 3] = work
     out[c + 4] = pos_violation
     out[c + 5] = vel_violation
-    out[c + 6] = 0.0
-    out[c + 7] = 0.0
+    out[c + 6] = D.cc_total[0] if F.ncc else 0.0
+    out[c + 7] = D.cc_total[1] if F.ncc else 0.0
     out[c + 8] = iterations
     out[c + 9] = h
     c += 10
@@ -190,7 +210,8 @@ cdef void row_into(FlatModel F, FlatData D, double t, const double[::1] q, const
     if not F.jc_forces:  # the right-hand side had no need of the joint coordinates: the row has
         coordinates_into(F, D, t, v)
     c = driven_columns_into(F, D, out, c)
-    outputs_into(F, D, t, out, c)
+    c = outputs_into(F, D, t, out, c)
+    contact_columns_into(F, D, out, c)
 
 
 # CONTRACT §8's columns (mbsim.diagnostics.driven_columns) from the forces' evaluation at the

@@ -16,6 +16,7 @@ from libc.math cimport M_PI
 import numpy as np
 
 from mbsim.model.expr_kernel cimport _mod, program_value
+from mbsim.model.contact.compliant_kernels cimport compliant_forces_into
 from mbsim.model.force_kernels cimport loads_at, spring_damper_potential_at, spring_dampers_at
 from mbsim.model.signal_kernels cimport signals_at
 from mbsim.model.joint_force_kernels cimport actuator_forces_at, coordinate_rates_at, joint_forces_at, unwrap_at
@@ -409,9 +410,13 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
 
 
 # Add the force elements' generalized forces (body axes) to Qc (conservative: spring-dampers'
-# elastic part) and Qn (their damping, the applied loads); the frames of the state are in D already.
-# The elements' one implementation is mbsim.model.force_kernels (the force groups' evaluate runs it too).
+# elastic part, the compliant contacts' elastic part) and Qn (their damping, the applied loads, the
+# contacts' friction); the frames of the state are in D already. The elements' one implementation
+# is mbsim.model.force_kernels (the force groups' evaluate runs it too), the compliant contacts'
+# mbsim.model.contact.compliant_kernels (their counters and potential left in D.cc_*).
 cdef void element_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc, double[::1] Qn) noexcept nogil:
+    if F.ncc:
+        compliant_forces_into(F, D, Qc, Qn)
     if F.sd_k.shape[0]:
         spring_dampers_at(F.dim, F.nbody, D.pos, D.rot, D.vel, D.omega, D.omega2, F.sd_b1, F.sd_b2, F.sd_s1,
                           F.sd_s2, F.sd_k, F.sd_c, F.sd_rest, Qc, Qn)
@@ -443,7 +448,7 @@ cdef void inverse_mass_times(FlatModel F, const double[::1] x, double[::1] out) 
 # The compiled force elements and the forces on the joint coordinates at one state given by its
 # Frames (Python's single evaluations: mbsim.model.dynamics.applied_forces) added into Qc
 # (elastic) and Qn (the rest); ``reference``: the run's unwrapping state (Data.coordinate_reference).
-# Returns their potential (spring-dampers and joint springs). The actuators' forces, the
+# Returns their potential (spring-dampers, compliant contacts and joint springs). The actuators' forces, the
 # coordinates and the stop and friction forces are left in D (read right after, holding the GIL).
 # ``nonsmooth``: the LCP methods' forces, without the compliant stops and the Coulomb/Stribeck friction.
 def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] v, reference, double[::1] Qc,
@@ -468,6 +473,8 @@ def element_forces(FlatModel F, FlatData D, double t, frames, const double[::1] 
         if F.sd_k.shape[0]:
             potential += spring_damper_potential_at(F.dim, D.pos, D.rot, F.sd_b1, F.sd_b2, F.sd_s1, F.sd_s2, F.sd_k,
                                                     F.sd_rest)
+        if F.ncc:
+            potential += D.cc_total[2]
     return potential
 
 

@@ -56,6 +56,7 @@ class Solver(Protocol):
     data: Data  # what this run changes (the model is never written after compile)
     integrator_label: str  # the integrator as the result file names it
     block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code
+    contact_step_blocks: bool  # whether those blocks take time.contact_step's step control themselves
     adaptive: bool  # whether step() chooses its own step size (keeps its proposal h_next)
     extra_diagnostics: tuple[str, ...]  # per-step values under /diagnostics/solver/ (StepInfo.extra)
     notes: tuple[str, ...]  # what the user should know about the set-up (printed by the CLI)
@@ -115,6 +116,7 @@ class SolverBase:
     data: Data
     integrator_label: str = ""
     block_stepping: bool = False
+    contact_step_blocks: bool = False
     adaptive: bool = False
     extra_diagnostics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

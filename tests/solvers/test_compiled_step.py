@@ -307,8 +307,9 @@ def test_compiled_rows_match_the_python_records(tmp_path, monkeypatch, every, me
 
 def test_models_without_a_compiled_form_step_in_python(tmp_path):
     """What still steps in Python: the implicit integrators (scipy's loop), gauss's optimizers and
-    compliant contact (its force group has no compiled form, issue 31: its forces by Python at every
-    stage, into the compiled acceleration solve; flatten leaves it out). A sparse model
+    compliant contact with trimesh's brute_force detection (its force group has no compiled form:
+    its forces by Python at every stage, into the compiled acceleration solve; flatten leaves it
+    out; the other detections are compiled, tests/solvers/test_compliant.py). A sparse model
     flattens (a dense-only caller refuses it: dense_reason); couplings are a compiled kind
     (tests/model/test_couplings)."""
     scene = scene_2d()
@@ -332,7 +333,8 @@ def test_models_without_a_compiled_form_step_in_python(tmp_path):
             {"name": "ball", "density": 1000, "position": [0, 0, 0.097],
              "shapes": [{"type": "sphere", "radius": 0.1}]},
         ],
-        "contacts": [{"type": "compliant", "body1": "block", "body2": "ball", "stiffness": 1e6, "damping": 10}],
+        "contacts": [{"type": "compliant", "body1": "block", "body2": "ball", "stiffness": 1e6, "damping": 10,
+                      "detection": "brute_force"}],
     }  # fmt: skip
     model, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "c.yaml"))))
     assert solver.compiled and not solver.block_stepping and "has no compiled form" in solver.compiled_reason

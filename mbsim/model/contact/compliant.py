@@ -25,6 +25,12 @@ centre exceeds their radius plus one cell, the surviving points looked up in the
 pass (compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
 trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
 (mbsim.simulate takes time.contact_step while it holds).
+
+The compiled step evaluates the pairs (``sdf_octree``, ``sdf``): ``flat_arrays`` lays them out as
+the FlatModel's cc_* arrays, compliant_kernels.compliant_forces_into computes the forces, counters
+and potential at every stage, ``read_counters`` brings the counters of an evaluation to the run's
+Data. ``evaluate`` is the Python path of ``brute_force`` (trimesh's queries), which has no compiled
+form (mbsim.model.flat.compiled_form).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import numpy as np
 from mbsim.errors import did_you_mean
 from mbsim.model.contact.compliant_kernels import (
     FRICTION_STRIBECK,
+    OBB_EPS,
     LawTable,
     friction_coefficients,
     obb_overlap_one,
@@ -57,6 +64,10 @@ from mbsim.scene.fields import Context, Field, Number, read_mapping
 
 if TYPE_CHECKING:
     from mbsim.model.data import Data
+    from mbsim.model.layout import FlatData, FlatModel
+
+if OBB_EPS != EPS:
+    raise ImportError("the compiled step's box margin differs from mbsim.model.contact.obb.EPS")
 
 _LOG = logging.getLogger("mbsim.cache")
 # even surface samples a contact may ask for: a million take trimesh ~20 s and 1 GB to spread, and
@@ -180,6 +191,35 @@ class CompliantContacts:
         self.laws = np.concatenate([pair.law for pair in pairs]) if pairs else np.zeros(0, dtype=CONTACT_LAW)
         self.law_table = LawTable(self.laws)
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled step evaluates the group (compliant_kernels.compliant_forces_into, over
+        the FlatModel's cc_* arrays: flat_arrays); ``brute_force`` detection (trimesh) is Python's."""
+        return all(pair.detection != "brute_force" for pair in self.pairs)
+
+    def flat_arrays(self) -> dict[str, Any]:
+        """The FlatModel's cc_* arrays of the pairs (mbsim.model.layout.FlatModel; flat_arrays(None):
+        none), all pairs' points, octrees and fields concatenated, the indices pair-local."""
+        return compliant_arrays(self.pairs, self.laws)
+
+    def read_counters(self, data: Data, flat_data: FlatData) -> None:
+        """The counters of the compiled evaluation that last ran on ``flat_data`` (FlatData.cc_*)
+        into ``data.contacts``, which pair_diagnostics and the recorded rows read."""
+        pair, classes, total = (
+            np.asarray(flat_data.cc_pair),
+            np.asarray(flat_data.cc_class_counts),
+            np.asarray(flat_data.cc_total),
+        )
+        start = 0
+        for k, p in enumerate(self.pairs):
+            count, deepest = int(pair[k, 0]), float(pair[k, 1])
+            counts = None
+            if p.classes is not None:
+                counts = classes[start + k : start + k + len(p.classes) + 1].copy() if count else None
+                start += len(p.classes)
+            data.contacts.pairs[k] = (count, deepest, counts)
+        data.contacts.count, data.contacts.penetration = int(total[0]), float(total[1])
+
     def pair_diagnostics(self, data: Data) -> dict[str, float | np.ndarray]:
         """Per pair, of the run's last evaluation: /diagnostics/contacts/NAME/count, max_penetration
         and class_counts."""
@@ -286,6 +326,80 @@ class CompliantContacts:
             deepest = max(deepest, float(g.max()))
         data.contacts.count, data.contacts.penetration = count, deepest
         return cons, nonc, potential
+
+
+def compliant_arrays(pairs: list[CompliantPair], laws: np.ndarray) -> dict[str, Any]:
+    """The FlatModel's cc_* arrays of ``pairs`` (their law rows ``laws``); see flat_arrays."""
+    n = len(pairs)
+    trees = [pair.tree if pair.detection == "sdf_octree" and pair.tree is not None else None for pair in pairs]
+    node_keys = ("centre", "radius", "child_start", "child_count", "point_start", "point_count")
+    nodes = {key: [getattr(t, f"node_{key}") for t in trees if t is not None] for key in node_keys}
+    empty = {"centre": np.zeros((0, 3)), "radius": np.zeros(0)}
+    fields = [pair.field for pair in pairs]
+    sizes = [f.values.size for f in fields]
+    classes = [np.asarray(pair.classes, dtype=float) for pair in pairs if pair.classes is not None]
+    class_sizes = [len(pair.classes) if pair.classes is not None else 0 for pair in pairs]
+
+    def starts(counts: list[int]) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64)
+
+    def boxes(index: int) -> np.ndarray:  # centre, axes or half extents of master then slave, per pair
+        return np.array([[pair.master_box[index], pair.slave_box[index]] for pair in pairs], dtype=float)
+
+    if laws.dtype.itemsize != 8 * len(laws.dtype.names or ()):
+        raise ValueError("the contact law rows must have 8-byte fields only (compliant_kernels.ContactLaw)")
+    return {
+        "ncc": n,
+        "cc_master": np.array([pair.master for pair in pairs], dtype=np.int64),
+        "cc_slave": np.array([pair.slave for pair in pairs], dtype=np.int64),
+        "cc_tree": np.array([t is not None for t in trees], dtype=np.int64),
+        "cc_point_start": starts([len(pair.points) for pair in pairs]),
+        "cc_points": np.concatenate([pair.points for pair in pairs]) if n else np.zeros((0, 3)),
+        "cc_point_order": np.concatenate(
+            [t.point_order if t is not None else np.arange(len(p.points)) for t, p in zip(trees, pairs, strict=True)]
+        ).astype(np.int64)
+        if n
+        else np.zeros(0, dtype=np.int64),
+        "cc_node_start": starts([len(t.node_radius) if t is not None else 0 for t in trees]),
+        **{
+            f"cc_node_{key}": np.concatenate(parts) if parts else empty.get(key, np.zeros(0, dtype=np.int64))
+            for key, parts in nodes.items()
+        },
+        "cc_sdf_start": starts(sizes)[:n],
+        "cc_sdf_shape": np.array([f.values.shape for f in fields], dtype=np.int64).reshape(n, 3),
+        "cc_sdf_origin": np.array([pair.field_origin for pair in pairs], dtype=float).reshape(n, 3),
+        "cc_sdf_cell": np.array([f.cell for f in fields], dtype=float),
+        "cc_sdf_values": np.concatenate([f.values.ravel() for f in fields]) if n else np.zeros(0),
+        "cc_mesh_lo": np.array([pair.mesh_lo for pair in pairs], dtype=float).reshape(n, 3),
+        "cc_mesh_hi": np.array([pair.mesh_hi for pair in pairs], dtype=float).reshape(n, 3),
+        "cc_box_centre": boxes(0).reshape(n, 2, 3),
+        "cc_box_axes": boxes(1).reshape(n, 2, 3, 3),
+        "cc_box_half": boxes(2).reshape(n, 2, 3),
+        "cc_law": np.ascontiguousarray(laws).view(np.float64).reshape(n, -1) if n else np.zeros((0, 16)),
+        "cc_class_start": starts(class_sizes),
+        "cc_classes": np.concatenate(classes) if classes else np.zeros(0),
+    }
+
+
+def compliant_buffers(flat: FlatModel) -> dict[str, np.ndarray]:
+    """The FlatData's cc_* buffers of a FlatModel's pairs (see mbsim.model.layout.FlatData)."""
+    points = int(np.max(np.diff(flat.cc_point_start), initial=0))
+    nodes = int(np.max(np.diff(flat.cc_node_start), initial=0))
+    return {
+        "cc_idx": np.zeros(points, dtype=np.int64),
+        "cc_d": np.zeros(points),
+        "cc_grad": np.zeros((points, 3)),
+        "cc_p": np.zeros((points, 3)),
+        "cc_stack": np.zeros(max(nodes, 1), dtype=np.int64),
+        "cc_R": np.zeros((3, 3)),
+        "cc_t": np.zeros(3),
+        "cc_box_c": np.zeros((3, 3)),
+        "cc_box_R": np.zeros((2, 3, 3)),
+        "cc_wrench": np.zeros((4, 6)),
+        "cc_pair": np.zeros((flat.ncc, 2)),
+        "cc_class_counts": np.zeros(len(flat.cc_classes) + flat.ncc),
+        "cc_total": np.zeros(4),
+    }
 
 
 def _inverse_mass(slave: int, master: int, nbody: int, masses, inertias) -> tuple[float, float, float, float]:

@@ -1,6 +1,8 @@
 # Compiled kernels of the compliant contact force (mbsim.model.contact.compliant_kernels), for
 # modules that call them from C; Python calls the def wrappers of the same names without ``_c``.
 
+from mbsim.model.layout cimport FlatData, FlatModel
+
 # Kernel codes of the contact laws (mbsim.model.contact.laws: each law names the code it uses)
 cdef enum:
     NORMAL_HERTZ_C = 0        # f_N = k g^n + chi g^m dg/dt (eq. 36)
@@ -51,7 +53,17 @@ cdef Py_ssize_t penetrating_points_c(
     const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
-    const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
-    const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
+    const double[:, ::1] R, const double[::1] t, const double* values, const Py_ssize_t* shape, const double* origin,
+    double cell, const double* lo, const double* hi, double margin, long long[::1] out_idx, double[::1] out_d,
     double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil
+
+# Every compliant pair of the FlatModel at the body frames in D: forces added to Qc (elastic) and
+# Qn (damping, friction), body by body (force world, torque body axes); the counters into D.cc_*;
+# returns the elastic potential
+cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil
+
+# Whether some pair's bounding boxes overlap at the state (q, v) (body coordinates) or may within a
+# step h (CompliantContacts.near; D's frames are overwritten): the step control of time.contact_step
+cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
+                        double h) noexcept nogil

@@ -1,13 +1,16 @@
 """Compiled kernels of the compliant contact force (mbsim.model.contact.compliant): one pair's
 bounding-box test and its force on both bodies, without numpy's per-call overhead (the docking
-scene evaluates 4 pairs 4 times a step; in numpy the small-array calls cost ~1 ms a step)."""
+scene evaluates 4 pairs 4 times a step; in numpy the small-array calls cost ~1 ms a step); and
+every pair of a FlatModel inside the compiled step (compliant_forces_into: detection, forces,
+counters, potential; contacts_near: time.contact_step's test), over its cc_* arrays."""
 
 import numpy as np
 
 from libc.math cimport fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
-from mbsim.model.contact.sdf_kernels cimport interpolate
+from mbsim.model.contact.sdf_kernels cimport distance_grid, interpolate_grid
+from mbsim.model.kernels cimport frames3_into
 
 
 cdef bint obb_overlap_one_c(const double[:] cA, const double[:, :] RA, const double[:] hA,
@@ -54,6 +57,11 @@ def obb_overlap_one(const double[:] cA, const double[:, :] RA, const double[:] h
                     const double[:, :] RB, const double[:] hB, double margin, double eps):
     """The 15-axis separating-axis test of one box pair (see mbsim.model.contact.obb.obb_overlap)."""
     return obb_overlap_one_c(cA, RA, hA, cB, RB, hB, margin, eps)
+
+
+# the margin of the boxes' separating-axis test (mbsim.model.contact.obb.EPS; compliant checks they agree)
+cdef double OBB_EPS_C = 1e-6
+OBB_EPS = OBB_EPS_C
 
 
 # the law codes for Python (mbsim.model.contact.laws names them per law)
@@ -265,16 +273,18 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
 # Looks up slave point q mapped into the master's frame; a point inside (d < 0) is appended to the
 # outputs at ``count``. Returns the new count.
 cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, const double[:, ::1] R, const double[::1] t,
-                                   const double[:, :, ::1] values, const double[::1] origin, double inv, double cell,
-                                   long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
+                                   const double* values, const Py_ssize_t* shape, const double* origin, double inv,
+                                   double cell, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
                                    Py_ssize_t count) noexcept nogil:
     cdef double x = points[q, 0], y = points[q, 1], z = points[q, 2]
     cdef double px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
     cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
     cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
     cdef double gx, gy, gz, ext
-    cdef double d = interpolate(values, origin, inv, cell, px, py, pz, &gx, &gy, &gz, &ext)
+    # the value first (most points are outside), the gradient of the few inside
+    cdef double d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
     if d < 0.0:
+        d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy, &gz, &ext)
         out_idx[count] = q
         out_d[count] = d
         out_g[count, 0] = gx
@@ -288,8 +298,8 @@ cdef Py_ssize_t penetrating_points_c(
     const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
-    const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
-    const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
+    const double[:, ::1] R, const double[::1] t, const double* values, const Py_ssize_t* shape, const double* origin,
+    double cell, const double* lo, const double* hi, double margin, long long[::1] out_idx, double[::1] out_d,
     double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil:
     cdef double inv = 1.0 / cell
@@ -306,7 +316,7 @@ cdef Py_ssize_t penetrating_points_c(
             cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
             cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
             cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
-            d = interpolate(values, origin, inv, cell, cx, cy, cz, &gx, &gy, &gz, &ext)
+            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
             bx = max(lo[0] - cx, 0.0, cx - hi[0])
             by = max(lo[1] - cy, 0.0, cy - hi[1])
             bz = max(lo[2] - cz, 0.0, cz - hi[2])
@@ -322,10 +332,10 @@ cdef Py_ssize_t penetrating_points_c(
             start = node_point_start[k]
             for a in range(start, start + node_point_count[k]):
                 q = point_order[a]
-                count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+                count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
     else:
         for q in range(points.shape[0]):
-            count = _test_point(points, q, R, t, values, origin, inv, cell, out_idx, out_d, out_g, count)
+            count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
     return count
 
 
@@ -350,6 +360,8 @@ def penetrating_points(
     """
     cdef Py_ssize_t count
     cdef Py_ssize_t* stack = NULL
+    cdef Py_ssize_t shape[3]
+    shape[0], shape[1], shape[2] = values.shape[0], values.shape[1], values.shape[2]
     if use_tree:
         stack = <Py_ssize_t*>malloc(max(node_centre.shape[0], 1) * sizeof(Py_ssize_t))
         if stack == NULL:
@@ -358,9 +370,205 @@ def penetrating_points(
         with nogil:
             count = penetrating_points_c(
                 points, point_order, node_centre, node_radius, node_child_start, node_child_count,
-                node_point_start, node_point_count, use_tree, R, t, values, origin, cell, lo, hi, margin,
-                out_idx, out_d, out_g, stack,
+                node_point_start, node_point_count, use_tree, R, t, &values[0, 0, 0], shape, &origin[0], cell,
+                &lo[0], &hi[0], margin, out_idx, out_d, out_g, stack,
             )
     finally:
         free(stack)
     return count
+
+
+# Sorts the first n found points by their index (heap sort, in place, with their distances and
+# gradients): the octree visits them in its own order, and the forces are summed in point order
+# so that culled and unculled evaluations agree to the last bit, as the Python evaluation's did.
+cdef void _sort_found(long long[::1] idx, double[::1] d, double[:, ::1] g, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t start, end, root, child
+    if n < 2:
+        return
+    start = n // 2
+    end = n
+    while end > 1:
+        if start > 0:
+            start -= 1
+        else:
+            end -= 1
+            _swap_found(idx, d, g, 0, end)
+        root = start
+        while 2 * root + 1 < end:
+            child = 2 * root + 1
+            if child + 1 < end and idx[child] < idx[child + 1]:
+                child += 1
+            if idx[root] < idx[child]:
+                _swap_found(idx, d, g, root, child)
+                root = child
+            else:
+                break
+
+
+cdef inline void _swap_found(long long[::1] idx, double[::1] d, double[:, ::1] g, Py_ssize_t a,
+                             Py_ssize_t b) noexcept nogil:
+    cdef long long i = idx[a]
+    cdef double x = d[a]
+    cdef int c
+    idx[a], idx[b] = idx[b], i
+    d[a], d[b] = d[b], x
+    for c in range(3):
+        x = g[a, c]
+        g[a, c] = g[b, c]
+        g[b, c] = x
+
+
+# the OBB of pair k's side (0 master, 1 slave) in world: centre pos + R c, axes R A
+cdef inline void _world_box(FlatModel F, FlatData D, Py_ssize_t k, int side, Py_ssize_t b) noexcept nogil:
+    cdef int a, c
+    for a in range(3):
+        D.cc_box_c[side, a] = D.pos[b, a] + (D.rot[b, a, 0] * F.cc_box_centre[k, side, 0]
+                                             + D.rot[b, a, 1] * F.cc_box_centre[k, side, 1]
+                                             + D.rot[b, a, 2] * F.cc_box_centre[k, side, 2])
+        for c in range(3):
+            D.cc_box_R[side, a, c] = (D.rot[b, a, 0] * F.cc_box_axes[k, side, 0, c]
+                                      + D.rot[b, a, 1] * F.cc_box_axes[k, side, 1, c]
+                                      + D.rot[b, a, 2] * F.cc_box_axes[k, side, 2, c])
+
+
+cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil:
+    """Every compliant pair (mbsim.model.contact.compliant, the module docstring) at the body frames
+    in D: the OBBs' 15-axis test, the octree walk and field lookups (penetrating_points_c), the
+    forces of eqs. (36)-(43) (pair_forces_c), added to Qc (elastic) and Qn (damping, friction) of
+    both bodies (the ground's left out); each pair's count, deepest penetration and class counts
+    into D.cc_pair, D.cc_class_counts, the totals and the elastic potential into D.cc_total.
+    Returns the potential."""
+    cdef Py_ssize_t nb = F.nbody
+    cdef Py_ssize_t k, m, s, n, i, p0, p1, n0, n1, c0, c1, j, b
+    cdef int a, c, row
+    cdef double potential = 0.0, pair_potential, deepest, total_deepest = 0.0, x, y, z
+    cdef long long total_count = 0
+    cdef Py_ssize_t shape[3]
+    cdef const double[:, ::1] points
+    for k in range(F.ncc):
+        m = F.cc_master[k]
+        s = F.cc_slave[k]
+        D.cc_pair[k, 0] = 0.0
+        D.cc_pair[k, 1] = 0.0
+        c0, c1 = F.cc_class_start[k], F.cc_class_start[k + 1]
+        for j in range(c0 + k, c1 + k + (1 if c1 > c0 else 0)):
+            D.cc_class_counts[j] = 0.0
+        # global detection: the oriented bounding boxes, the 15-axis separating-axis test
+        _world_box(F, D, k, 0, m)
+        _world_box(F, D, k, 1, s)
+        if not obb_overlap_one_c(D.cc_box_c[0], D.cc_box_R[0], F.cc_box_half[k, 0], D.cc_box_c[1], D.cc_box_R[1],
+                                 F.cc_box_half[k, 1], 0.0, OBB_EPS_C):
+            continue
+        # slave frame -> master frame: x_m = R x_s + t, R = R_m^T R_s, t = R_m^T (p_s - p_m)
+        for a in range(3):
+            D.cc_t[a] = (D.rot[m, 0, a] * (D.pos[s, 0] - D.pos[m, 0]) + D.rot[m, 1, a] * (D.pos[s, 1] - D.pos[m, 1])
+                         + D.rot[m, 2, a] * (D.pos[s, 2] - D.pos[m, 2]))
+            for c in range(3):
+                D.cc_R[a, c] = D.rot[m, 0, a] * D.rot[s, 0, c] + D.rot[m, 1, a] * D.rot[s, 1, c] + D.rot[m, 2, a] * D.rot[s, 2, c]
+        # local detection: the octree walk (or every point) and the field lookups
+        p0, p1 = F.cc_point_start[k], F.cc_point_start[k + 1]
+        n0, n1 = F.cc_node_start[k], F.cc_node_start[k + 1]
+        points = F.cc_points[p0:p1]
+        for a in range(3):
+            shape[a] = F.cc_sdf_shape[k, a]
+        n = penetrating_points_c(
+            points, F.cc_point_order[p0:p1], F.cc_node_centre[n0:n1], F.cc_node_radius[n0:n1],
+            F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
+            F.cc_node_point_count[n0:n1], F.cc_tree[k] != 0, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]],
+            shape, &F.cc_sdf_origin[k, 0], F.cc_sdf_cell[k], &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0],
+            F.cc_sdf_cell[k], D.cc_idx, D.cc_d, D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
+        )
+        if n == 0:
+            continue
+        if F.cc_tree[k]:
+            _sort_found(D.cc_idx, D.cc_d, D.cc_grad, n)
+        # world points, penetrations g = -d, the field's gradient in world axes
+        deepest = 0.0
+        for i in range(n):
+            j = D.cc_idx[i]
+            x, y, z = points[j, 0], points[j, 1], points[j, 2]
+            for a in range(3):
+                D.cc_p[i, a] = D.pos[s, a] + D.rot[s, a, 0] * x + D.rot[s, a, 1] * y + D.rot[s, a, 2] * z
+            D.cc_d[i] = -D.cc_d[i]
+            deepest = max(deepest, D.cc_d[i])
+            x, y, z = D.cc_grad[i, 0], D.cc_grad[i, 1], D.cc_grad[i, 2]
+            for a in range(3):
+                D.cc_grad[i, a] = D.rot[m, a, 0] * x + D.rot[m, a, 1] * y + D.rot[m, a, 2] * z
+            # its penetration class: the number of thresholds at or below g
+            if c1 > c0:
+                c = 0
+                while c0 + c < c1 and F.cc_classes[c0 + c] <= D.cc_d[i]:
+                    c += 1
+                D.cc_class_counts[c0 + k + c] += 1.0
+        D.cc_pair[k, 0] = n
+        D.cc_pair[k, 1] = deepest
+        total_count += n
+        total_deepest = max(total_deepest, deepest)
+        # eqs. (36)-(43): the elastic part along the raw gradient of the interpolant (exactly
+        # conservative), damping and friction along the unit normal
+        for row in range(4):
+            for a in range(6):
+                D.cc_wrench[row, a] = 0.0
+        pair_potential = pair_forces_c(
+            D.cc_p[:n], D.cc_d[:n], D.cc_grad[:n], D.pos[s], D.rot[s], D.vel[s], D.omega[s], D.pos[m], D.rot[m],
+            D.vel[m], D.omega[m], <const ContactLaw*>&F.cc_law[k, 0], D.cc_wrench,
+        )
+        potential += pair_potential
+        # rows: slave and master elastic (Qc), then slave and master damping and friction (Qn)
+        for row in range(4):
+            b = s if row % 2 == 0 else m
+            if b >= nb:
+                continue
+            for a in range(6):
+                if row < 2:
+                    Qc[6 * b + a] += D.cc_wrench[row, a]
+                else:
+                    Qn[6 * b + a] += D.cc_wrench[row, a]
+    D.cc_total[0] = total_count
+    D.cc_total[1] = total_deepest
+    D.cc_total[2] = potential
+    D.cc_total[3] = max(D.cc_total[3], <double>total_count)
+    return potential
+
+
+# Whether pair k's boxes overlap now or may within a step h: the master's box grown by how far the
+# corners of both boxes can move in h (CompliantContacts.near; box_c row 2 holds the grown half extents).
+cdef bint _pair_near(FlatModel F, FlatData D, Py_ssize_t k, double h) noexcept nogil:
+    cdef double grow = 0.0, reach, speed, spin
+    cdef int side, a
+    cdef Py_ssize_t b
+    for side in range(2):
+        b = F.cc_master[k] if side == 0 else F.cc_slave[k]
+        _world_box(F, D, k, side, b)
+        # the farthest corner from the body's origin
+        reach = (sqrt(F.cc_box_centre[k, side, 0] ** 2 + F.cc_box_centre[k, side, 1] ** 2
+                      + F.cc_box_centre[k, side, 2] ** 2)
+                 + sqrt(F.cc_box_half[k, side, 0] ** 2 + F.cc_box_half[k, side, 1] ** 2 + F.cc_box_half[k, side, 2] ** 2))
+        speed = sqrt(D.vel[b, 0] ** 2 + D.vel[b, 1] ** 2 + D.vel[b, 2] ** 2)
+        spin = sqrt(D.omega[b, 0] ** 2 + D.omega[b, 1] ** 2 + D.omega[b, 2] ** 2)
+        grow += h * (speed + spin * reach)
+    for a in range(3):
+        D.cc_box_c[2, a] = F.cc_box_half[k, 0, a] + grow
+    return obb_overlap_one_c(D.cc_box_c[0], D.cc_box_R[0], D.cc_box_c[2], D.cc_box_c[1], D.cc_box_R[1],
+                             F.cc_box_half[k, 1], 0.0, OBB_EPS_C)
+
+
+def near(FlatModel F not None, FlatData D not None, const double[::1] q, const double[::1] v, double h):
+    """Whether the bounding boxes of some compiled pair overlap at the state (q, v) (body
+    coordinates) or may within a step h: CompliantContacts.near over the FlatModel's cc_* arrays
+    (the paper's step control, tested once per step; D's frames are overwritten)."""
+    if q.shape[0] != F.nq or v.shape[0] != F.nv:
+        raise ValueError(f"near: expected q of {F.nq} and v of {F.nv}")
+    return contacts_near(F, D, q, v, h)
+
+
+cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
+                        double h) noexcept nogil:
+    cdef Py_ssize_t k
+    if F.ncc == 0 or F.dim != 3:
+        return False
+    frames3_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega_body, D.omega)
+    for k in range(F.ncc):
+        if _pair_near(F, D, k, h):
+            return True
+    return False

@@ -32,21 +32,31 @@ cdef inline void _axis(double x, double origin, double inv, double cell, Py_ssiz
 cdef inline double interpolate(const double[:, :, ::1] values, const double[::1] origin, double inv,
                                double cell, double px, double py, double pz,
                                double* gx, double* gy, double* gz, double* ext) noexcept nogil:
-    cdef Py_ssize_t i, j, k
+    return interpolate_grid(&values[0, 0, 0], values.shape[0], values.shape[1], values.shape[2], &origin[0], inv,
+                            cell, px, py, pz, gx, gy, gz, ext)
+
+
+# The same on a grid given by its first value and shape (C order): the compiled contact step's
+# fields are one concatenated array (mbsim.model.flat: cc_sdf_values), a pointer into it each.
+cdef inline double interpolate_grid(const double* values, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2,
+                                    const double* origin, double inv, double cell, double px, double py,
+                                    double pz, double* gx, double* gy, double* gz, double* ext) noexcept nogil:
+    cdef Py_ssize_t i, j, k, s0 = n1 * n2, at
     cdef double x, y, z, ex, ey, ez
     cdef double c000, c100, c010, c110, c001, c101, c011, c111, c00, c10, c01, c11, c0, c1, e, d, dx, dy, dz
     # cell indices and fractions of the point clamped onto the box; e* = offset from the box
-    _axis(px, origin[0], inv, cell, values.shape[0] - 1, &i, &x, &ex)
-    _axis(py, origin[1], inv, cell, values.shape[1] - 1, &j, &y, &ey)
-    _axis(pz, origin[2], inv, cell, values.shape[2] - 1, &k, &z, &ez)
-    c000 = values[i, j, k]
-    c100 = values[i + 1, j, k]
-    c010 = values[i, j + 1, k]
-    c110 = values[i + 1, j + 1, k]
-    c001 = values[i, j, k + 1]
-    c101 = values[i + 1, j, k + 1]
-    c011 = values[i, j + 1, k + 1]
-    c111 = values[i + 1, j + 1, k + 1]
+    _axis(px, origin[0], inv, cell, n0 - 1, &i, &x, &ex)
+    _axis(py, origin[1], inv, cell, n1 - 1, &j, &y, &ey)
+    _axis(pz, origin[2], inv, cell, n2 - 1, &k, &z, &ez)
+    at = i * s0 + j * n2 + k
+    c000 = values[at]
+    c100 = values[at + s0]
+    c010 = values[at + n2]
+    c110 = values[at + s0 + n2]
+    c001 = values[at + 1]
+    c101 = values[at + s0 + 1]
+    c011 = values[at + n2 + 1]
+    c111 = values[at + s0 + n2 + 1]
     # interpolate along x, then y, then z
     c00 = c000 + x * (c100 - c000)
     c10 = c010 + x * (c110 - c010)
@@ -66,3 +76,35 @@ cdef inline double interpolate(const double[:, :, ::1] values, const double[::1]
     gz[0] = ez / e if ez != 0.0 else dz * inv
     ext[0] = e
     return d
+
+
+# The distance alone of interpolate_grid (the same operations: the same value to the last bit) and
+# the point's distance outside the grid box: the detection's test of points and octree cells,
+# most of which are not in contact and need no gradient.
+cdef inline double distance_grid(const double* values, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2,
+                                 const double* origin, double inv, double cell, double px, double py, double pz,
+                                 double* ext) noexcept nogil:
+    cdef Py_ssize_t i, j, k, s0 = n1 * n2, at
+    cdef double x, y, z, ex, ey, ez
+    cdef double c000, c100, c010, c110, c001, c101, c011, c111, c00, c10, c01, c11, c0, c1, e
+    _axis(px, origin[0], inv, cell, n0 - 1, &i, &x, &ex)
+    _axis(py, origin[1], inv, cell, n1 - 1, &j, &y, &ey)
+    _axis(pz, origin[2], inv, cell, n2 - 1, &k, &z, &ez)
+    at = i * s0 + j * n2 + k
+    c000 = values[at]
+    c100 = values[at + s0]
+    c010 = values[at + n2]
+    c110 = values[at + s0 + n2]
+    c001 = values[at + 1]
+    c101 = values[at + s0 + 1]
+    c011 = values[at + n2 + 1]
+    c111 = values[at + s0 + n2 + 1]
+    c00 = c000 + x * (c100 - c000)
+    c10 = c010 + x * (c110 - c010)
+    c01 = c001 + x * (c101 - c001)
+    c11 = c011 + x * (c111 - c011)
+    c0 = c00 + y * (c10 - c00)
+    c1 = c01 + y * (c11 - c01)
+    e = sqrt(ex * ex + ey * ey + ez * ez)
+    ext[0] = e
+    return c0 + z * (c1 - c0) + e

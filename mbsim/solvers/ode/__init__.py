@@ -6,7 +6,8 @@ solve exists once, compiled (mbsim.solvers.ode.ode_kernels.accelerations over a 
 P[METHOD]): the compiled blocks call it, and so does Python for a single evaluation (the recorded
 initial row, a run that is not block-stepped, scipy's Radau and BDF) through
 ode_kernels.accelerations_at / evaluation, with the forces of the groups that have no compiled
-form (compliant contacts, issue 31) computed by the model's Python functions and added to Q.
+form (compliant contacts with brute_force detection) computed by the model's Python functions and
+added to Q.
 What stays in Python: gauss's optimizers slsqp and pso (other algorithms:
 :meth:`OdeSolver.accelerations`), and lagrange's sparse LU for sparse models above DENSE_LIMIT.
 Everything else is here, once: the state y = (q, v, work) goes through the integrator
@@ -126,8 +127,8 @@ class OdeSolver(SolverBase):
         self._iterations = 0
         self._extra: dict[str, float] = {}
         self._flat: FlatModel | None = None
-        # force groups without a compiled form (compliant contacts, issue 31): their forces come from
-        # the model's Python functions at every stage, into the compiled acceleration solve
+        # force groups without a compiled form (compliant contacts with brute_force detection): their forces
+        # come from the model's Python functions at every stage, into the compiled acceleration solve
         self._python_forces = [g for g in model.forces if not compiled_form(g)]
         self.compiled_reason = "the method has no compiled step"
         if self.COMPILED is not None:
@@ -217,6 +218,9 @@ class OdeSolver(SolverBase):
         P[ode_kernels.PROJ_ITERATIONS] = p.iterations
         P[ode_kernels.PROJ_TOL] = p.tol
         P[ode_kernels.ROBUST] = float(self.robust)
+        # time.contact_step's step control in the compiled fixed steps (the compiled compliant contacts')
+        if self.model.contact_step is not None and self._flat.ncc and self._adaptive is None:
+            P[ode_kernels.CONTACT_STEP] = self.model.contact_step
         return P
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
@@ -273,6 +277,12 @@ class OdeSolver(SolverBase):
         info = StepInfo(int(out[5]), float(out[7]), violation if violation >= 0 else None)
         status = {ode_kernels.OK: "ok", ode_kernels.VIOLATION: "violation", ode_kernels.RECORD_FAILED: "record"}
         return Block(new, steps, rows[: int(out[3])], info, float(out[4]), status.get(code, "python"))
+
+    @property
+    def contact_step_blocks(self) -> bool:
+        """Whether the compiled blocks take time.contact_step's step control themselves (fixed steps
+        of a model whose compliant contacts are compiled; ode_kernels: P[CONTACT_STEP])."""
+        return self.block_stepping and self._params[ode_kernels.CONTACT_STEP] > 0.0
 
     @property
     def adaptive(self) -> bool:
@@ -520,6 +530,8 @@ class OdeSolver(SolverBase):
             )  # fmt: skip
             if not ok:
                 raise self.failure(state.t)
+            if self._flat.ncc:  # the compiled compliant contacts' counters, for the recorded row
+                m.compliant.read_counters(self.data, self.data.flat)
             self._count_solve(stats)
             f0 = np.concatenate((m.q_rate(state.q, state.v), vdot, (power + extra_power,)))
             self._cached = (state.t, y, f0, self._iterations, dict(self._extra))

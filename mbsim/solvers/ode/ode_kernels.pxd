@@ -23,7 +23,8 @@ cdef enum:
     P_AL_TOL = 13
     P_AL_MAX_ITER = 14
     P_CUT = 15
-    P_NPARAMS = 16
+    P_CONTACT_STEP = 16  # time.contact_step of the compliant contacts' step control (0: none)
+    P_NPARAMS = 17
 
 # the methods (P[METHOD]; Python: LAGRANGE ... AUGMENTED_LAGRANGIAN)
 cdef enum:

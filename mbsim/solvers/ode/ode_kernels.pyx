@@ -39,6 +39,7 @@ from libc.math cimport INFINITY, NAN, fabs, isfinite, sin, sqrt
 
 import numpy as np
 
+from mbsim.model.contact.compliant_kernels cimport contacts_near
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport kinetic_energy, potential_energy, row_into
@@ -86,6 +87,7 @@ METHOD, INTEGRATOR, ALPHA, BETA, RANK_TOL = P_METHOD, P_INTEGRATOR, P_ALPHA, P_B
 PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = P_PROJ_POSITION, P_PROJ_VELOCITY, P_PROJ_ITERATIONS, P_PROJ_TOL
 ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = P_ROBUST, P_PENALTY, P_OMEGA, P_MU, P_AL_TOL, P_AL_MAX_ITER
 CUT = P_CUT  # null_space, gauss: the rank cut of the current adaptive step (step_cut); rank_tol otherwise
+CONTACT_STEP = P_CONTACT_STEP  # fixed steps: time.contact_step while compliant boxes are near (0: none)
 NPARAMS = P_NPARAMS
 LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = M_LAGRANGE, M_NULL_SPACE, M_GAUSS_KKT, M_AUGMENTED_LAGRANGIAN
 METHODS = {
@@ -685,7 +687,8 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
                 double work, double h, double t_end, Py_ssize_t nmax, double max_violation,
                 double[::1] out) noexcept nogil:
     """Up to ``nmax`` steps of size h (the last one shortened to land on t_end, as
-    mbsim.simulate.run does), q and v updated in place; under an adaptive integrator (W.method
+    mbsim.simulate.run does; a fixed step time.contact_step, P[CONTACT_STEP], instead while the
+    compliant contacts' boxes are near, as there), q and v updated in place; under an adaptive integrator (W.method
     RK45, DOP853) each step is one accepted step of the pair (_adaptive; h its first step when it
     starts afresh, scipy's step control after that, the last one landing on W.t_bound).
 
@@ -716,6 +719,9 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
         # land exactly on t_end
         if t_end - (t + h_try) < 1e-9 * h_try:
             h_try = t_end - t
+        # the paper's step control (mbsim.simulate's): the small step while compliant boxes are near
+        if not adaptive and 0.0 < P[P_CONTACT_STEP] < h_try and contacts_near(F, D, q, v, h_try):
+            h_try = P[P_CONTACT_STEP]
         _copy(q, y, 0)
         _copy(v, y, nq)
         y[ny - 1] = work

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.diagnostics import driven_columns, driven_values_in, row_columns, row_width
+from mbsim.diagnostics import contact_columns, driven_columns, driven_values_in, row_columns, row_width
 from mbsim.model.constraints import constraint_values
 from mbsim.model.data import new_data
 from mbsim.model.flat import compiled_form, make_data, model_form, python_reason
@@ -431,7 +431,7 @@ class Solver(SolverBase):
         columns = row_columns(m, self.space.nq, self.space.nv, driven=False)
         if m.joints:
             columns.append(("joints/{joint}/reaction_body", (len(m.joints), 6 if m.dimension == 3 else 3)))
-        return columns + driven_columns(m)
+        return columns + driven_columns(m) + contact_columns(m)
 
     @property
     def adaptive(self) -> bool:
@@ -670,6 +670,8 @@ class Solver(SolverBase):
         joint_power, pot = rk.tree_forces(flat, self._flat_data, coordinate_q, coordinate_v, t, frames, q, v, Qc, Qn,
                                           tau)  # fmt: skip
         potential += pot
+        if flat.ncc:  # the compiled compliant contacts' counters, for the run's diagnostics
+            m.compliant.read_counters(self.data, self._flat_data)
         total, nonc = (Qc + Qn).reshape(nb, w), Qn.reshape(nb, w)
         for group in m.forces:
             if compiled_form(group):

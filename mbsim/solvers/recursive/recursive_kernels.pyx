@@ -19,6 +19,7 @@ from libc.math cimport fabs, isfinite, sqrt
 
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport (
+    contact_columns_into,
     driven_columns_into,
     element_potential,
     rotation_columns_into,
@@ -586,9 +587,11 @@ cdef void row_into(
             sj = row_blocks_dot(F, W.jrows, r, W.vbody)
             vel_violation = max(vel_violation, fabs(sj + D.phi_t[r]))
     total = kinetic + potential
-    # the scalar columns (mbsim.diagnostics.SCALAR_COLUMNS): no contacts, no iterations
+    # the scalar columns (mbsim.diagnostics.SCALAR_COLUMNS): no iterations
     tail[0], tail[1], tail[2], tail[3], tail[4] = kinetic, potential, total, work, pos_violation
-    tail[5], tail[6], tail[7], tail[8], tail[9] = vel_violation, 0.0, 0.0, 0.0, h
+    tail[5], tail[8], tail[9] = vel_violation, 0.0, h
+    tail[6] = D.cc_total[0] if F.ncc else 0.0
+    tail[7] = D.cc_total[1] if F.ncc else 0.0
     for i in range(10):
         out[c] = tail[i]
         c += 1
@@ -610,7 +613,8 @@ cdef void row_into(
             D.jc_value[r] = q[T.jc_q[r]] + F.jc_initial[r]
             D.jc_qd[r] = v[T.jc_v[r]]
     c = driven_columns_into(F, D, out, c)
-    outputs_into(F, D, t, out, c)
+    c = outputs_into(F, D, t, out, c)
+    contact_columns_into(F, D, out, c)
 
 
 def advance(

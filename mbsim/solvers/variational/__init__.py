@@ -28,8 +28,8 @@ Lambda_k^T C_t (the constraint impulse times the node velocity).
 
 The step exists once, compiled (mbsim.solvers.variational.variational_kernels): Newton, the kinetic terms, the
 Legendre transforms and, over a FlatModel, the model's joints and forces and the recorded rows, in
-blocks of steps. A model flatten does not take (compliant contacts, issue 31) steps through
-the same compiled step one step at a time, its joints and forces evaluated by the model's Python
+blocks of steps. A model flatten does not take (compliant contacts with brute_force detection) steps
+through the same compiled step one step at a time, its joints and forces evaluated by the model's Python
 functions; this module keeps the set-up, the start node and the recorded rows of that case.
 """
 
@@ -129,8 +129,8 @@ class Solver(SolverBase):
         self.data.var = vk.make_var_data(self.n, self.m, model.nv, self.nb, np.intc)  # LAPACK's C int (cython_lapack)
         self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node data.var holds
         self._compiled = self._compile()
-        # what remains in Python: compliant contacts (issue 31) have no compiled form, so such a model's
-        # joints and forces come from the model's Python functions into the same compiled step
+        # what remains in Python: compliant contacts with brute_force detection have no compiled form, so
+        # such a model's joints and forces come from the model's Python functions into the same compiled step
         if self._compiled is None:
             self.evaluator = vk.PyEvaluator(model.nc, model.nv, self._joints, self._forces)
 
@@ -242,11 +242,14 @@ class Solver(SolverBase):
     def evaluate(self, state: State) -> Evaluation:
         """A recorded row's values at ``state``: reactions minimum-norm from the continuous equations at
         the node. Over a FlatModel by the compiled rows' own functions (variational_kernels.evaluation);
-        a model without one (compliant contacts, issue 31) by the model's Python functions."""
+        a model without one (compliant contacts with brute_force detection) by the model's Python
+        functions."""
         m = self.model
         if self._compiled is not None:
             lam, phi, phi_dot, J, kinetic, potential = vk.evaluation(self.evaluator, self.var_model, state.t,
                                                                      state.q, state.v)  # fmt: skip
+            if model_form(m).ncc:  # the compiled compliant contacts' counters, for the recorded row
+                m.compliant.read_counters(self.data, self.data.flat)
             return Evaluation(lam, phi, phi_dot, J if m.nc else None, kinetic, potential, None)
         frames = m.frames(state.q, state.v)
         forces = generalized_forces(m, self.data, frames, state.v, state.t)
