@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.solvers.numerics.cone_kernels import cone_sweeps
+from mbsim.solvers.numerics.cone_kernels import residual as cone_residual
 
 POLISH_MAX = 1500  # unknowns; above this the active-set solve is skipped (a dense least squares)
 ROUNDS = 12  # active-set updates per polish
@@ -227,25 +228,13 @@ class ContactProblem:
         return x
 
     def residual(self, x: np.ndarray, w: np.ndarray | None = None) -> float:
-        """The natural residual (module docstring), impulse units."""
+        """The natural residual (module docstring), impulse units (compiled: cone_kernels.residual)."""
         if self.n == 0:
             return 0.0
-        k, d = self.k, self.d
         w = self.w(x) if w is None else w
-        inv = np.where(self.movable, 1.0 / np.where(self.movable, self.diag, 1.0), 0.0)
-        r = np.abs(x - np.clip(x - w * inv, self.lo, self.hi))  # normals and the scalar rows
-        if k:
-            a_t = np.mean([self.diag[k + np.arange(k)]] + ([self.diag[2 * k + np.arange(k)]] if d == 3 else []), axis=0)
-            inv_t = np.where(a_t > 0, 1.0 / np.where(a_t > 0, a_t, 1.0), 0.0)
-            t1 = slice(k, 2 * k)
-            t2 = slice(2 * k, 3 * k) if d == 3 else None
-            p1, p2 = _disc_projection(
-                x[t1] - w[t1] * inv_t, None if t2 is None else x[t2] - w[t2] * inv_t, self.mu * np.maximum(x[:k], 0.0)
-            )
-            rt = (x[t1] - p1) ** 2 + (0.0 if t2 is None else (x[t2] - p2) ** 2)
-            r[k : self.first] = 0.0
-            r[:k] = np.maximum(r[:k], np.sqrt(rt))
-        return float(np.max(r))
+        mu = self.mu if self.k else np.zeros(1)
+        x, w = np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(w, dtype=float)
+        return cone_residual(x, w, self.k, self.d, mu, self.lo, self.hi, np.ascontiguousarray(self.diag, dtype=float))
 
     def sweeps(self, x: np.ndarray, iterations: int, tol: float, omega: float) -> tuple[int, bool]:
         if self.n == 0 or iterations <= 0:
