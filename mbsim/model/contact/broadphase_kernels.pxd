@@ -22,3 +22,13 @@ cdef Py_ssize_t keep_candidates(const int64_t* sa, const int64_t* sb, Py_ssize_t
                                 const int64_t* half_plane, const int64_t* half_shape, const int64_t* half_entry,
                                 Py_ssize_t nhalf, const double* pos, const double* rot, const double* half, int d,
                                 double margin, int64_t* a, int64_t* b, int64_t* e) noexcept nogil
+
+# kinds of world boxes (a bounded shape type's ``aabb_kernel``, mbsim.model.shapes)
+cpdef enum AabbKernel:
+    AABB_BALL
+    AABB_BOX
+    AABB_CAPSULE
+    AABB_CYLINDER
+
+# world box half extents (d) of one shape of kind ``code`` from its world rotation (d, d) and param (3)
+cdef void aabb_half_into(int code, const double* R, const double* param, int d, double* out) noexcept nogil

@@ -5,7 +5,7 @@ pairs of bodies that may touch, then the half-spaces' within the margin)."""
 
 import numpy as np
 
-from libc.math cimport fabs
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
 
 from mbsim.model.contact.pairs_kernels cimport entry_of
@@ -235,3 +235,41 @@ def candidates(const double[:, ::1] lo, const double[:, ::1] hi, const int64_t[:
                                 set_index.shape[0], nbody, hp, hs, he, nhalf, &pos[0, 0], &rot[0, 0, 0], hf, d,
                                 margin, &a_v[0], &b_v[0], &e_v[0])
     return a[:count], b[:count], entry[:count]
+
+
+# World box half extents (d) of one bounded shape of kind ``code`` (AABB_BALL ...: the shape types'
+# ``aabb_kernel``) from its world rotation R (d, d row-major; unread for balls) and parameters
+# (mbsim.model.contact.narrowphase's conventions): a ball its radius along every axis; a box
+# sum_j |R_ij| h_j; a capsule |u_i| l + r and a cylinder |u_i| l + r sqrt(1 - u_i^2) (a disc of
+# radius r normal to u reaches that far along i), u = R's third column, l the half length.
+cdef void aabb_half_into(int code, const double* R, const double* param, int d, double* out) noexcept nogil:
+    cdef int i, j
+    cdef double u
+    for i in range(d):
+        if code == AABB_BALL:
+            out[i] = param[0]
+        elif code == AABB_BOX:
+            out[i] = 0.0
+            for j in range(d):
+                out[i] += fabs(R[i * d + j]) * param[j]
+        elif code == AABB_CAPSULE:
+            u = R[i * d + 2]
+            out[i] = fabs(u) * param[1] + param[0]
+        else:
+            u = R[i * d + 2]
+            out[i] = fabs(u) * param[1] + param[0] * sqrt(max(0.0, 1.0 - u * u))
+
+
+def aabb_half(int code, const double[:, :, ::1] rot, const double[:, ::1] param, Py_ssize_t d):
+    """World box half extents (m, d) of m shapes of kind ``code`` (aabb_half_into) from their world
+    rotations (m, d, d; None or anything for balls) and parameters (m, 3)."""
+    cdef Py_ssize_t m = param.shape[0], r
+    out = np.empty((m, d))
+    cdef double[:, ::1] o = out
+    cdef double eye[9]
+    for r in range(9):
+        eye[r] = 0.0
+    with nogil:
+        for r in range(m):
+            aabb_half_into(code, &rot[r, 0, 0] if rot is not None else eye, &param[r, 0], <int>d, &o[r, 0])
+    return out
