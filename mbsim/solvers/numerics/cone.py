@@ -372,12 +372,50 @@ def solve_cone(
     n = problem.n
     x = problem.feasible(np.zeros(n) if x0 is None else np.array(x0, dtype=float).reshape(n))
     polish = polish and 0 < n <= POLISH_MAX
-    done = 0
     chunk = min(FIRST_SWEEPS, iterations) if polish else iterations
+    return _cone_loop(problem, x, 0, chunk, iterations, tol, omega, polish)
+
+
+def resume_cone(
+    A,
+    b: np.ndarray,
+    mu: np.ndarray,
+    d: int,
+    x: np.ndarray,
+    done: int,
+    chunk: int,
+    *,
+    iterations: int,
+    tol: float,
+    omega: float,
+) -> ConeResult:
+    """``solve_cone`` with the active-set solve, resumed after its first ``chunk`` sweeps (``done``
+    in all) left x (feasible) with a residual above the tolerance: a compiled step's sweeps
+    (mbsim.solvers.timestepping.step_kernels), the rest here."""
+    problem = ContactProblem(A, b, mu, d)
+    return _cone_loop(problem, np.array(x, dtype=float), done, chunk, iterations, tol, omega, True, resumed=True)
+
+
+def _cone_loop(
+    problem: ContactProblem,
+    x: np.ndarray,
+    done: int,
+    chunk: int,
+    iterations: int,
+    tol: float,
+    omega: float,
+    polish: bool,
+    resumed: bool = False,
+) -> ConeResult:
+    """The sweeps in chunks, each followed by the active-set solve (``polish``), from x; ``resumed``:
+    the first chunk has been swept already."""
     while True:
         # (with the active-set solve the residual decides: the sweeps' own stop is made tighter)
-        swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
-        done += swept
+        converged = False
+        if not resumed:
+            swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
+            done += swept
+        resumed = False
         if polish:
             tight = tol * max(1.0, float(np.max(np.abs(x), initial=0.0)))
             residual = problem.residual(x)
