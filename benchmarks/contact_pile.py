@@ -362,11 +362,22 @@ def bench_pile(
                 parts[key].append(timers.acc[key])
             rows["t"].append(state.t)
             rows["wall"].append(wall)
-            rows["sweeps"].append(lcp.iterations if lcp else 0)
-            rows["lcp_rows"].append(len(lcp.x) if lcp else 0)
-            rows["nnz"].append(0 if A is None else A.nnz if hasattr(A, "nnz") else int(np.count_nonzero(A)))
-            rows["converged"].append(lcp.converged if lcp else True)
-            rows["residual"].append(lcp.residual if lcp else 0.0)
+            if solver.compiled:  # the compiled step (no split of its parts): its own counts, J's nonzeros
+                free = solver._free
+                residual = _info.extra["contacts/residual"]
+                rows["sweeps"].append(_info.iterations)
+                rows["lcp_rows"].append(free.n)
+                rows["nnz"].append(len(free.problem[2]) if free.n else 0)
+                rows["converged"].append(
+                    residual <= solver.pgs["tol"] * max(1.0, float(np.max(np.abs(free.problem[5]), initial=0.0)))
+                )
+                rows["residual"].append(residual)
+            else:
+                rows["sweeps"].append(lcp.iterations if lcp else 0)
+                rows["lcp_rows"].append(len(lcp.x) if lcp else 0)
+                rows["nnz"].append(0 if A is None else A.nnz if hasattr(A, "nnz") else int(np.count_nonzero(A)))
+                rows["converged"].append(lcp.converged if lcp else True)
+                rows["residual"].append(lcp.residual if lcp else 0.0)
             touching, penetration, outside, centres = _pile_check(solver, state, half)
             rows["touching"].append(touching)
             rows["penetration"].append(penetration)
@@ -417,6 +428,12 @@ def _pile_variants(solver, state, h, half, iterations, default_iterations, steps
     variants = [PileVariant(f"{n} sweeps" + (" (mbsim default)" if n == default_iterations else ""), n, True)
                 for n in settings]  # fmt: skip
     variants.append(PileVariant(f"{iterations} sweeps, no warm start", iterations, False))
+    # the settings are the Python path's (the compiled step has its options built in), from the
+    # compiled step's warm start
+    free = solver._free
+    if free is not None:
+        solver._warm_keys, solver._warm_values, solver._warm_points = free.warm
+        solver._free = None
     warm = _save_warm(solver)
     options = dict(solver.pgs)
     try:
@@ -439,6 +456,7 @@ def _pile_variants(solver, state, h, half, iterations, default_iterations, steps
     finally:
         solver.pgs = options
         _restore_warm(solver, warm)
+        solver._free = free
     reference = max(variants, key=lambda v: (v.warm_start, v.iterations))
     for v in variants:
         v.dx = float(np.max(np.linalg.norm(v.centres - reference.centres, axis=1), initial=0.0))

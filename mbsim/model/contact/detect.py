@@ -24,13 +24,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbsim.model.contact import broadphase_kernels
 from mbsim.model.contact.broadphase import all_pairs, candidates
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
 from mbsim.model.contact.narrowphase_kernels import contact_batch
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
-from mbsim.model.shapes import SHAPE_KINDS, ShapeType
+from mbsim.model.shapes import SHAPE_KINDS, ShapeType, base
+
+_AABB = broadphase_kernels.AabbKernel
+if (base.AABB_BALL, base.AABB_BOX, base.AABB_CAPSULE, base.AABB_CYLINDER) != (
+    _AABB.AABB_BALL,
+    _AABB.AABB_BOX,
+    _AABB.AABB_CAPSULE,
+    _AABB.AABB_CYLINDER,
+):
+    raise ImportError("world box kinds of mbsim.model.shapes differ from mbsim.model.contact.broadphase_kernels")
 
 
 @dataclass

@@ -34,11 +34,11 @@ cdef inline void _block(double* out, const double* u, const double* r, const dou
 
 
 # The contact's directions: u[0] its normal n, u[1] (and u[2] in 3D) its tangents.
-cdef inline void _directions(const double[:, ::1] normal, Py_ssize_t c, Py_ssize_t d, double u[3][3]) noexcept nogil:
+cdef inline void _directions(const double* normal, Py_ssize_t c, Py_ssize_t d, double u[3][3]) noexcept nogil:
     cdef double h0, h1, h2, norm
     cdef Py_ssize_t m
     for m in range(d):
-        u[0][m] = normal[c, m]
+        u[0][m] = normal[c * d + m]
     if d == 2:
         u[1][0] = -u[0][1]
         u[1][1] = u[0][0]
@@ -57,6 +57,44 @@ cdef inline void _directions(const double[:, ::1] normal, Py_ssize_t c, Py_ssize
     u[2][2] = u[0][0] * u[1][1] - u[0][1] * u[1][0]
 
 
+# The k d rows (module docstring) into indptr (k d + 1), indices and data (2 w k d at least): the
+# contacts' bodies, points and normals (k, d); the frames' positions (row b at pos[b ps]) and, in 3D,
+# rotations (row-major 3x3 each), the ground at index nbody. Returns the number of entries written.
+cdef Py_ssize_t rows_into(const long long* body_i, const long long* body_j, const double* point_i,
+                          const double* point_j, const double* normal, Py_ssize_t k, Py_ssize_t d, const double* pos,
+                          Py_ssize_t ps, const double* rot, long long nbody, long long* indptr, long long* indices,
+                          double* data) noexcept nogil:
+    cdef Py_ssize_t c, a, side, e = 0, m
+    cdef int w = 6 if d == 3 else 3
+    cdef double u[3][3]
+    cdef double r[2][3]
+    cdef double block[6]
+    cdef long long body[2]
+    cdef double sign[2]
+    indptr[0] = 0
+    # rows in CSR order: the normals, then tangent 1 of every contact (then tangent 2)
+    for a in range(d):
+        for c in range(k):
+            _directions(normal, c, d, u)
+            # the lower body index first (sorted column indices); body i's rows are negative
+            if body_i[c] <= body_j[c]:
+                body[0], body[1], sign[0], sign[1] = body_i[c], body_j[c], -1.0, 1.0
+            else:
+                body[0], body[1], sign[0], sign[1] = body_j[c], body_i[c], 1.0, -1.0
+            for side in range(2):
+                if body[side] >= nbody:  # the ground has no columns
+                    continue
+                for m in range(d):
+                    r[side][m] = (point_i[c * d + m] if sign[side] < 0 else point_j[c * d + m]) - pos[body[side] * ps + m]
+                _block(&block[0], &u[a][0], &r[side][0], &rot[9 * body[side]] if d == 3 else rot, <int>d, sign[side])
+                for m in range(w):
+                    indices[e] = body[side] * w + m
+                    data[e] = block[m]
+                    e += 1
+            indptr[a * k + c + 1] = e
+    return e
+
+
 def contact_rows_csr(const long long[::1] body_i, const long long[::1] body_j, const double[:, ::1] point_i,
                      const double[:, ::1] point_j, const double[:, ::1] normal, const double[:, ::1] pos,
                      const double[:, :, ::1] rot, long long nbody, long long[::1] indptr, long long[::1] indices,
@@ -64,33 +102,11 @@ def contact_rows_csr(const long long[::1] body_i, const long long[::1] body_j, c
     """Fill the CSR arrays of the k d rows (module docstring): indptr (k d + 1,), indices and data
     (2 w k d,) at least; pos, rot the frames with the ground at index nbody. Returns the number of
     entries written."""
-    cdef Py_ssize_t k = body_i.shape[0], d = normal.shape[1], c, a, side, e = 0, m
-    cdef int w = 6 if d == 3 else 3
-    cdef double u[3][3]
-    cdef double r[2][3]
-    cdef double block[6]
-    cdef long long body[2]
-    cdef double sign[2]
-    with nogil:
+    cdef Py_ssize_t k = body_i.shape[0], d = normal.shape[1], e = 0
+    if k == 0:
         indptr[0] = 0
-        # rows in CSR order: the normals, then tangent 1 of every contact (then tangent 2)
-        for a in range(d):
-            for c in range(k):
-                _directions(normal, c, d, u)
-                # the lower body index first (sorted column indices); body i's rows are negative
-                if body_i[c] <= body_j[c]:
-                    body[0], body[1], sign[0], sign[1] = body_i[c], body_j[c], -1.0, 1.0
-                else:
-                    body[0], body[1], sign[0], sign[1] = body_j[c], body_i[c], 1.0, -1.0
-                for side in range(2):
-                    if body[side] >= nbody:  # the ground has no columns
-                        continue
-                    for m in range(d):
-                        r[side][m] = (point_i[c, m] if sign[side] < 0 else point_j[c, m]) - pos[body[side], m]
-                    _block(&block[0], &u[a][0], &r[side][0], &rot[body[side], 0, 0], <int>d, sign[side])
-                    for m in range(w):
-                        indices[e] = body[side] * w + m
-                        data[e] = block[m]
-                        e += 1
-                indptr[a * k + c + 1] = e
+        return 0
+    with nogil:
+        e = rows_into(&body_i[0], &body_j[0], &point_i[0, 0], &point_j[0, 0], &normal[0, 0], k, d, &pos[0, 0],
+                      pos.shape[1], &rot[0, 0, 0], nbody, &indptr[0], &indices[0], &data[0])
     return e

@@ -47,3 +47,17 @@ cdef Py_ssize_t run_pairs_c(int kernel, Py_ssize_t m, int d,
                             const double* pos_a, const double* rot_a, const double* param_a,
                             const double* pos_b, const double* rot_b, const double* param_b,
                             double margin, Out out, int64_t* pair) noexcept nogil
+
+# The batch of one detection (contact_batch, its docstring) in two calls, for a compiled step that
+# keeps its own buffers: the most rows the k candidates give (-1 - r: candidate r has no rule), then
+# the rows (pos (nshape, d), rot (nshape, d, d), param (nshape, 3); outputs with room for those
+# rows, points and normals d each); returns the count.
+cdef Py_ssize_t batch_rows(const int64_t* a, const int64_t* b, Py_ssize_t k, const int64_t* shape_type,
+                           const int64_t* pair_kernel, int ntype) noexcept nogil
+cdef Py_ssize_t batch_into(const int64_t* a, const int64_t* b, const int64_t* entry, Py_ssize_t k,
+                           const int64_t* shape_type, const int64_t* shape_body, const int64_t* pair_kernel,
+                           const unsigned char* pair_swap, int ntype, Py_ssize_t nshape, int d, const double* pos,
+                           const double* rot, const double* param, double margin, int64_t nbody,
+                           int64_t max_feature, int64_t* body_i, int64_t* body_j, int64_t* entries,
+                           double* point_i, double* point_j, double* normal, double* gap,
+                           int64_t* feature) noexcept nogil

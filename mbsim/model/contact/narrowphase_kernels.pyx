@@ -1085,6 +1085,75 @@ def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] 
 # ----------------------------------------------------------------------------- the batch of a detection
 
 
+# The most rows the candidates (a, b: k shape ids) can give (each kernel's cap), or -1 - r when
+# candidate r's type pair has no rule (pair_kernel -2).
+cdef Py_ssize_t batch_rows(const int64_t* a, const int64_t* b, Py_ssize_t k, const int64_t* shape_type,
+                           const int64_t* pair_kernel, int ntype) noexcept nogil:
+    cdef Py_ssize_t r, rows = 0
+    cdef int64_t kernel
+    for r in range(k):
+        kernel = pair_kernel[shape_type[a[r]] * ntype + shape_type[b[r]]]
+        if kernel >= 0:
+            rows += _CAP[kernel]
+        elif kernel == -2:
+            return -1 - r
+    return rows
+
+
+# The narrow phase of every candidate into the batch's rows (room for batch_rows): contact_batch's
+# docstring; pos (nshape, d), rot (nshape, d, d), param (nshape, 3); returns the count.
+cdef Py_ssize_t batch_into(const int64_t* a, const int64_t* b, const int64_t* entry, Py_ssize_t k,
+                           const int64_t* shape_type, const int64_t* shape_body, const int64_t* pair_kernel,
+                           const unsigned char* pair_swap, int ntype, Py_ssize_t nshape, int d, const double* pos,
+                           const double* rot, const double* param, double margin, int64_t nbody,
+                           int64_t max_feature, int64_t* body_i, int64_t* body_j, int64_t* entries,
+                           double* point_i, double* point_j, double* normal, double* gap,
+                           int64_t* feature) noexcept nogil:
+    cdef Py_ssize_t r, i, found, count = 0
+    cdef int64_t sa, sb, ta, tb, kernel, bi, bj
+    cdef int c
+    cdef double x
+    cdef Out out
+    for r in range(k):
+        ta = shape_type[a[r]]
+        tb = shape_type[b[r]]
+        kernel = pair_kernel[ta * ntype + tb]
+        if kernel < 0:  # pairs that never touch (two points)
+            continue
+        # the kernel's order of the shapes; one type: by id, whatever order the sweep found them in
+        if pair_swap[ta * ntype + tb]:
+            sa, sb = b[r], a[r]
+        elif ta == tb and b[r] < a[r]:
+            sa, sb = b[r], a[r]
+        else:
+            sa, sb = a[r], b[r]
+        out.point_a = &point_i[count * d]
+        out.point_b = &point_j[count * d]
+        out.normal = &normal[count * d]
+        out.gap = &gap[count]
+        out.feature = &feature[count]
+        found = _KERNELS[kernel](&pos[sa * d], &rot[sa * d * d], &param[sa * 3],
+                                 &pos[sb * d], &rot[sb * d * d], &param[sb * 3], d, margin, &out)
+        bi = shape_body[sa]
+        bj = shape_body[sb]
+        for i in range(count, count + found):
+            feature[i] = (sa * nshape + sb) * max_feature + feature[i]
+            entries[i] = entry[r]
+            if bj == nbody:  # the ground is body i: swap the sides, turn the normal
+                body_i[i] = bj
+                body_j[i] = bi
+                for c in range(d):
+                    x = point_i[i * d + c]
+                    point_i[i * d + c] = point_j[i * d + c]
+                    point_j[i * d + c] = x
+                    normal[i * d + c] = -normal[i * d + c]
+            else:
+                body_i[i] = bi
+                body_j[i] = bj
+        count += found
+    return count
+
+
 def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1] entry,
                   const int64_t[::1] shape_type, const int64_t[::1] shape_body,
                   const int64_t[::1] pair_kernel, const unsigned char[::1] pair_swap, list type_names,
@@ -1107,19 +1176,15 @@ def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1]
     Returns:
         (body_i, body_j, entry, point_i, point_j, normal, gap, feature) of the batch.
     """
-    cdef Py_ssize_t k = a.shape[0], nshape = pos.shape[0], r, i, found, rows = 0, count = 0
+    cdef Py_ssize_t k = a.shape[0], nshape = pos.shape[0], rows = 0, count = 0
     cdef int d = pos.shape[1], ntype = len(type_names)
-    cdef int64_t sa, sb, ta, tb, kernel, bi, bj
-    cdef int c
-    cdef double x
-    # rows: the most points each candidate's kernel can give
-    for r in range(k):
-        kernel = pair_kernel[shape_type[a[r]] * ntype + shape_type[b[r]]]
-        if kernel >= 0:
-            rows += _CAP[kernel]
-        elif kernel == -2:
-            ta, tb = shape_type[a[r]], shape_type[b[r]]
-            raise RuntimeError(f"no rigid contact rule between '{type_names[ta]}' and '{type_names[tb]}'")
+    cdef int64_t zero = 0
+    cdef int64_t ta, tb
+    with nogil:
+        rows = batch_rows(&a[0] if k else &zero, &b[0] if k else &zero, k, &shape_type[0], &pair_kernel[0], ntype)
+    if rows < 0:  # candidate -1 - rows has no rule
+        ta, tb = shape_type[a[-1 - rows]], shape_type[b[-1 - rows]]
+        raise RuntimeError(f"no rigid contact rule between '{type_names[ta]}' and '{type_names[tb]}'")
     body_i = np.empty(rows, dtype=np.int64)
     body_j = np.empty(rows, dtype=np.int64)
     entries = np.empty(rows, dtype=np.int64)
@@ -1131,46 +1196,12 @@ def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1]
     cdef int64_t[::1] bi_v = body_i, bj_v = body_j, e_v = entries, f_v = feature
     cdef double[:, ::1] pi_v = point_i, pj_v = point_j, n_v = normal
     cdef double[::1] g_v = gap
-    cdef Out out
     if rows == 0:
         return body_i, body_j, entries, point_i, point_j, normal, gap, feature
     with nogil:
-        for r in range(k):
-            ta = shape_type[a[r]]
-            tb = shape_type[b[r]]
-            kernel = pair_kernel[ta * ntype + tb]
-            if kernel < 0:  # pairs that never touch (two points)
-                continue
-            # the kernel's order of the shapes; one type: by id, whatever order the sweep found them in
-            if pair_swap[ta * ntype + tb]:
-                sa, sb = b[r], a[r]
-            elif ta == tb and b[r] < a[r]:
-                sa, sb = b[r], a[r]
-            else:
-                sa, sb = a[r], b[r]
-            out.point_a = &pi_v[count, 0]
-            out.point_b = &pj_v[count, 0]
-            out.normal = &n_v[count, 0]
-            out.gap = &g_v[count]
-            out.feature = &f_v[count]
-            found = _KERNELS[kernel](&pos[sa, 0], &rot[sa, 0, 0], &param[sa, 0],
-                                     &pos[sb, 0], &rot[sb, 0, 0], &param[sb, 0], d, margin, &out)
-            bi = shape_body[sa]
-            bj = shape_body[sb]
-            for i in range(count, count + found):
-                f_v[i] = (sa * nshape + sb) * max_feature + f_v[i]
-                e_v[i] = entry[r]
-                if bj == nbody:  # the ground is body i: swap the sides, turn the normal
-                    bi_v[i] = bj
-                    bj_v[i] = bi
-                    for c in range(d):
-                        x = pi_v[i, c]
-                        pi_v[i, c] = pj_v[i, c]
-                        pj_v[i, c] = x
-                        n_v[i, c] = -n_v[i, c]
-                else:
-                    bi_v[i] = bi
-                    bj_v[i] = bj
-            count += found
+        count = batch_into(&a[0], &b[0], &entry[0], k, &shape_type[0], &shape_body[0], &pair_kernel[0],
+                           &pair_swap[0], ntype, nshape, d, &pos[0, 0], &rot[0, 0, 0], &param[0, 0], margin, nbody,
+                           max_feature, &bi_v[0], &bj_v[0], &e_v[0], &pi_v[0, 0], &pj_v[0, 0], &n_v[0, 0], &g_v[0],
+                           &f_v[0])
     return (body_i[:count], body_j[:count], entries[:count], point_i[:count], point_j[:count], normal[:count],
             gap[:count], feature[:count])

@@ -57,6 +57,12 @@ def type_field(name: str) -> Field:
     return Field(Text(), name)
 
 
+# kinds of world boxes (ShapeType.aabb_kernel): mbsim.model.contact.broadphase_kernels.AabbKernel's
+# values, which mbsim.model.contact.detect checks at import (the compiled module imports the contact
+# package, which imports the shapes)
+AABB_BALL, AABB_BOX, AABB_CAPSULE, AABB_CYLINDER = range(4)
+
+
 class ShapeType:
     """One shape type. Subclasses set the class attributes and override what differs.
 
@@ -79,6 +85,8 @@ class ShapeType:
             (mbsim.model.contact.mesh_rigid.mesh_data of ``surface(values, fine=True)``).
         stored_triangles: its triangles are data (the result file stores them), not made from
             its sizes.
+        aabb_kernel: its world box's kind (mbsim.model.contact.broadphase_kernels: AABB_BALL ...),
+            computed by ``aabb_half`` and by the compiled step alike; -1: unbounded.
         display_sized: drawn at a size taken from the scene's extent (a point's ball, a planar
             shape's depth, a plane's patch), so the viewer sizes the scene before drawing it.
     """
@@ -96,6 +104,7 @@ class ShapeType:
     narrow_sdf: ClassVar[bool] = False
     stored_triangles: ClassVar[bool] = False
     display_sized: ClassVar[bool] = False
+    aabb_kernel: ClassVar[int] = -1
 
     # ---------------------------------------------------------------- scene values
 
@@ -137,8 +146,14 @@ class ShapeType:
 
     def aabb_half(self, pos: np.ndarray, rot: np.ndarray | None, param: np.ndarray) -> np.ndarray:
         """Half extents (m, d) of the world AABBs of m shapes of this type about their origins,
-        from world (pos (m, d), rot (m, d, d) or None when isotropic, param (m, 3))."""
-        raise NotImplementedError(f"shape type '{self.name}' is unbounded: it has no box")
+        from world (pos (m, d), rot (m, d, d) or None when isotropic, param (m, 3)): the compiled
+        kind ``aabb_kernel`` (mbsim.model.contact.broadphase_kernels.aabb_half_into)."""
+        if self.aabb_kernel < 0:
+            raise NotImplementedError(f"shape type '{self.name}' is unbounded: it has no box")
+        from mbsim.model.contact.broadphase_kernels import aabb_half
+
+        rot = None if rot is None else np.ascontiguousarray(rot, dtype=float)
+        return aabb_half(self.aabb_kernel, rot, np.ascontiguousarray(param, dtype=float), pos.shape[1])
 
     def rbound(self, values: dict[str, Any]) -> float:
         """Radius of a ball about the shape's origin holding the whole shape, m (inf: unbounded)."""
@@ -163,14 +178,3 @@ class ShapeType:
 
     def __repr__(self) -> str:
         return f"<shape type {self.name}>"
-
-
-def ball_half_extents(pos: np.ndarray, rot: np.ndarray | None, param: np.ndarray) -> np.ndarray:
-    """World AABB half extents of balls of radius param[:, 0] (zero: points)."""
-    return np.repeat(param[:, :1], pos.shape[1], axis=1)
-
-
-def box_half_extents(pos: np.ndarray, rot: np.ndarray, param: np.ndarray) -> np.ndarray:
-    """World AABB half extents of boxes of half extents param[:, :d] along their axes."""
-    d = pos.shape[1]
-    return np.einsum("mij,mj->mi", np.abs(rot), param[:, :d])

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, box_half_extents, type_field
+from mbsim.model.shapes.base import AABB_BOX, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Field, Vector
 
 
@@ -15,6 +15,7 @@ class Box(ShapeType):
     dimensions = (3,)
     fields = {"type": type_field("box"), "size": Field(Vector(3), "edge lengths along x, y, z, m"), "pose": POSE}
     doc = "cuboid centred on its frame"
+    aabb_kernel = AABB_BOX
     solid = True
 
     def mass(self, values: dict[str, Any]) -> MassProps:
@@ -25,9 +26,6 @@ class Box(ShapeType):
     def param(self, values: dict[str, Any]) -> np.ndarray:
         # half extents
         return 0.5 * np.asarray(values["size"], dtype=float)
-
-    def aabb_half(self, pos, rot, param):
-        return box_half_extents(pos, rot, param)
 
     def rbound(self, values: dict[str, Any]) -> float:
         return 0.5 * float(np.linalg.norm(values["size"]))

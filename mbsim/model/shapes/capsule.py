@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, type_field
+from mbsim.model.shapes.base import AABB_CAPSULE, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Field, Number
 
 
@@ -21,6 +21,7 @@ class Capsule(ShapeType):
         "pose": POSE,
     }
     doc = "cylinder with hemispherical caps, axis local z"
+    aabb_kernel = AABB_CAPSULE
     rounded = True
     solid = True
 
@@ -35,9 +36,6 @@ class Capsule(ShapeType):
     def param(self, values: dict[str, Any]) -> np.ndarray:
         # radius, half length of the segment
         return np.array([values["radius"], 0.5 * values["length"], 0.0])
-
-    def aabb_half(self, pos, rot, param):
-        return np.abs(rot[:, :, 2]) * param[:, 1:2] + param[:, :1]
 
     def rbound(self, values: dict[str, Any]) -> float:
         return float(values["radius"] + 0.5 * values["length"])

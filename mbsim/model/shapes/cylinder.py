@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, type_field
+from mbsim.model.shapes.base import AABB_CYLINDER, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Field, Number
 
 
@@ -20,6 +20,7 @@ class Cylinder(ShapeType):
         "pose": POSE,
     }
     doc = "solid cylinder, axis local z, centred"
+    aabb_kernel = AABB_CYLINDER
     solid = True
 
     def mass(self, values: dict[str, Any]) -> MassProps:
@@ -31,11 +32,6 @@ class Cylinder(ShapeType):
     def param(self, values: dict[str, Any]) -> np.ndarray:
         # radius, half length
         return np.array([values["radius"], 0.5 * values["length"], 0.0])
-
-    def aabb_half(self, pos, rot, param):
-        # the axis' extent plus the rim's: a disc of radius r normal to u reaches r sqrt(1 - u_i^2) along i
-        u = rot[:, :, 2]
-        return np.abs(u) * param[:, 1:2] + param[:, :1] * np.sqrt(np.maximum(0.0, 1.0 - u * u))
 
     def rbound(self, values: dict[str, Any]) -> float:
         return float(np.hypot(values["radius"], 0.5 * values["length"]))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, box_half_extents, type_field
+from mbsim.model.shapes.base import AABB_BOX, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Context, Field, Number, Raw, Text
 from mbsim.scene.load import KeyPath, not_a_regular_file
 
@@ -195,6 +195,7 @@ class Mesh(ShapeType):
         "pose": POSE,
     }
     doc = "triangle mesh (any format trimesh reads); watertight for mass properties"
+    aabb_kernel = AABB_BOX
     solid = True
     narrow_sdf = True
     many_contact_points = True
@@ -248,9 +249,6 @@ class Mesh(ShapeType):
     def param(self, values: dict[str, Any]) -> np.ndarray:
         # half extents of a box about the shape origin that holds the mesh
         return np.abs(_vertices(values)).max(axis=0)
-
-    def aabb_half(self, pos, rot, param):
-        return box_half_extents(pos, rot, param)
 
     def rbound(self, values: dict[str, Any]) -> float:
         # exact: the farthest vertex from the shape origin

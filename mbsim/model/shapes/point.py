@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import ShapeType, ball_half_extents, type_field
+from mbsim.model.shapes.base import AABB_BALL, ShapeType, type_field
 from mbsim.scene.fields import Field, Vector
 
 
@@ -15,6 +15,7 @@ class Point(ShapeType):
     dimensions = (2, 3)
     fields = {"type": type_field("point"), "position": Field(Vector("dim"), "in the body frame")}
     doc = "a contact point; no mass"
+    aabb_kernel = AABB_BALL
     isotropic = True
     rounded = True
     display_sized = True
@@ -24,9 +25,6 @@ class Point(ShapeType):
 
     def local_pose(self, values: dict[str, Any], d: int) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(values["position"], dtype=float), np.eye(d)
-
-    def aabb_half(self, pos, rot, param):
-        return ball_half_extents(pos, rot, param)
 
     def rbound(self, values: dict[str, Any]) -> float:
         return 0.0

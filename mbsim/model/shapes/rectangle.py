@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, box_half_extents, type_field
+from mbsim.model.shapes.base import AABB_BOX, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Field, Vector
 
 
@@ -15,6 +15,7 @@ class Rectangle(ShapeType):
     dimensions = (2,)
     fields = {"type": type_field("rectangle"), "size": Field(Vector(2), "width and height, m"), "pose": POSE}
     doc = "rectangle centred on its frame (planar)"
+    aabb_kernel = AABB_BOX
     display_sized = True
 
     def mass(self, values: dict[str, Any]) -> MassProps:
@@ -25,9 +26,6 @@ class Rectangle(ShapeType):
     def param(self, values: dict[str, Any]) -> np.ndarray:
         # half extents
         return np.array([0.5 * values["size"][0], 0.5 * values["size"][1], 0.0])
-
-    def aabb_half(self, pos, rot, param):
-        return box_half_extents(pos, rot, param)
 
     def rbound(self, values: dict[str, Any]) -> float:
         return 0.5 * float(np.linalg.norm(values["size"]))

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbsim.model.shapes.base import POSE, MassProps, ShapeType, ball_half_extents, type_field
+from mbsim.model.shapes.base import AABB_BALL, POSE, MassProps, ShapeType, type_field
 from mbsim.scene.fields import Field, Number
 
 
@@ -15,6 +15,7 @@ class Sphere(ShapeType):
     dimensions = (3,)
     fields = {"type": type_field("sphere"), "radius": Field(Number(positive=True), "m"), "pose": POSE}
     doc = "sphere centred on its frame"
+    aabb_kernel = AABB_BALL
     isotropic = True
     rounded = True
     solid = True
@@ -26,9 +27,6 @@ class Sphere(ShapeType):
 
     def param(self, values: dict[str, Any]) -> np.ndarray:
         return np.array([values["radius"], 0.0, 0.0])
-
-    def aabb_half(self, pos, rot, param):
-        return ball_half_extents(pos, rot, param)
 
     def rbound(self, values: dict[str, Any]) -> float:
         return float(values["radius"])

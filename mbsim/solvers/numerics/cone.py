@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.solvers.numerics.cone_kernels import cone_sweeps
+from mbsim.solvers.numerics.cone_kernels import residual as cone_residual
 
 POLISH_MAX = 1500  # unknowns; above this the active-set solve is skipped (a dense least squares)
 ROUNDS = 12  # active-set updates per polish
@@ -227,25 +228,13 @@ class ContactProblem:
         return x
 
     def residual(self, x: np.ndarray, w: np.ndarray | None = None) -> float:
-        """The natural residual (module docstring), impulse units."""
+        """The natural residual (module docstring), impulse units (compiled: cone_kernels.residual)."""
         if self.n == 0:
             return 0.0
-        k, d = self.k, self.d
         w = self.w(x) if w is None else w
-        inv = np.where(self.movable, 1.0 / np.where(self.movable, self.diag, 1.0), 0.0)
-        r = np.abs(x - np.clip(x - w * inv, self.lo, self.hi))  # normals and the scalar rows
-        if k:
-            a_t = np.mean([self.diag[k + np.arange(k)]] + ([self.diag[2 * k + np.arange(k)]] if d == 3 else []), axis=0)
-            inv_t = np.where(a_t > 0, 1.0 / np.where(a_t > 0, a_t, 1.0), 0.0)
-            t1 = slice(k, 2 * k)
-            t2 = slice(2 * k, 3 * k) if d == 3 else None
-            p1, p2 = _disc_projection(
-                x[t1] - w[t1] * inv_t, None if t2 is None else x[t2] - w[t2] * inv_t, self.mu * np.maximum(x[:k], 0.0)
-            )
-            rt = (x[t1] - p1) ** 2 + (0.0 if t2 is None else (x[t2] - p2) ** 2)
-            r[k : self.first] = 0.0
-            r[:k] = np.maximum(r[:k], np.sqrt(rt))
-        return float(np.max(r))
+        mu = self.mu if self.k else np.zeros(1)
+        x, w = np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(w, dtype=float)
+        return cone_residual(x, w, self.k, self.d, mu, self.lo, self.hi, np.ascontiguousarray(self.diag, dtype=float))
 
     def sweeps(self, x: np.ndarray, iterations: int, tol: float, omega: float) -> tuple[int, bool]:
         if self.n == 0 or iterations <= 0:
@@ -383,12 +372,50 @@ def solve_cone(
     n = problem.n
     x = problem.feasible(np.zeros(n) if x0 is None else np.array(x0, dtype=float).reshape(n))
     polish = polish and 0 < n <= POLISH_MAX
-    done = 0
     chunk = min(FIRST_SWEEPS, iterations) if polish else iterations
+    return _cone_loop(problem, x, 0, chunk, iterations, tol, omega, polish)
+
+
+def resume_cone(
+    A,
+    b: np.ndarray,
+    mu: np.ndarray,
+    d: int,
+    x: np.ndarray,
+    done: int,
+    chunk: int,
+    *,
+    iterations: int,
+    tol: float,
+    omega: float,
+) -> ConeResult:
+    """``solve_cone`` with the active-set solve, resumed after its first ``chunk`` sweeps (``done``
+    in all) left x (feasible) with a residual above the tolerance: a compiled step's sweeps
+    (mbsim.solvers.timestepping.step_kernels), the rest here."""
+    problem = ContactProblem(A, b, mu, d)
+    return _cone_loop(problem, np.array(x, dtype=float), done, chunk, iterations, tol, omega, True, resumed=True)
+
+
+def _cone_loop(
+    problem: ContactProblem,
+    x: np.ndarray,
+    done: int,
+    chunk: int,
+    iterations: int,
+    tol: float,
+    omega: float,
+    polish: bool,
+    resumed: bool = False,
+) -> ConeResult:
+    """The sweeps in chunks, each followed by the active-set solve (``polish``), from x; ``resumed``:
+    the first chunk has been swept already."""
     while True:
         # (with the active-set solve the residual decides: the sweeps' own stop is made tighter)
-        swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
-        done += swept
+        converged = False
+        if not resumed:
+            swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
+            done += swept
+        resumed = False
         if polish:
             tight = tol * max(1.0, float(np.max(np.abs(x), initial=0.0)))
             residual = problem.residual(x)

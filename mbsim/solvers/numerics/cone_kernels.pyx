@@ -21,18 +21,6 @@ and nothing is assembled.
 from libc.math cimport fabs, sqrt
 
 
-# The rows of the problem: assembled (u == NULL: data is A's CSR, row i of A x) or in body space
-# (data is J's CSR, u is U = J M^-1 on the same pattern, v = M^-1 J^T x).
-cdef struct Rows:
-    const long long* indptr
-    const long long* indices
-    const double* data
-    const double* u
-    const double* b
-    double* x
-    double* v
-
-
 # w_i = (A x + b)_i, or J_i v + b_i in body space.
 cdef inline double _row(Rows* R, Py_ssize_t i) noexcept nogil:
     cdef double r = R.b[i]
@@ -163,6 +151,89 @@ cdef inline double _scalar(Rows* R, Py_ssize_t i, const double* lo, const double
     return _set(R, i, min(max(R.x[i] - omega * _row(R, i) / diag[i], lo[i]), hi[i]))
 
 
+# Block Gauss-Seidel sweeps over the n rows of R (cone_sweeps' docstring) updating R.x (and R.v);
+# returns the sweeps done, converged[0] whether the last one changed x by at most tol max(1, |x|_inf).
+cdef Py_ssize_t sweeps_into(Rows* R, Py_ssize_t n, Py_ssize_t k, int d, const double* mu, const double* lo,
+                            const double* hi, const double* diag, const double* block, Py_ssize_t iterations,
+                            double tol, double omega, bint* converged) noexcept nogil:
+    cdef Py_ssize_t sweep, c, i, first = k * (d - 1) + k, done = iterations
+    cdef double change, size
+    converged[0] = False
+    if n == 0:
+        converged[0] = True
+        return 0
+    for sweep in range(1, iterations + 1):
+        change = 0.0
+        if sweep % 2:
+            for c in range(k):
+                change = max(change, _contact(R, c, k, d, mu, diag, block, omega))
+            for i in range(first, n):
+                change = max(change, _scalar(R, i, lo, hi, diag, omega))
+        else:
+            for i in range(n - 1, first - 1, -1):
+                change = max(change, _scalar(R, i, lo, hi, diag, omega))
+            for c in range(k - 1, -1, -1):
+                change = max(change, _contact(R, c, k, d, mu, diag, block, omega))
+        size = 0.0
+        for i in range(n):
+            size = max(size, fabs(R.x[i]))
+        if change <= tol * max(1.0, size):
+            done = sweep
+            converged[0] = True
+            break
+    return done
+
+
+# The natural residual (mbsim.solvers.numerics.cone.ContactProblem.residual) of x with w = A x + b:
+# per row |x - clip(x - w / A_ii, lo, hi)| (rows that cannot move: A_ii <= 1e-12 max A_jj, step 0),
+# a contact's normal entry the larger of its own and its friction's: |x_T - proj(x_T - w_T / a_T)|
+# onto the disc of radius mu max(x_N, 0), a_T the mean of its tangent rows' A_ii; the largest.
+cdef double natural_residual(const double* x, const double* w, Py_ssize_t n, Py_ssize_t k, int d, const double* mu,
+                             const double* lo, const double* hi, const double* diag) noexcept nogil:
+    cdef Py_ssize_t i, c, first = k * d
+    cdef double scale = 0.0, inv, y, r, out = 0.0, a_t, p1, p2, t1, t2, radius, norm, f
+    for i in range(n):
+        scale = max(scale, diag[i])
+    scale = 1e-12 * max(scale, 1e-300)
+    for i in range(n):
+        if k <= i < first:  # the tangents: with their normal below
+            continue
+        inv = 1.0 / diag[i] if diag[i] > scale else 0.0
+        y = min(max(x[i] - w[i] * inv, lo[i]), hi[i])
+        r = fabs(x[i] - y)
+        if i < k:
+            a_t = diag[k + i] if d == 2 else 0.5 * (diag[k + i] + diag[2 * k + i])
+            inv = 1.0 / a_t if a_t > 0.0 else 0.0
+            radius = mu[i] * max(x[i], 0.0)
+            t1 = x[k + i] - w[k + i] * inv
+            if d == 2:
+                p1 = min(max(t1, -radius), radius)
+                f = (x[k + i] - p1) * (x[k + i] - p1)
+            else:
+                t2 = x[2 * k + i] - w[2 * k + i] * inv
+                norm = sqrt(t1 * t1 + t2 * t2)
+                f = radius / (norm if norm > 0.0 else 1.0) if norm > radius else 1.0
+                p1 = t1 * f
+                p2 = t2 * f
+                f = (x[k + i] - p1) * (x[k + i] - p1) + (x[2 * k + i] - p2) * (x[2 * k + i] - p2)
+            r = max(r, sqrt(f))
+        out = max(out, r)
+    return out
+
+
+def residual(const double[::1] x, const double[::1] w, Py_ssize_t k, int d, const double[::1] mu,
+             const double[::1] lo, const double[::1] hi, const double[::1] diag):
+    """The natural residual of x (n,) with w = A x + b (n,) (natural_residual above): k contacts of
+    dimension d, mu (k,), bounds lo, hi (n,) and A's diagonal (n,)."""
+    cdef Py_ssize_t n = x.shape[0]
+    cdef double zero = 0.0, out = 0.0
+    if n == 0:
+        return 0.0
+    with nogil:
+        out = natural_residual(&x[0], &w[0], n, k, d, &mu[0] if k else &zero, &lo[0], &hi[0], &diag[0])
+    return out
+
+
 def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const double[::1] data,
                 const double[::1] b, double[::1] x, Py_ssize_t k, int d, const double[::1] mu,
                 const double[::1] lo, const double[::1] hi, const double[::1] diag, const double[::1] block,
@@ -177,8 +248,7 @@ def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const
     over-relaxation of the scalar rows. Converged: the largest change of x in a sweep <= tol
     max(1, |x|_inf).
     """
-    cdef Py_ssize_t n = x.shape[0], sweep, c, i, first = k * (d - 1) + k, done = iterations
-    cdef double change, size
+    cdef Py_ssize_t n = x.shape[0], done = 0
     cdef bint converged = False
     cdef Rows R
     if n == 0:
@@ -191,23 +261,6 @@ def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const
     R.b = &b[0]
     R.x = &x[0]
     with nogil:
-        for sweep in range(1, iterations + 1):
-            change = 0.0
-            if sweep % 2:
-                for c in range(k):
-                    change = max(change, _contact(&R, c, k, d, &mu[0], &diag[0], &block[0], omega))
-                for i in range(first, n):
-                    change = max(change, _scalar(&R, i, &lo[0], &hi[0], &diag[0], omega))
-            else:
-                for i in range(n - 1, first - 1, -1):
-                    change = max(change, _scalar(&R, i, &lo[0], &hi[0], &diag[0], omega))
-                for c in range(k - 1, -1, -1):
-                    change = max(change, _contact(&R, c, k, d, &mu[0], &diag[0], &block[0], omega))
-            size = 0.0
-            for i in range(n):
-                size = max(size, fabs(R.x[i]))
-            if change <= tol * max(1.0, size):
-                done = sweep
-                converged = True
-                break
+        done = sweeps_into(&R, n, k, d, &mu[0], &lo[0], &hi[0], &diag[0], &block[0], iterations, tol, omega,
+                           &converged)
     return done, converged

@@ -63,20 +63,21 @@ import numpy as np
 from mbsim.model.constraints import constraint_values
 from mbsim.model.contact import ContactDetector
 from mbsim.model.contact.jacobian import bounding_radii, contact_rows, contact_rows_csr, reach
-from mbsim.model.contact.laws import newton_target
 from mbsim.model.contact.narrowphase import MAX_FEATURE
 from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
+from mbsim.model.flat import make_data, model_form, python_reason
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.numerics.cone import BodySpace
+from mbsim.solvers.numerics.cone import FIRST_SWEEPS, POLISH_MAX, BodySpace, resume_cone
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
 from mbsim.solvers.numerics.projection import project_positions, project_velocities
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
+from mbsim.solvers.timestepping.step_kernels import FreeStep, targets, warm_start
 
 NAME = "timestepping"
 CAPABILITIES = {"rigid_contacts": True, "integrators": False}
@@ -142,6 +143,33 @@ class Solver(SolverBase):
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
         self.coordinates = JointRows(model)  # joint limits and friction (none: no rows, no cost)
         self._last_coordinate_forces: tuple[float, tuple[np.ndarray, np.ndarray]] | None = None
+        # free bodies with compiled shapes and forces: the whole step compiled (step_kernels)
+        self.compiled_reason = self._compiled_reason()
+        self._free: FreeStep | None = None
+        if not self.compiled_reason:
+            flat = model_form(model)
+            self._free = FreeStep(
+                flat, make_data(flat, dense=False), self.detector, self.restitution, self.friction,
+                self.body_radius, options, MAX_FEATURE, POLISH_MAX, FIRST_SWEEPS,
+            )  # fmt: skip
+
+    def _compiled_reason(self) -> str:
+        """Why the step runs in Python ("" when step_kernels.FreeStep takes it)."""
+        m = self.model
+        if m.nc:
+            return "joints: their rows are eliminated in Python"
+        if self.coordinates:
+            return "joint limits or friction: their rows are Python's"
+        if self.lcp == "lemke":
+            return "lcp lemke is Python's"
+        if not self.detector._compiled:
+            return "a shape pair without a compiled narrow phase (meshes)"
+        return python_reason(m)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the step is the compiled one (step_kernels.FreeStep)."""
+        return self._free is not None
 
     @property
     def extra_diagnostics(self) -> tuple[str, ...]:
@@ -156,6 +184,8 @@ class Solver(SolverBase):
     # ------------------------------------------------------------------ the step
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
+        if self._free is not None:
+            return self._step_compiled(state, h)
         m = self.model
         q, v = state.q, state.v
         t_mid = state.t + 0.5 * h
@@ -257,6 +287,23 @@ class Solver(SolverBase):
         info.extra = {"contacts/normal_impulse": normal_total, "contacts/residual": residual}
         return State(state.t + h, q_new, v_new, work), info, h
 
+    def _step_compiled(self, state: State, h: float) -> tuple[State, StepInfo, float]:
+        """The step of free bodies (step_kernels.FreeStep), the active-set solve in Python when its
+        sweeps leave a residual (mbsim.solvers.numerics.cone.resume_cone)."""
+        f = self._free
+        if f.step(state.q, state.v, state.t, h, state.work):
+            indptr, indices, data, b, mu, x, done, chunk = f.problem
+            body = BodySpace(indptr, indices, data, self.model.inv_mass_blocks)
+            p = self.pgs
+            result = resume_cone(
+                body, b, mu, self.d, x, done, chunk, iterations=int(p["iterations"]), tol=p["tol"], omega=p["omega"]
+            )
+            f.finish(result.x, int(result.iterations), result.residual)
+        self._last_joint_impulse = (state.t + h, np.zeros(0))
+        info = StepInfo(iterations=f.iterations, h=h, position_violation=None)
+        info.extra = {"contacts/normal_impulse": f.normal_total, "contacts/residual": f.residual}
+        return State(state.t + h, f.q_end, f.v_end, f.work), info, h
+
     def _reach(self, v: np.ndarray) -> float:
         return reach(self.model, self.body_radius, v)
 
@@ -266,16 +313,16 @@ class Solver(SolverBase):
         """Target normal velocities r_N of unilateral rows (contacts, joint stops) of gaps ``gap``
         (see the module docstring); approach_free is J_N of the velocity the forces alone would
         give at the end of the step."""
-        speed = -approach  # approach speed, positive when closing
-        bounce = newton_target(speed, restitution, self.threshold)  # Newton's law (e = 0 at or below the threshold)
-        closed = gap <= 0.0
-        correction = self.beta * np.maximum(-gap, 0.0) / h
-        # open, but it closes before the step ends: an impact within the step (restitution as if
-        # now; the position is then off by at most the gap), or for e = 0 a landing on the surface
-        closes = gap <= 0.5 * h * np.maximum(speed, -approach_free)
-        land = -gap / (0.5 * h)
-        open_target = np.where(closes & (bounce > 0.0), bounce, land)
-        return np.where(closed, np.maximum(bounce, correction), open_target)
+        # compiled: step_kernels.target_velocity, the compiled step's own
+        return targets(
+            np.ascontiguousarray(approach, dtype=float),
+            np.ascontiguousarray(approach_free, dtype=float),
+            np.ascontiguousarray(gap, dtype=float),
+            np.ascontiguousarray(restitution, dtype=float),
+            self.threshold,
+            self.beta,
+            h,
+        )
 
     def _coordinate_state(self, frames, t: float):
         """(stop gaps, stop rows, friction rows) of the joint coordinates at the midpoint
@@ -344,12 +391,11 @@ class Solver(SolverBase):
         keys = batch.feature
         sweeps = self.lcp != "lemke"
         if sweeps and self.pgs["warm_start"] and self._warm_keys is not None and len(self._warm_keys):
-            where = np.minimum(np.searchsorted(self._warm_keys, keys), len(self._warm_keys) - 1)
-            hit = self._warm_keys[where] == keys
             start = np.zeros((k, d))
-            start[hit] = self._warm_values[where[hit]]
-            if not hit.all():
-                self._warm_nearby(batch, np.flatnonzero(~hit), start)
+            point = np.ascontiguousarray(batch.point_j, dtype=float)
+            warm_start(
+                keys, point, self._warm_keys, self._warm_values, self._warm_points, MAX_FEATURE, self.margin, start
+            )
             x0 = np.concatenate((start.T.ravel(), np.zeros(nu + len(bound))))
         x, iterations, residual = contact_lcp(A, b, mu, d, self.lcp, self.pgs, t, x0, nu, bound)
         if sweeps:
@@ -357,20 +403,6 @@ class Solver(SolverBase):
             self._warm_keys, self._warm_values = keys[order], x[: k * d].reshape(d, k).T[order]
             self._warm_points = batch.point_j[order]
         return x, iterations, residual
-
-    def _warm_nearby(self, batch, rows: np.ndarray, start: np.ndarray) -> None:
-        """start[rows] from the previous contact of the same shape pair nearest to each (its point
-        on body j within ``margin``), for contacts whose feature key is new."""
-        pair_keys = self._warm_keys // MAX_FEATURE  # sorted like the keys (the pair is the key's high part)
-        for r in rows:
-            pair = batch.feature[r] // MAX_FEATURE
-            lo, hi = np.searchsorted(pair_keys, [pair, pair + 1])
-            if lo == hi:
-                continue
-            distance = np.linalg.norm(self._warm_points[lo:hi] - batch.point_j[r], axis=1)
-            nearest = int(np.argmin(distance))
-            if distance[nearest] <= self.margin:
-                start[r] = self._warm_values[lo + nearest]
 
     # ------------------------------------------------------------------ recording
 

@@ -1,0 +1,626 @@
+"""The compiled step of method ``timestepping`` for models of free bodies (mbsim.solvers.timestepping):
+no joint rows, no joint coordinates, every shape pair with a compiled narrow phase, every force in
+the FlatModel, contact solver ``active_set`` or ``pgs``. One call does the whole step of the module
+docstring with the Python path's equations: the midpoint q_m = q + h/2 v (exponential map), the
+frames and forces there (mbsim.model.step_kernels), v_free = v + h M^-1 Q, the reach and the margin,
+the detection (world poses, the shapes' world boxes, broad and narrow phase: the compiled cores of
+mbsim.model.contact), the contact rows in body space (jacobian_kernels), Newton's targets with the
+restitution threshold and the stabilisation, the warm start (by feature key, else the nearest
+previous contact of the same shape pair within the margin), the body-space sweeps and the natural
+residual (cone_kernels), the end state and the work.
+
+When the active-set solve is asked for (``active_set``) and the first sweeps leave a residual above
+the tolerance, ``step`` returns True with the problem in its buffers (``problem``): Python finishes
+the solve (mbsim.solvers.numerics.cone.solve_cone, resumed after those sweeps) and hands the answer
+to ``finish``, which completes the step. The step allocates nothing once its buffers have grown to
+the largest contact count seen.
+"""
+
+import numpy as np
+
+from libc.math cimport INFINITY, fabs, sqrt
+from libc.stdint cimport int64_t
+
+from mbsim.model.contact.broadphase_kernels cimport aabb_half_into, keep_candidates, sweep_axis, sweep_pairs
+from mbsim.model.contact.jacobian_kernels cimport rows_into
+from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
+from mbsim.model.kernels cimport retract3_into
+from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.model.step_kernels cimport forces_into, frames_into, inverse_mass_times
+from mbsim.solvers.numerics.cone_kernels cimport Rows, natural_residual, sweeps_into
+
+
+# Newton's law and the stabilisation (the module docstring of mbsim.solvers.timestepping): the target
+# normal velocity of a row of gap ``gap`` approached at ``approach`` (J_N v), ``approach_free`` (J_N
+# v_free), restitution e; mbsim.model.contact.laws.newton_target's r_N = e max(u, 0), e = 0 at or
+# below the threshold.
+cdef inline double target_velocity(double approach, double approach_free, double gap, double e, double threshold,
+                                   double beta, double h) noexcept nogil:
+    cdef double speed = -approach
+    cdef double bounce = (e if speed > threshold else 0.0) * max(speed, 0.0)
+    if gap <= 0.0:  # closed: restitution, or the penetration correction if larger
+        return max(bounce, beta * max(-gap, 0.0) / h)
+    # open, closing within the step: an impact now, or (e = 0) a landing on the surface
+    if gap <= 0.5 * h * max(speed, -approach_free) and bounce > 0.0:
+        return bounce
+    return -gap / (0.5 * h)
+
+
+def targets(const double[::1] approach, const double[::1] approach_free, const double[::1] gap,
+            const double[::1] restitution, double threshold, double beta, double h):
+    """Target normal velocities r_N (n,) of n unilateral rows (contacts, joint stops): target_velocity."""
+    cdef Py_ssize_t n = gap.shape[0], i
+    out = np.empty(n)
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            o[i] = target_velocity(approach[i], approach_free[i], gap[i], restitution[i], threshold, beta, h)
+    return out
+
+
+# First index of sorted keys[0:n] not below key (numpy's searchsorted, side "left").
+cdef inline Py_ssize_t _lower(const int64_t* keys, Py_ssize_t n, int64_t key) noexcept nogil:
+    cdef Py_ssize_t a = 0, b = n, m
+    while a < b:
+        m = (a + b) // 2
+        if keys[m] < key:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+# The warm start of contact r (key, its point on body j: d) from the previous step's sorted keys,
+# impulses (n, d) and points (n, d): the same feature key, else the previous contact of the same shape
+# pair (key // max_feature) nearest to the point, within ``margin``; into start (d); False: none.
+cdef bint warm_value(int64_t key, const double* point, const int64_t* keys, const double* values,
+                     const double* points, Py_ssize_t n, int d, int64_t max_feature, double margin,
+                     double* start) noexcept nogil:
+    cdef Py_ssize_t where, lo, hi, i, best = -1
+    cdef int a
+    cdef int64_t pair
+    cdef double dist, nearest = 0.0, s
+    if n == 0:
+        return False
+    where = min(_lower(keys, n, key), n - 1)
+    if keys[where] != key:
+        # the pair is the key's high part: its contacts are one run of the sorted keys
+        pair = key // max_feature
+        lo = _lower(keys, n, pair * max_feature)
+        hi = _lower(keys, n, (pair + 1) * max_feature)
+        for i in range(lo, hi):
+            dist = 0.0
+            for a in range(d):
+                s = points[i * d + a] - point[a]
+                dist += s * s
+            dist = sqrt(dist)
+            if best < 0 or dist < nearest:
+                best, nearest = i, dist
+        if best < 0 or nearest > margin:
+            return False
+        where = best
+    for a in range(d):
+        start[a] = values[where * d + a]
+    return True
+
+
+def warm_start(const int64_t[::1] key, const double[:, ::1] point, const int64_t[::1] keys,
+               const double[:, ::1] values, const double[:, ::1] points, int64_t max_feature, double margin,
+               double[:, ::1] start):
+    """start[r] (k, d) from the previous step's contacts (sorted keys (n,), impulses, points (n, d)):
+    warm_value of each contact r (rows without one are left as they are)."""
+    cdef Py_ssize_t k = key.shape[0], n = keys.shape[0], r
+    cdef int d = start.shape[1]
+    if n == 0 or k == 0:
+        return
+    with nogil:
+        for r in range(k):
+            warm_value(key[r], &point[r, 0], &keys[0], &values[0, 0], &points[0, 0], n, d, max_feature, margin,
+                       &start[r, 0])
+
+
+# Stable merge sort of idx[0:n] by key[idx] (tmp: n entries of scratch), as numpy's kind="stable".
+cdef void _argsort(const int64_t* key, int64_t* idx, int64_t* tmp, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k
+    cdef int64_t* src = idx
+    cdef int64_t* dst = tmp
+    cdef int64_t* swap
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if key[src[j]] < key[src[i]]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo += 2 * width
+        swap = src
+        src = dst
+        dst = swap
+        width *= 2
+    if src != idx:
+        for i in range(n):
+            idx[i] = src[i]
+
+
+cdef class FreeStep:
+    """The compiled step of one run (module docstring): the detector's tables, the options, the
+    warm-start memory and every buffer. ``step`` then ``finish`` when it returned True."""
+
+    cdef FlatModel F
+    cdef FlatData D
+    cdef dict buf
+    cdef readonly Py_ssize_t nbody, d, w, nv, nq, nshape, nbounded, ntype, nhalf, nkeys, nsets
+    cdef readonly Py_ssize_t k, n, iterations, chunk
+    cdef readonly double residual, normal_total, work, tight
+    cdef double margin, beta, threshold, tol, omega, h, t, work0, reach_margin
+    cdef Py_ssize_t max_iterations, polish_max, first_sweeps, nwarm
+    cdef bint polish, warm
+    cdef int64_t max_feature
+    # the detector's tables (mbsim.model.contact.detect.ContactDetector)
+    cdef const int64_t[::1] shape_body, shape_type, aabb, pair_kernel, keys, key_entry, set_index
+    cdef const int64_t[::1] half_plane, half_shape, half_entry
+    cdef const unsigned char[::1] oriented, has_pos, has_rot, pair_swap
+    cdef const unsigned char[:, ::1] set_in1, set_in2
+    cdef const double[:, ::1] pos_local, param
+    cdef const double[:, :, ::1] rot_local
+    cdef const double[::1] restitution, friction, radius
+    # per step
+    cdef double[::1] q_mid, v_start, v_free, v_new, q_new, impulse, dx, vb
+    cdef double[:, ::1] pos, lo, hi, half
+    cdef double[:, :, ::1] rot
+    cdef int64_t[::1] order, ends, tmp
+    cdef double[::1] box
+    cdef int64_t[::1] sa, sb, ca, cb, ce
+    cdef int64_t[::1] body_i, body_j, entry, feature, sorted_idx, sort_tmp
+    cdef double[:, ::1] point_i, point_j, normal
+    cdef double[::1] gap
+    cdef long long[::1] indptr, indices
+    cdef double[::1] data, u, b, x, wv, diag, diag_used, block, mu, xlo, xhi
+    cdef int64_t[::1] warm_keys
+    cdef double[:, ::1] warm_values, warm_points
+
+    def __init__(self, FlatModel F, FlatData D, detector, restitution, friction, radius, options: dict,
+                 int64_t max_feature, Py_ssize_t polish_max, Py_ssize_t first_sweeps):
+        cdef Py_ssize_t d = F.dim, s
+        self.F, self.D = F, D
+        self.nbody, self.d, self.nv, self.nq = F.nbody, d, F.nv, F.nq
+        self.w = 6 if d == 3 else 3
+        self.buf = {}
+        self.max_feature = max_feature
+        self.margin = options["margin"]
+        self.beta = options["stabilization"]
+        self.threshold = options["restitution_threshold"]
+        self.polish = options["lcp"] == "active_set"
+        self.max_iterations = int(options["pgs"]["iterations"])
+        self.tol = options["pgs"]["tol"]
+        self.omega = options["pgs"]["omega"]
+        self.warm = bool(options["pgs"]["warm_start"])
+        self.polish_max, self.first_sweeps = polish_max, first_sweeps
+        self.restitution = self._keep("restitution", np.asarray(restitution, dtype=float))
+        self.friction = self._keep("friction", np.asarray(friction, dtype=float))
+        self.radius = self._keep("radius", np.asarray(radius, dtype=float))
+        # the shapes in the detector's order: body, type, local pose, world box kind
+        det = detector
+        n = self.nshape = det.nshape
+        self.nbounded = det.nbounded
+        self.ntype = len(det.tables)
+        pos_local, rot_local = np.zeros((max(n, 1), d)), np.tile(np.eye(d), (max(n, 1), 1, 1))
+        oriented, has_pos, has_rot = (np.zeros(max(n, 1), dtype=np.uint8) for _ in range(3))
+        aabb = np.full(max(n, 1), -1, dtype=np.int64)
+        for t in det.tables:
+            sl = slice(t.start, t.stop)
+            oriented[sl] = t.oriented
+            aabb[sl] = -1 if t.kind.unbounded else t.kind.aabb_kernel
+            if t.pos_local is not None:
+                pos_local[sl], has_pos[sl] = t.pos_local, 1
+            if t.oriented and t.rot_local is not None:
+                rot_local[sl], has_rot[sl] = t.rot_local, 1
+        self.pos_local = self._keep("pos_local", pos_local)
+        self.rot_local = self._keep("rot_local", rot_local)
+        self.oriented = self._keep("oriented", oriented)
+        self.has_pos = self._keep("has_pos", has_pos)
+        self.has_rot = self._keep("has_rot", has_rot)
+        self.aabb = self._keep("aabb", aabb)
+        self.shape_body = self._keep("shape_body", _int(det.shape_body, 1))
+        self.shape_type = self._keep("shape_type", _int(det.shape_type, 1))
+        self.param = self._keep("param", np.ascontiguousarray(det.shape_param, dtype=float).reshape(-1, 3)
+                                if n else np.zeros((1, 3)))
+        self.pair_kernel = self._keep("pair_kernel", _int(det._pair_kernel, 1))
+        self.pair_swap = self._keep("pair_swap", np.ascontiguousarray(det._pair_swap, dtype=np.uint8)
+                                    if len(det._pair_swap) else np.zeros(1, dtype=np.uint8))
+        keys, key_entry, set_index, in1, in2 = det.pairs.lookup
+        self.nkeys, self.nsets = len(keys), len(set_index)
+        self.keys = self._keep("keys", _int(keys, 1))
+        self.key_entry = self._keep("key_entry", _int(key_entry, 1))
+        self.set_index = self._keep("set_index", _int(set_index, 1))
+        self.set_in1 = self._keep("set_in1", np.ascontiguousarray(in1, dtype=np.uint8).reshape(-1, F.nbody + 1)
+                                  if len(set_index) else np.zeros((1, 1), dtype=np.uint8))
+        self.set_in2 = self._keep("set_in2", np.ascontiguousarray(in2, dtype=np.uint8).reshape(-1, F.nbody + 1)
+                                  if len(set_index) else np.zeros((1, 1), dtype=np.uint8))
+        self.nhalf = len(det._half_plane)
+        self.half_plane = self._keep("half_plane", _int(det._half_plane, 1))
+        self.half_shape = self._keep("half_shape", _int(det._half_shape, 1))
+        self.half_entry = self._keep("half_entry", _int(det._half_entry, 1))
+        # buffers of fixed size
+        nv, nq, nbd = F.nv, F.nq, max(self.nbounded, 1)
+        self.q_mid, self.q_new = self._keep("q_mid", np.zeros(nq)), self._keep("q_new", np.zeros(nq))
+        self.v_start, self.v_free = self._keep("v_start", np.zeros(nv)), self._keep("v_free", np.zeros(nv))
+        self.v_new, self.impulse = self._keep("v_new", np.zeros(nv)), self._keep("impulse", np.zeros(nv))
+        self.dx, self.vb = self._keep("dx", np.zeros(nv)), self._keep("vb", np.zeros(nv))
+        self.pos = self._keep("pos", np.zeros((max(n, 1), d)))
+        self.rot = self._keep("rot", np.zeros((max(n, 1), d, d)))
+        self.half = self._keep("half", np.zeros((nbd, d)))
+        self.lo, self.hi = self._keep("lo", np.zeros((nbd, d))), self._keep("hi", np.zeros((nbd, d)))
+        self.order, self.ends = self._keep("order", np.zeros(d * nbd, np.int64)), self._keep("ends", np.zeros(d * nbd, np.int64))
+        self.tmp, self.box = self._keep("tmp", np.zeros(nbd, np.int64)), self._keep("box", np.zeros(4 * nbd))
+        self._pairs(16)
+        self._contacts(16)
+        self.nwarm = 0
+        self.warm_keys = self._keep("warm_keys", np.zeros(16, np.int64))
+        self.warm_values = self._keep("warm_values", np.zeros((16, d)))
+        self.warm_points = self._keep("warm_points", np.zeros((16, d)))
+
+    cdef _keep(self, str name, array):
+        """The array kept alive by this object (buf) and returned for a memoryview."""
+        self.buf[name] = array
+        return array
+
+    cdef _pairs(self, Py_ssize_t m):
+        """Room for m sweep pairs and m candidates."""
+        m = max(m, 16)
+        self.sa, self.sb = self._keep("sa", np.zeros(m, np.int64)), self._keep("sb", np.zeros(m, np.int64))
+        self.ca, self.cb = self._keep("ca", np.zeros(m, np.int64)), self._keep("cb", np.zeros(m, np.int64))
+        self.ce = self._keep("ce", np.zeros(m, np.int64))
+
+    cdef _contacts(self, Py_ssize_t m):
+        """Room for m contacts (their batch rows, their problem's m d rows)."""
+        cdef Py_ssize_t d = self.d, n
+        m = max(m, 16)
+        n = m * d
+        self.body_i, self.body_j = self._keep("body_i", np.zeros(m, np.int64)), self._keep("body_j", np.zeros(m, np.int64))
+        self.entry, self.feature = self._keep("entry", np.zeros(m, np.int64)), self._keep("feature", np.zeros(m, np.int64))
+        self.sorted_idx, self.sort_tmp = self._keep("sorted_idx", np.zeros(m, np.int64)), self._keep("sort_tmp", np.zeros(m, np.int64))
+        self.point_i, self.point_j = self._keep("point_i", np.zeros((m, d))), self._keep("point_j", np.zeros((m, d)))
+        self.normal, self.gap = self._keep("normal", np.zeros((m, d))), self._keep("gap", np.zeros(m))
+        self.indptr = self._keep("indptr", np.zeros(n + 1, np.int64))
+        self.indices = self._keep("indices", np.zeros(2 * self.w * n, np.int64))
+        self.data, self.u = self._keep("data", np.zeros(2 * self.w * n)), self._keep("u", np.zeros(2 * self.w * n))
+        self.b, self.x, self.wv = self._keep("b", np.zeros(n)), self._keep("x", np.zeros(n)), self._keep("wv", np.zeros(n))
+        self.diag, self.diag_used = self._keep("diag", np.zeros(n)), self._keep("diag_used", np.zeros(n))
+        self.xlo, self.xhi = self._keep("xlo", np.zeros(n)), self._keep("xhi", np.full(n, np.inf))
+        self.block, self.mu = self._keep("block", np.zeros(3 * m)), self._keep("mu", np.zeros(m))
+
+    # ------------------------------------------------------------------ the step
+
+    def step(self, const double[::1] q, const double[::1] v, double t, double h, double work):
+        """One step from (q, v) at t (module docstring); True when the active-set solve is to follow
+        (``problem``, then ``finish``), False when the step is done (q_new, v_new, work, ...)."""
+        cdef FlatModel F = self.F
+        cdef FlatData D = self.D
+        cdef Py_ssize_t nv = self.nv, i, npair = 0, total = 0, rows, m, k
+        cdef int axis = 0
+        cdef double reach
+        self.t, self.h, self.work0 = t, h, work
+        with nogil:
+            for i in range(nv):
+                self.v_start[i] = v[i]
+                self.dx[i] = 0.5 * h * v[i]
+            self._retract(q, self.q_mid)
+            frames_into(F, D, self.q_mid, v)
+            forces_into(F, D, t + 0.5 * h, v)
+            inverse_mass_times(F, D.Q, self.vb)
+            for i in range(nv):
+                self.v_free[i] = v[i] + h * self.vb[i]
+            # contacts that can close by the end of the step: the margin grows with how far the bodies
+            # can move, (|v| + |omega| R) h, at the larger of the start and the forces' velocity
+            reach = max(self._reach(v), self._reach(self.v_free))
+            self.reach_margin = self.margin + h * reach
+            self._world(D)
+            if self.nbounded >= 2:
+                axis = sweep_axis(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, &self.order[0],
+                                  &self.ends[0], &self.tmp[0], &total)
+        if total + 1 + self.nhalf > self.sa.shape[0]:
+            self._pairs(2 * (total + 1 + self.nhalf))
+        with nogil:
+            if self.nbounded >= 2:
+                npair = sweep_pairs(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, axis,
+                                    &self.order[0], &self.ends[0], &self.box[0], &self.sa[0], &self.sb[0])
+            m = keep_candidates(&self.sa[0], &self.sb[0], npair, &self.shape_body[0], &self.keys[0],
+                                &self.key_entry[0], self.nkeys, &self.set_index[0], &self.set_in1[0, 0],
+                                &self.set_in2[0, 0], self.nsets, self.nbody, &self.half_plane[0],
+                                &self.half_shape[0], &self.half_entry[0], self.nhalf, &self.pos[0, 0],
+                                &self.rot[0, 0, 0], &self.half[0, 0], <int>self.d, self.reach_margin, &self.ca[0],
+                                &self.cb[0], &self.ce[0])
+            rows = batch_rows(&self.ca[0], &self.cb[0], m, &self.shape_type[0], &self.pair_kernel[0],
+                              <int>self.ntype)
+        if rows < 0:  # compile refuses such pairs; reaching this is an internal error
+            raise RuntimeError("a candidate pair of shapes has no rigid contact rule")
+        if rows > self.gap.shape[0]:
+            self._contacts(2 * rows)
+        with nogil:
+            k = batch_into(&self.ca[0], &self.cb[0], &self.ce[0], m, &self.shape_type[0], &self.shape_body[0],
+                           &self.pair_kernel[0], &self.pair_swap[0], <int>self.ntype, self.nshape, <int>self.d,
+                           &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.reach_margin, self.nbody,
+                           self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
+                           &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
+            self.k = k
+            self.n = k * self.d
+            self.iterations, self.residual = 0, 0.0
+            if k:
+                self._problem(F, D)
+                self.chunk = self.max_iterations
+                if self.polish and self.n <= self.polish_max:
+                    self.chunk = min(self.first_sweeps, self.max_iterations)
+                self._solve()
+        if k and self.polish and self.n <= self.polish_max and self.residual > self.tight:
+            return True
+        with nogil:
+            self._end(F, D)
+        return False
+
+    def finish(self, double[::1] x, Py_ssize_t iterations, double residual):
+        """The step after the active-set solve: its answer x (n,), the sweeps done and its residual."""
+        cdef Py_ssize_t i
+        cdef FlatModel F = self.F
+        cdef FlatData D = self.D
+        with nogil:
+            for i in range(self.n):
+                self.x[i] = x[i]
+            self.iterations, self.residual = iterations, residual
+            self._end(F, D)
+
+    @property
+    def problem(self):
+        """(indptr, indices, data, b, mu, x, sweeps done, their last chunk) of the contact problem in
+        body space (views of the buffers: copy what is kept)."""
+        n, k, e = self.n, self.k, self.indptr[self.n]
+        buf = self.buf
+        return (buf["indptr"][: n + 1], buf["indices"][:e], buf["data"][:e], buf["b"][:n], buf["mu"][:k],
+                buf["x"][:n], self.iterations, self.chunk)  # fmt: skip
+
+    @property
+    def warm(self):
+        """(keys (n,), impulses (n, d), points on body j (n, d)) of the last step with contacts, sorted
+        by key: the warm-start memory (copies)."""
+        n = self.nwarm
+        return self.buf["warm_keys"][:n].copy(), self.buf["warm_values"][:n].copy(), self.buf["warm_points"][:n].copy()
+
+    @property
+    def q_end(self):
+        return self.buf["q_new"].copy()
+
+    @property
+    def v_end(self):
+        return self.buf["v_new"].copy()
+
+    # ------------------------------------------------------------------ stages
+
+    # q moved by dx (exponential map in 3D, quaternions unit) into out
+    cdef void _retract(self, const double[::1] q, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t b, i
+        cdef double s
+        if self.d == 2:
+            for i in range(self.nq):
+                out[i] = q[i] + self.dx[i]
+            return
+        retract3_into(q, self.dx, self.nbody, out)
+        # the Python path normalises the retraction's unit quaternions once more (Model.normalize)
+        for b in range(self.nbody):
+            s = 0.0
+            for i in range(3, 7):
+                s += out[7 * b + i] * out[7 * b + i]
+            s = sqrt(s)
+            for i in range(3, 7):
+                out[7 * b + i] = out[7 * b + i] / s
+
+    # the largest speed of any point of any body: max |v_com| + |omega| R (mbsim.model.contact.jacobian.reach)
+    cdef double _reach(self, const double[::1] v) noexcept nogil:
+        cdef Py_ssize_t b, a, d = self.d, w = self.w
+        cdef double lin, ang, out = 0.0
+        for b in range(self.nbody):
+            lin = 0.0
+            ang = 0.0
+            for a in range(d):
+                lin += v[w * b + a] * v[w * b + a]
+            for a in range(d, w):
+                ang += v[w * b + a] * v[w * b + a]
+            out = max(out, sqrt(lin) + sqrt(ang) * self.radius[b])
+        return out
+
+    # world poses of the shapes (ContactDetector._world) and the bounded ones' boxes, grown by half
+    # the margin each (its _bounds, _candidates)
+    cdef void _world(self, FlatData D) noexcept nogil:
+        cdef Py_ssize_t s, i, j, l, body, d = self.d
+        cdef double grow = 0.5 * max(self.reach_margin, 0.0), acc
+        for s in range(self.nshape):
+            body = self.shape_body[s]
+            for i in range(d):
+                acc = 0.0
+                if self.has_pos[s]:
+                    for j in range(d):
+                        acc += D.rot[body, i, j] * self.pos_local[s, j]
+                    self.pos[s, i] = D.pos[body, i] + acc
+                else:
+                    self.pos[s, i] = D.pos[body, i]
+                if not self.oriented[s]:
+                    continue
+                for j in range(d):
+                    if self.has_rot[s]:
+                        acc = 0.0
+                        for l in range(d):
+                            acc += D.rot[body, i, l] * self.rot_local[s, l, j]
+                        self.rot[s, i, j] = acc
+                    else:
+                        self.rot[s, i, j] = D.rot[body, i, j]
+            if s < self.nbounded:
+                aabb_half_into(<int>self.aabb[s], &self.rot[s, 0, 0], &self.param[s, 0], <int>d, &self.half[s, 0])
+                for i in range(d):
+                    self.lo[s, i] = self.pos[s, i] - (self.half[s, i] + grow)
+                    self.hi[s, i] = self.pos[s, i] + (self.half[s, i] + grow)
+
+    # the contact problem in body space: rows J (CSR), U = J M^-1, A's diagonal and tangent blocks, b =
+    # J v_free - targets, the warm start made feasible (ContactProblem, BodySpace, Solver._solve_lcp)
+    cdef void _problem(self, FlatModel F, FlatData D) noexcept nogil:
+        cdef Py_ssize_t k = self.k, n = self.n, d = self.d, w = self.w, r, e, c, i, j, body, p1, p2
+        cdef double rate, rate_free, acc, scale = 0.0, radius, norm, f
+        rows_into(<const long long*>&self.body_i[0], <const long long*>&self.body_j[0], &self.point_i[0, 0],
+                  &self.point_j[0, 0], &self.normal[0, 0], k, d, &D.pos[0, 0], 3, &D.rot[0, 0, 0],
+                  self.nbody, &self.indptr[0], &self.indices[0], &self.data[0])
+        for r in range(n):
+            # U's blocks J_r,b M_b^-1 and the diagonal J_r . U_r; the rates J v, J v_free
+            self.diag[r] = 0.0
+            rate = 0.0
+            rate_free = 0.0
+            e = self.indptr[r]
+            while e < self.indptr[r + 1]:  # whole blocks of w, body by body
+                body = self.indices[e] // w
+                for i in range(w):
+                    acc = 0.0
+                    for j in range(w):
+                        acc += self.data[e + j] * F.body_inv_mass[body, j, i]
+                    self.u[e + i] = acc
+                e += w
+            for e in range(self.indptr[r], self.indptr[r + 1]):
+                self.diag[r] += self.data[e] * self.u[e]
+                rate += self.data[e] * self.v_start[self.indices[e]]
+                rate_free += self.data[e] * self.v_free[self.indices[e]]
+            self.b[r] = rate_free
+            if r < k:
+                self.b[r] -= target_velocity(rate, rate_free, self.gap[r], self.restitution[self.entry[r]],
+                                             self.threshold, self.beta, self.h)
+            scale = max(scale, self.diag[r])
+            self.x[r] = 0.0
+            self.xlo[r] = 0.0
+            self.xhi[r] = INFINITY
+        # rows x cannot move are left at zero
+        scale = 1e-12 * max(scale, 1e-300)
+        for r in range(n):
+            self.diag_used[r] = self.diag[r] if self.diag[r] > scale else 0.0
+        for c in range(k):
+            self.mu[c] = self.friction[self.entry[c]]
+            self.block[3 * c] = self.diag_used[k + c]
+            self.block[3 * c + 1] = 0.0
+            self.block[3 * c + 2] = 0.0
+            if d == 3:
+                # A's entry (k + c, 2k + c): rows of one contact share their pattern
+                p1, p2 = self.indptr[k + c], self.indptr[2 * k + c]
+                for e in range(self.indptr[k + c + 1] - p1):
+                    self.block[3 * c + 1] += self.data[p1 + e] * self.u[p2 + e]
+                self.block[3 * c + 2] = self.diag[2 * k + c]
+        # the warm start: the previous impulses of the same feature, else of the nearest point
+        if self.warm and self.nwarm:
+            for c in range(k):
+                if warm_value(self.feature[c], &self.point_j[c, 0], &self.warm_keys[0], &self.warm_values[0, 0],
+                              &self.warm_points[0, 0], self.nwarm, <int>d, self.max_feature, self.margin,
+                              &self.wv[0]):
+                    for i in range(d):
+                        self.x[i * k + c] = self.wv[i] if self.diag[i * k + c] > scale else 0.0
+            # feasible: normals >= 0, tangents in their discs
+            for c in range(k):
+                self.x[c] = max(self.x[c], 0.0)
+                radius = self.mu[c] * self.x[c]
+                if d == 2:
+                    self.x[k + c] = min(max(self.x[k + c], -radius), radius)
+                else:
+                    norm = sqrt(self.x[k + c] * self.x[k + c] + self.x[2 * k + c] * self.x[2 * k + c])
+                    f = radius / (norm if norm > 0.0 else 1.0) if norm > radius else 1.0
+                    self.x[k + c] *= f
+                    self.x[2 * k + c] *= f
+
+    # sweeps (the first chunk with the active-set solve, else all) and the natural residual
+    cdef void _solve(self) noexcept nogil:
+        cdef Rows R
+        cdef bint converged = False
+        cdef Py_ssize_t i, e, nv = self.nv, n = self.n, r
+        cdef double size = 0.0, zero = 0.0
+        cdef bint polish = self.polish and n <= self.polish_max
+        for i in range(nv):  # v = M^-1 J^T x of the start
+            self.vb[i] = 0.0
+        for r in range(n):
+            for e in range(self.indptr[r], self.indptr[r + 1]):
+                self.vb[self.indices[e]] += self.u[e] * self.x[r]
+        R.indptr = &self.indptr[0]
+        R.indices = &self.indices[0]
+        R.data = &self.data[0]
+        R.u = &self.u[0]
+        R.b = &self.b[0]
+        R.x = &self.x[0]
+        R.v = &self.vb[0]
+        self.iterations = sweeps_into(&R, n, self.k, <int>self.d, &self.mu[0], &self.xlo[0], &self.xhi[0],
+                                      &self.diag_used[0], &self.block[0], self.chunk,
+                                      self.tol * (1e-3 if polish else 1.0), self.omega, &converged)
+        # the residual of w = J M^-1 J^T x + b, M^-1 J^T x afresh (ContactProblem.w)
+        for i in range(nv):
+            self.vb[i] = 0.0
+        for r in range(n):
+            for e in range(self.indptr[r], self.indptr[r + 1]):
+                self.vb[self.indices[e]] += self.u[e] * self.x[r]
+        for r in range(n):
+            self.wv[r] = self.b[r]
+            for e in range(self.indptr[r], self.indptr[r + 1]):
+                self.wv[r] += self.data[e] * self.vb[self.indices[e]]
+            size = max(size, fabs(self.x[r]))
+        self.residual = natural_residual(&self.x[0], &self.wv[0], n, self.k, <int>self.d, &self.mu[0], &self.xlo[0],
+                                         &self.xhi[0], &self.diag[0])
+        self.tight = self.tol * max(1.0, size)
+
+    # the end of the step: the impulse J^T x, v+ = v_free + M^-1 J^T x, q+ from the midpoint, the
+    # work, the warm-start memory (keys sorted), the normal impulses' sum
+    cdef void _end(self, FlatModel F, FlatData D) noexcept nogil:
+        cdef Py_ssize_t i, r, e, c, a, k = self.k, d = self.d, nv = self.nv
+        cdef double work = 0.0, mean
+        for i in range(nv):
+            self.impulse[i] = 0.0
+        for r in range(self.n):
+            for e in range(self.indptr[r], self.indptr[r + 1]):
+                self.impulse[self.indices[e]] += self.data[e] * self.x[r]
+        inverse_mass_times(F, self.impulse, self.vb)
+        for i in range(nv):
+            self.v_new[i] = self.v_free[i] + self.vb[i] if k else self.v_free[i]
+            self.dx[i] = 0.5 * self.h * self.v_new[i]
+        self._retract(self.q_mid, self.q_new)
+        for i in range(nv):
+            mean = 0.5 * (self.v_start[i] + self.v_new[i])
+            work += self.h * D.Qn[i] * mean + self.impulse[i] * mean
+        self.work = self.work0 + work
+        self.normal_total = 0.0
+        for c in range(k):
+            self.normal_total += self.x[c]
+        if k == 0:  # no contact: the memory of the last one stays
+            return
+        for c in range(k):
+            self.sorted_idx[c] = c
+        _argsort(&self.feature[0], &self.sorted_idx[0], &self.sort_tmp[0], k)
+        with gil:
+            if k > self.warm_keys.shape[0]:
+                self.warm_keys = self._keep("warm_keys", np.zeros(2 * k, np.int64))
+                self.warm_values = self._keep("warm_values", np.zeros((2 * k, d)))
+                self.warm_points = self._keep("warm_points", np.zeros((2 * k, d)))
+        for c in range(k):
+            i = self.sorted_idx[c]
+            self.warm_keys[c] = self.feature[i]
+            for a in range(d):
+                self.warm_values[c, a] = self.x[a * k + i]
+                self.warm_points[c, a] = self.point_j[i, a]
+        self.nwarm = k
+
+
+def _int(array, Py_ssize_t least):
+    """int64 contiguous, at least ``least`` entries (a dummy zero for empty tables)."""
+    out = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
+    return out if len(out) >= least else np.zeros(least, dtype=np.int64)
