@@ -23,6 +23,7 @@ from libc.stdint cimport int64_t
 
 from mbsim.model.contact.broadphase_kernels cimport aabb_half_into, keep_candidates, sweep_axis, sweep_pairs
 from mbsim.model.contact.jacobian_kernels cimport rows_into
+from mbsim.model.contact.laws.newton_kernels cimport newton_velocity
 from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
@@ -32,12 +33,12 @@ from mbsim.solvers.numerics.cone_kernels cimport Rows, natural_residual, sweeps_
 
 # Newton's law and the stabilisation (the module docstring of mbsim.solvers.timestepping): the target
 # normal velocity of a row of gap ``gap`` approached at ``approach`` (J_N v), ``approach_free`` (J_N
-# v_free), restitution e; mbsim.model.contact.laws.newton_target's r_N = e max(u, 0), e = 0 at or
-# below the threshold.
+# v_free), restitution e; Newton's law r_N = e max(u, 0), e = 0 at or below the threshold
+# (mbsim.model.contact.laws.newton_kernels).
 cdef inline double target_velocity(double approach, double approach_free, double gap, double e, double threshold,
                                    double beta, double h) noexcept nogil:
     cdef double speed = -approach
-    cdef double bounce = (e if speed > threshold else 0.0) * max(speed, 0.0)
+    cdef double bounce = newton_velocity(speed, e, threshold)
     if gap <= 0.0:  # closed: restitution, or the penetration correction if larger
         return max(bounce, beta * max(-gap, 0.0) / h)
     # open, closing within the step: an impact now, or (e = 0) a landing on the surface
