@@ -27,7 +27,7 @@ Two stages (method ``active_set``; ``pgs`` is stage 1 alone):
    points of a face share the load evenly); the sliding directions are then updated from w_T
    (a fixed point, quadratic in practice). The answer is accepted when its natural residual is
    below the tolerance; else contacts that pull leave the set, penetrating ones join it, sticking
-   ones past the rim start sliding, and it is solved again (at most ``ROUNDS`` times), then back to
+   ones past the rim start sliding, and it is solved again (at most ROUNDS times: cone_kernels), then back to
    more sweeps. Problems of more than ``POLISH_MAX`` unknowns (piles of hundreds of bodies) skip it:
    their sweeps converge fast enough, and the dense solve would not be cheaper.
 
@@ -45,12 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbsim.solvers.numerics.cone_kernels import cone_sweeps
+from mbsim.solvers.numerics.cone_kernels import polish as cone_polish
 from mbsim.solvers.numerics.cone_kernels import residual as cone_residual
 
 POLISH_MAX = 1500  # unknowns; above this the active-set solve is skipped (a dense least squares)
-ROUNDS = 12  # active-set updates per polish
-TIKHONOV = 1e-10  # relative shift of the active-set solve's regularisation (_least_squares)
-REFINEMENTS = 3  # its refinement iterations: the error falls by ~TIKHONOV / cond each
 FIRST_SWEEPS = 8  # sweeps before the first polish (a warm start often has the right active set)
 
 
@@ -93,23 +91,6 @@ def _disc_projection(x1: np.ndarray, x2: np.ndarray | None, radius: np.ndarray):
     norm = np.hypot(x1, x2)
     scale = np.where(norm > radius, radius / np.where(norm > 0, norm, 1.0), 1.0)
     return x1 * scale, x2 * scale
-
-
-def _least_squares(L: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The minimum-norm solution of L z = r for a consistent, possibly rank-deficient L (redundant
-    contact points) by iterated Tikhonov regularisation: z <- z + (L + eps I)^-1 (r - L z) from
-    z = 0, one LU factorisation; each iteration shrinks the error by eps / (lambda + eps) on every
-    nonzero eigenvalue lambda, and the iterates stay in L's range (symmetric L: no null-space part).
-    An LU of an m x m system is ~20 times cheaper than the SVD of a least-squares driver."""
-    from scipy.linalg import lu_factor, lu_solve
-
-    m = len(r)
-    eps = TIKHONOV * max(float(np.max(np.abs(np.diagonal(L)))), 1e-300)
-    factor = lu_factor(L + eps * np.eye(m), check_finite=False)
-    z = lu_solve(factor, r, check_finite=False)
-    for _ in range(REFINEMENTS):
-        z = z + lu_solve(factor, r - L @ z, check_finite=False)
-    return z
 
 
 class BodySpace:
@@ -255,92 +236,14 @@ class ContactProblem:
     # ------------------------------------------------------------------ the active-set solve
 
     def polish(self, x: np.ndarray, tol: float) -> np.ndarray | None:
-        """The active-set solve from x (module docstring); the answer, or None when it fails.
-
-        Set changes as in non-negative least squares (Lawson and Hanson), so that a redundant face
-        (four corners carrying a tilted load, whose minimum-norm shares may come out negative)
-        does not cycle: a round whose solve pulls on some contacts only drops those; only a round
-        whose impulses are all admissible adds the contacts that penetrate and switches sticking
-        contacts past the rim to sliding, sliding ones whose slip reversed to sticking."""
-        k, d, n, first = self.k, self.d, self.n, self.first
+        """The active-set solve from x (module docstring; compiled: cone_kernels.polish_into, which
+        documents its set changes); the answer, or None when it fails."""
         A = self.A.toarray() if not isinstance(self.A, np.ndarray) else self.A
-        nt = d - 1
-        scale = max(float(np.max(np.abs(x), initial=0.0)), 1e-300)
-        touching = (x[:k] > 1e-12 * scale) & self.movable[:k]
-        xt = np.stack([x[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1) if k else np.zeros((0, nt))
-        size_t = np.linalg.norm(xt, axis=1)
-        rough = self.mu > 0
-        sliding = touching & rough & (size_t >= self.mu * x[:k] * (1.0 - 1e-9)) & (size_t > 0)
-        direction = np.where(sliding[:, None], xt / np.where(size_t > 0, size_t, 1.0)[:, None], 0.0)
-        tail = np.arange(first, n)
-        stop = tail[: self.nu]
-        box = tail[self.nu :]
-        stop_on = (x[stop] > 1e-12 * scale) & self.movable[stop]
-        inside = (np.abs(x[box]) < self.bound * (1.0 - 1e-9)) & self.movable[box]
-        sign = np.where(x[box] < 0, -1.0, 1.0)
-        for _ in range(ROUNDS):
-            sticking = touching & rough & ~sliding
-            # unknowns (their rows of x, each with its own equation w = 0): the touching normals
-            # (a sliding contact's friction follows its normal impulse), the sticking tangents,
-            # the closed stops and the free box rows; x = x0 elsewhere (the box rows at a bound)
-            stick_rows = (k + np.arange(nt)[:, None] * k + np.flatnonzero(sticking)[None, :]).ravel()
-            normals = np.flatnonzero(touching)
-            E = np.concatenate((normals, stick_rows, stop[stop_on], box[inside])).astype(np.int64)
-            x0 = np.zeros(n)
-            x0[box[~inside]] = sign[~inside] * self.bound[~inside]
-            solved = x0.copy()
-            if len(E):
-                A_E = A[E]
-                base = A_E[:, E]
-                rhs = -(A_E @ x0 + self.b[E])
-                slide = np.flatnonzero(sliding[normals])  # columns of sliding contacts
-                slide_c = normals[slide]
-                tangent_cols = [A_E[:, k + a * k + slide_c] for a in range(nt)]
-                for _fixed_point in range(4):
-                    lhs = base.copy()
-                    # d w / d x_N of a sliding contact: its normal column plus mu s along its tangents
-                    for a in range(nt):
-                        lhs[:, slide] += tangent_cols[a] * (self.mu[slide_c] * direction[slide_c, a])
-                    z = _least_squares(lhs, rhs)
-                    solved = x0.copy()
-                    solved[E] = z
-                    for a in range(nt):
-                        solved[k + a * k + slide_c] = self.mu[slide_c] * direction[slide_c, a] * z[slide]
-                    if not len(slide):
-                        break
-                    # the sliding directions from the tangential velocities they give (fixed point)
-                    w = self.w(solved)
-                    wt = np.stack([w[k + a * k + slide_c] for a in range(nt)], axis=1)
-                    size = np.linalg.norm(wt, axis=1)
-                    unit = -wt / np.where(size > 0, size, 1.0)[:, None]
-                    new = np.where((size > 0)[:, None], unit, direction[slide_c])
-                    if np.max(np.abs(new - direction[slide_c])) <= 1e-12:
-                        break
-                    direction[slide_c] = new
-            # a solve that pulls on contacts or stops: those leave, nothing else changes
-            pulling = touching & (solved[:k] < 0.0)
-            pulling_stop = stop_on & (solved[stop] < 0.0)
-            if pulling.any() or pulling_stop.any():
-                touching &= ~pulling
-                stop_on &= ~pulling_stop
-                continue
-            w = self.w(solved)
-            if self.residual(solved, w) <= tol:
-                return solved
-            # admissible impulses: penetrating contacts and stops join, friction switches
-            touching |= (w[:k] < -tol) & self.movable[:k] & ~touching
-            stop_on |= (w[stop] < -tol) & self.movable[stop] & ~stop_on
-            xt = np.stack([solved[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1)
-            size_t = np.linalg.norm(xt, axis=1)
-            past = sticking & (size_t > self.mu * solved[:k])
-            direction[past] = xt[past] / size_t[past, None]
-            wt = np.stack([w[k + a * k : k + (a + 1) * k] for a in range(nt)], axis=1)
-            reversed_slip = sliding & (np.einsum("ka,ka->k", wt, direction) > 0.0)
-            sliding = (sliding & ~reversed_slip) | past
-            out = inside & (np.abs(solved[box]) > self.bound)
-            sign[out] = np.sign(solved[box][out])
-            inside &= ~out
-        return None
+        mu = self.mu if self.k else np.zeros(1)
+        x = np.ascontiguousarray(x, dtype=float)
+        A = np.ascontiguousarray(A, dtype=float)
+        diag = np.ascontiguousarray(self.diag, dtype=float)
+        return cone_polish(A, self.b, self.k, self.d, self.nu, mu, self.lo, self.hi, diag, x, float(tol))
 
 
 def solve_cone(
@@ -376,26 +279,6 @@ def solve_cone(
     return _cone_loop(problem, x, 0, chunk, iterations, tol, omega, polish)
 
 
-def resume_cone(
-    A,
-    b: np.ndarray,
-    mu: np.ndarray,
-    d: int,
-    x: np.ndarray,
-    done: int,
-    chunk: int,
-    *,
-    iterations: int,
-    tol: float,
-    omega: float,
-) -> ConeResult:
-    """``solve_cone`` with the active-set solve, resumed after its first ``chunk`` sweeps (``done``
-    in all) left x (feasible) with a residual above the tolerance: a compiled step's sweeps
-    (mbsim.solvers.timestepping.step_kernels), the rest here."""
-    problem = ContactProblem(A, b, mu, d)
-    return _cone_loop(problem, np.array(x, dtype=float), done, chunk, iterations, tol, omega, True, resumed=True)
-
-
 def _cone_loop(
     problem: ContactProblem,
     x: np.ndarray,
@@ -405,17 +288,13 @@ def _cone_loop(
     tol: float,
     omega: float,
     polish: bool,
-    resumed: bool = False,
 ) -> ConeResult:
-    """The sweeps in chunks, each followed by the active-set solve (``polish``), from x; ``resumed``:
-    the first chunk has been swept already."""
+    """The sweeps in chunks, each followed by the active-set solve (``polish``), from x (compiled for
+    free bodies: mbsim.solvers.timestepping.step_kernels.FreeStep)."""
     while True:
         # (with the active-set solve the residual decides: the sweeps' own stop is made tighter)
-        converged = False
-        if not resumed:
-            swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
-            done += swept
-        resumed = False
+        swept, converged = problem.sweeps(x, chunk, tol * (1e-3 if polish else 1.0), omega)
+        done += swept
         if polish:
             tight = tol * max(1.0, float(np.max(np.abs(x), initial=0.0)))
             residual = problem.residual(x)

@@ -19,3 +19,11 @@ cdef Py_ssize_t sweeps_into(Rows* R, Py_ssize_t n, Py_ssize_t k, int d, const do
 # the natural residual of x with w = A x + b (n rows, k contacts of dimension d)
 cdef double natural_residual(const double* x, const double* w, Py_ssize_t n, Py_ssize_t k, int d, const double* mu,
                              const double* lo, const double* hi, const double* diag) noexcept nogil
+# the active-set solve (polish_into in cone_kernels.pyx) on a dense (n, n) C-order A from x: True when
+# out (n,) holds an answer of natural residual <= tol; work and iwork of polish_doubles(n) and
+# polish_ints(n) entries (allocated by the caller, once)
+cdef Py_ssize_t polish_doubles(Py_ssize_t n) noexcept nogil
+cdef Py_ssize_t polish_ints(Py_ssize_t n) noexcept nogil
+cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t k, int d, Py_ssize_t nu,
+                      const double* mu, const double* lo, const double* hi, const double* diag, const double* x,
+                      double tol, double* out, double* work, int* iwork) noexcept nogil

@@ -18,7 +18,11 @@ For a pile of spheres (each touching ~8 others) a body-space sweep does ~5 times
 and nothing is assembled.
 """
 
+import numpy as np
+
 from libc.math cimport fabs, sqrt
+
+from mbsim.solvers.numerics.lapack_kernels cimport lu_factor_raw, lu_solve_raw
 
 
 # w_i = (A x + b)_i, or J_i v + b_i in body space.
@@ -264,3 +268,281 @@ def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const
         done = sweeps_into(&R, n, k, d, &mu[0], &lo[0], &hi[0], &diag[0], &block[0], iterations, tol, omega,
                            &converged)
     return done, converged
+
+
+# ---------------------------------------------------------------------- the active-set solve
+
+# Its constants (mbsim.solvers.numerics.cone): active-set rounds per solve, fixed-point updates of the
+# sliding directions per round, the relative Tikhonov shift of the least squares and its refinements
+# (the error falls by ~TIKHONOV / cond each).
+cdef enum:
+    ROUNDS = 12
+    FIXED_POINT = 4
+    REFINEMENTS = 3
+cdef double TIKHONOV = 1e-10
+
+
+# w = A x + b over the dense (n, n) C-order A.
+cdef inline void _dense_w(const double* A, const double* b, const double* x, Py_ssize_t n, double* w) noexcept nogil:
+    cdef Py_ssize_t i, j
+    cdef double s
+    cdef const double* row
+    for i in range(n):
+        row = &A[i * n]
+        s = 0.0
+        for j in range(n):
+            s += row[j] * x[j]
+        w[i] = s + b[i]
+
+
+# The minimum-norm solution z (m,) of L z = r for a consistent, possibly rank-deficient L (m, m)
+# (redundant contact points) by iterated Tikhonov regularisation: z <- z + (L + eps I)^-1 (r - L z)
+# from z = 0 on one LU factorisation (lu, m^2); each iteration shrinks the error by eps / (lambda + eps)
+# on every nonzero eigenvalue lambda and the iterates stay in L's range (symmetric L: no null-space
+# part). An LU is ~20 times cheaper than the SVD of a least-squares driver. False: LAPACK failed.
+cdef bint _least_squares(const double* L, const double* r, Py_ssize_t m, double* z, double* lu, double* res,
+                         int* pivots) noexcept nogil:
+    cdef Py_ssize_t i, j, it
+    cdef double eps = 0.0, s
+    for i in range(m):
+        eps = max(eps, fabs(L[i * m + i]))
+    eps = TIKHONOV * max(eps, 1e-300)
+    # (L + eps I)^T in C order: LAPACK's column-major L + eps I, as scipy's lu_factor factors it
+    for i in range(m):
+        for j in range(m):
+            lu[j * m + i] = L[i * m + j]
+        lu[i * m + i] += eps
+    if lu_factor_raw(m, lu, pivots) < 0:
+        return False
+    for i in range(m):
+        z[i] = r[i]
+    lu_solve_raw(m, lu, pivots, z)
+    for it in range(REFINEMENTS):
+        for i in range(m):
+            s = r[i]
+            for j in range(m):
+                s -= L[i * m + j] * z[j]
+            res[i] = s
+        lu_solve_raw(m, lu, pivots, res)
+        for i in range(m):
+            z[i] += res[i]
+    return True
+
+
+cdef Py_ssize_t polish_doubles(Py_ssize_t n) noexcept nogil:
+    return 2 * n * n + 8 * n + 4
+
+
+cdef Py_ssize_t polish_ints(Py_ssize_t n) noexcept nogil:
+    return 6 * n + 1
+
+
+# The active-set solve from x (mbsim.solvers.numerics.cone, module docstring): set changes as in
+# non-negative least squares (Lawson and Hanson), so that a redundant face (four corners carrying a
+# tilted load, whose minimum-norm shares may come out negative) does not cycle: a round whose solve
+# pulls on some contacts only drops those; only a round whose impulses are all admissible adds the
+# contacts that penetrate and switches sticking contacts past the rim to sliding, sliding ones whose
+# slip reversed to sticking. The rows as in natural_residual (lo, hi: the box rows' bounds are
+# -lo = hi); A dense (n, n) C-order; work, iwork of polish_doubles(n), polish_ints(n) entries.
+# True: out (n,) holds an answer of residual <= tol.
+cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t k, int d, Py_ssize_t nu,
+                      const double* mu, const double* lo, const double* hi, const double* diag, const double* x,
+                      double tol, double* out, double* work, int* iwork) noexcept nogil:
+    cdef Py_ssize_t nt = d - 1, first = k * d, nb = n - k * d - nu
+    cdef Py_ssize_t c, a, i, j, m, ns, row, rnd, fp, e
+    cdef double scale = 0.0, dscale = 0.0, size, norm, change, step
+    cdef bint any_pull
+    # the work buffers
+    cdef double* lhs = work
+    cdef double* lu = &work[n * n]
+    cdef double* rhs = &work[2 * n * n]
+    cdef double* z = &rhs[n]
+    cdef double* res = &z[n]
+    cdef double* x0 = &res[n]
+    cdef double* w = &x0[n]
+    cdef double* direction = &w[n]  # (k, nt)
+    cdef double* sign = &direction[2 * k]  # (nb,)
+    cdef double* unit = &sign[nb + 1]  # (nt,) scratch
+    cdef int* E = iwork
+    cdef int* pivots = &iwork[n]
+    cdef int* touching = &iwork[2 * n]
+    cdef int* sliding = &touching[k]
+    cdef int* sticking = &sliding[k]
+    cdef int* slide = &sticking[k]  # positions among E's normals of the sliding contacts
+    cdef int* stop_on = &slide[k]
+    cdef int* inside = &stop_on[nu]
+    cdef int* movable = &inside[nb]
+    for i in range(n):
+        scale = max(scale, fabs(x[i]))
+        dscale = max(dscale, diag[i])
+    scale = max(scale, 1e-300)
+    # rows x cannot move (a direction the joints lock) stay out (ContactProblem.movable)
+    for i in range(n):
+        movable[i] = diag[i] > 1e-12 * max(dscale, 1e-300)
+    # the start: the sets x gives
+    for c in range(k):
+        touching[c] = x[c] > 1e-12 * scale and movable[c]
+        size = 0.0
+        for a in range(nt):
+            size += x[k + a * k + c] * x[k + a * k + c]
+        size = sqrt(size)
+        sliding[c] = touching[c] and mu[c] > 0.0 and size >= mu[c] * x[c] * (1.0 - 1e-9) and size > 0.0
+        for a in range(nt):
+            direction[c * nt + a] = x[k + a * k + c] / size if sliding[c] else 0.0
+    for j in range(nu):
+        stop_on[j] = x[first + j] > 1e-12 * scale and movable[first + j]
+    for j in range(nb):
+        i = first + nu + j
+        inside[j] = fabs(x[i]) < hi[i] * (1.0 - 1e-9) and movable[i]
+        sign[j] = -1.0 if x[i] < 0.0 else 1.0
+    for rnd in range(ROUNDS):
+        for c in range(k):
+            sticking[c] = touching[c] and mu[c] > 0.0 and not sliding[c]
+        # unknowns (their rows of x, each with its own equation w = 0): the touching normals (a
+        # sliding contact's friction follows its normal impulse), the sticking tangents, the closed
+        # stops and the free box rows; x = x0 elsewhere (the box rows at a bound)
+        m = 0
+        ns = 0
+        for c in range(k):
+            if touching[c]:
+                if sliding[c]:
+                    slide[ns] = <int>m
+                    ns += 1
+                E[m] = <int>c
+                m += 1
+        for a in range(nt):
+            for c in range(k):
+                if sticking[c]:
+                    E[m] = <int>(k + a * k + c)
+                    m += 1
+        for j in range(nu):
+            if stop_on[j]:
+                E[m] = <int>(first + j)
+                m += 1
+        for j in range(nb):
+            if inside[j]:
+                E[m] = <int>(first + nu + j)
+                m += 1
+        for i in range(n):
+            x0[i] = 0.0
+        for j in range(nb):
+            if not inside[j]:
+                x0[first + nu + j] = sign[j] * hi[first + nu + j]
+        for i in range(n):
+            out[i] = x0[i]
+        if m:
+            for i in range(m):
+                row = E[i]
+                step = b[row]
+                for j in range(n):
+                    step += A[row * n + j] * x0[j]
+                rhs[i] = -step
+            for fp in range(FIXED_POINT):
+                for i in range(m):
+                    row = E[i]
+                    for j in range(m):
+                        lhs[i * m + j] = A[row * n + E[j]]
+                # d w / d x_N of a sliding contact: its normal column plus mu s along its tangents
+                for e in range(ns):
+                    c = E[slide[e]]
+                    for a in range(nt):
+                        step = mu[c] * direction[c * nt + a]
+                        for i in range(m):
+                            lhs[i * m + slide[e]] += A[E[i] * n + k + a * k + c] * step
+                if not _least_squares(lhs, rhs, m, z, lu, res, pivots):
+                    return False
+                for i in range(n):
+                    out[i] = x0[i]
+                for i in range(m):
+                    out[E[i]] = z[i]
+                for e in range(ns):
+                    c = E[slide[e]]
+                    for a in range(nt):
+                        out[k + a * k + c] = mu[c] * direction[c * nt + a] * z[slide[e]]
+                if ns == 0:
+                    break
+                # the sliding directions from the tangential velocities they give (fixed point)
+                _dense_w(A, b, out, n, w)
+                change = 0.0
+                for e in range(ns):
+                    c = E[slide[e]]
+                    size = 0.0
+                    for a in range(nt):
+                        size += w[k + a * k + c] * w[k + a * k + c]
+                    size = sqrt(size)
+                    for a in range(nt):
+                        unit[a] = -w[k + a * k + c] / size if size > 0.0 else direction[c * nt + a]
+                        change = max(change, fabs(unit[a] - direction[c * nt + a]))
+                    # (stored below only when the fixed point moved: as the Python path did)
+                    for a in range(nt):
+                        res[e * nt + a] = unit[a]
+                if change <= 1e-12:
+                    break
+                for e in range(ns):
+                    c = E[slide[e]]
+                    for a in range(nt):
+                        direction[c * nt + a] = res[e * nt + a]
+        # a solve that pulls on contacts or stops: those leave, nothing else changes
+        any_pull = False
+        for c in range(k):
+            if touching[c] and out[c] < 0.0:
+                touching[c] = False
+                any_pull = True
+        for j in range(nu):
+            if stop_on[j] and out[first + j] < 0.0:
+                stop_on[j] = False
+                any_pull = True
+        if any_pull:
+            continue
+        _dense_w(A, b, out, n, w)
+        if natural_residual(out, w, n, k, d, mu, lo, hi, diag) <= tol:
+            return True
+        # admissible impulses: penetrating contacts and stops join, friction switches
+        for c in range(k):
+            if w[c] < -tol and movable[c]:
+                touching[c] = True
+        for j in range(nu):
+            if w[first + j] < -tol and movable[first + j]:
+                stop_on[j] = True
+        for c in range(k):
+            size = 0.0
+            for a in range(nt):
+                size += out[k + a * k + c] * out[k + a * k + c]
+            size = sqrt(size)
+            if sticking[c] and size > mu[c] * out[c]:  # past the rim: sliding along its impulse
+                for a in range(nt):
+                    direction[c * nt + a] = out[k + a * k + c] / size
+                sliding[c] = True
+            elif sliding[c]:  # slip reversed: sticking
+                norm = 0.0
+                for a in range(nt):
+                    norm += w[k + a * k + c] * direction[c * nt + a]
+                if norm > 0.0:
+                    sliding[c] = False
+        for j in range(nb):
+            i = first + nu + j
+            if inside[j] and fabs(out[i]) > hi[i]:
+                sign[j] = 1.0 if out[i] > 0.0 else -1.0
+                inside[j] = False
+    return False
+
+
+def polish(const double[:, ::1] A, const double[::1] b, Py_ssize_t k, int d, Py_ssize_t nu, const double[::1] mu,
+           const double[::1] lo, const double[::1] hi, const double[::1] diag, const double[::1] x, double tol):
+    """The active-set solve (polish_into) on the dense (n, n) A from x (n,): the answer (n,) of natural
+    residual <= tol, or None when it fails; k contacts of dimension d, nu stops, then box rows of
+    bounds lo = -hi; mu (k,); diag (n,) A's diagonal."""
+    cdef Py_ssize_t n = x.shape[0]
+    cdef double zero = 0.0
+    cdef bint ok
+    if n == 0:
+        return None
+    out = np.zeros(n)
+    work = np.zeros(polish_doubles(n))
+    iwork = np.zeros(polish_ints(n), dtype=np.intc)
+    cdef double[::1] o = out, wk = work
+    cdef int[::1] iw = iwork
+    with nogil:
+        ok = polish_into(&A[0, 0], &b[0], n, k, d, nu, &mu[0] if k else &zero, &lo[0], &hi[0], &diag[0], &x[0],
+                         tol, &o[0], &wk[0], &iw[0])
+    return out if ok else None

@@ -27,6 +27,10 @@ cdef int bidiagonal_lstsq_raw(Py_ssize_t m, Py_ssize_t n, const double* at, cons
                               int* rank) noexcept nogil
 cdef int lstsq_symmetric_raw(Py_ssize_t n, double* a, double* b, double* s, double rcond, int* rank) noexcept nogil
 cdef int solve_raw(Py_ssize_t n, double* at, double* b, int* pivots) noexcept nogil
+# LU with partial pivoting (getrf, scipy's lu_factor) of the (n, n) matrix a given as at = a^T, in
+# place; then a x = b with that factor (getrs, lu_solve), b overwritten with x: one factor, many solves
+cdef int lu_factor_raw(Py_ssize_t n, double* at, int* pivots) noexcept nogil
+cdef int lu_solve_raw(Py_ssize_t n, const double* lu, const int* pivots, double* b) noexcept nogil
 cdef bint cholesky_in_place_raw(Py_ssize_t n, double* A) noexcept nogil
 cdef void cholesky_solve_raw(Py_ssize_t n, const double* L, double* x) noexcept nogil
 cdef void cholesky_envelope_solve_raw(const double[:, ::1] L, const long long[::1] first, const long long[::1] last, double* x) noexcept nogil

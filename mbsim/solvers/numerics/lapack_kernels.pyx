@@ -14,7 +14,7 @@ transpose, which is how the buffers below are passed.
 
 from libc.math cimport isfinite, sqrt
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_lapack cimport dgebrd, dgelsd, dgesdd, dgesv, dlalsd, dormbr
+from scipy.linalg.cython_lapack cimport dgebrd, dgelsd, dgesdd, dgesv, dgetrf, dgetrs, dlalsd, dormbr
 
 
 cdef inline int _ld(Py_ssize_t k) noexcept nogil:
@@ -206,6 +206,19 @@ cpdef int lstsq_symmetric_into(double[:, ::1] a, double[::1] b, double[::1] s, d
 cdef int solve_raw(Py_ssize_t n, double* at, double* b, int* pivots) noexcept nogil:
     cdef int jn = <int>n, nrhs = 1, lda = _ld(n), info = 0
     dgesv(&jn, &nrhs, at, &lda, pivots, b, &lda, &info)
+    return info
+
+
+cdef int lu_factor_raw(Py_ssize_t n, double* at, int* pivots) noexcept nogil:
+    cdef int jn = <int>n, lda = _ld(n), info = 0
+    dgetrf(&jn, &jn, at, &lda, pivots, &info)
+    return info
+
+
+cdef int lu_solve_raw(Py_ssize_t n, const double* lu, const int* pivots, double* b) noexcept nogil:
+    cdef int jn = <int>n, nrhs = 1, lda = _ld(n), info = 0
+    cdef char trans = b'N'
+    dgetrs(&trans, &jn, &nrhs, <double*>lu, &lda, <int*>pivots, b, &lda, &info)
     return info
 
 

@@ -71,7 +71,7 @@ from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
 from mbsim.solvers.base import SolverBase, read_options
-from mbsim.solvers.numerics.cone import FIRST_SWEEPS, POLISH_MAX, BodySpace, resume_cone
+from mbsim.solvers.numerics.cone import FIRST_SWEEPS, POLISH_MAX, BodySpace
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
@@ -288,17 +288,9 @@ class Solver(SolverBase):
         return State(state.t + h, q_new, v_new, work), info, h
 
     def _step_compiled(self, state: State, h: float) -> tuple[State, StepInfo, float]:
-        """The step of free bodies (step_kernels.FreeStep), the active-set solve in Python when its
-        sweeps leave a residual (mbsim.solvers.numerics.cone.resume_cone)."""
+        """The step of free bodies, active-set solve included (step_kernels.FreeStep)."""
         f = self._free
-        if f.step(state.q, state.v, state.t, h, state.work):
-            indptr, indices, data, b, mu, x, done, chunk = f.problem
-            body = BodySpace(indptr, indices, data, self.model.inv_mass_blocks)
-            p = self.pgs
-            result = resume_cone(
-                body, b, mu, self.d, x, done, chunk, iterations=int(p["iterations"]), tol=p["tol"], omega=p["omega"]
-            )
-            f.finish(result.x, int(result.iterations), result.residual)
+        f.step(state.q, state.v, state.t, h, state.work)
         self._last_joint_impulse = (state.t + h, np.zeros(0))
         info = StepInfo(iterations=f.iterations, h=h, position_violation=None)
         info.extra = {"contacts/normal_impulse": f.normal_total, "contacts/residual": f.residual}

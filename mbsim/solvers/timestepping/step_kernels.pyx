@@ -10,10 +10,10 @@ previous contact of the same shape pair within the margin), the body-space sweep
 residual (cone_kernels), the end state and the work.
 
 When the active-set solve is asked for (``active_set``) and the first sweeps leave a residual above
-the tolerance, ``step`` returns True with the problem in its buffers (``problem``): Python finishes
-the solve (mbsim.solvers.numerics.cone.solve_cone, resumed after those sweeps) and hands the answer
-to ``finish``, which completes the step. The step allocates nothing once its buffers have grown to
-the largest contact count seen.
+the tolerance, the step runs the loop of mbsim.solvers.numerics.cone._cone_loop compiled: the
+active-set solve (cone_kernels.polish_into on A = J M^-1 J^T assembled from the body-space rows),
+on failure more sweeps (twice as many each time) and again, until the sweeps run out. The step
+allocates nothing once its buffers have grown to the largest contact count seen.
 """
 
 import numpy as np
@@ -28,7 +28,8 @@ from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.step_kernels cimport forces_into, frames_into, inverse_mass_times
-from mbsim.solvers.numerics.cone_kernels cimport Rows, natural_residual, sweeps_into
+from mbsim.solvers.numerics.cone_kernels cimport (Rows, natural_residual, polish_doubles, polish_ints, polish_into,
+                                                  sweeps_into)
 
 
 # Newton's law and the stabilisation (the module docstring of mbsim.solvers.timestepping): the target
@@ -194,6 +195,12 @@ cdef class FreeStep:
     cdef double[::1] data, u, b, x, wv, diag, diag_used, block, mu, xlo, xhi
     cdef int64_t[::1] warm_keys
     cdef double[:, ::1] warm_values, warm_points
+    # the active-set solve: A (n, n), its answer, its work; the rows of each body (body_start (nbody + 1,),
+    # body_row and body_entry: a row and the start of its block on that body)
+    cdef double[::1] dense, answer, polish_work
+    cdef int[::1] polish_iwork
+    cdef int64_t[::1] body_start, body_row, body_entry
+    cdef Py_ssize_t polish_room
 
     def __init__(self, FlatModel F, FlatData D, detector, restitution, friction, radius, options: dict,
                  int64_t max_feature, Py_ssize_t polish_max, Py_ssize_t first_sweeps):
@@ -275,6 +282,19 @@ cdef class FreeStep:
         self.warm_keys = self._keep("warm_keys", np.zeros(16, np.int64))
         self.warm_values = self._keep("warm_values", np.zeros((16, d)))
         self.warm_points = self._keep("warm_points", np.zeros((16, d)))
+        self.body_start = self._keep("body_start", np.zeros(self.nbody + 1, np.int64))
+        self._polish_room(0)
+
+    cdef _polish_room(self, Py_ssize_t n):
+        """Room for the active-set solve of n rows."""
+        n = max(n, 1)
+        self.polish_room = n
+        self.dense = self._keep("dense", np.zeros(n * n))
+        self.answer = self._keep("answer", np.zeros(n))
+        self.polish_work = self._keep("polish_work", np.zeros(polish_doubles(n)))
+        self.polish_iwork = self._keep("polish_iwork", np.zeros(polish_ints(n), dtype=np.intc))
+        self.body_row = self._keep("body_row", np.zeros(2 * n, np.int64))
+        self.body_entry = self._keep("body_entry", np.zeros(2 * n, np.int64))
 
     cdef _keep(self, str name, array):
         """The array kept alive by this object (buf) and returned for a memoryview."""
@@ -309,8 +329,7 @@ cdef class FreeStep:
     # ------------------------------------------------------------------ the step
 
     def step(self, const double[::1] q, const double[::1] v, double t, double h, double work):
-        """One step from (q, v) at t (module docstring); True when the active-set solve is to follow
-        (``problem``, then ``finish``), False when the step is done (q_new, v_new, work, ...)."""
+        """One step from (q, v) at t (module docstring): q_new, v_new, work, ... of its end."""
         cdef FlatModel F = self.F
         cdef FlatData D = self.D
         cdef Py_ssize_t nv = self.nv, i, npair = 0, total = 0, rows, m, k
@@ -369,26 +388,17 @@ cdef class FreeStep:
                     self.chunk = min(self.first_sweeps, self.max_iterations)
                 self._solve()
         if k and self.polish and self.n <= self.polish_max and self.residual > self.tight:
-            return True
+            if self.n > self.polish_room:
+                self._polish_room(2 * self.n)
+            with nogil:
+                self._polish_loop()
         with nogil:
-            self._end(F, D)
-        return False
-
-    def finish(self, double[::1] x, Py_ssize_t iterations, double residual):
-        """The step after the active-set solve: its answer x (n,), the sweeps done and its residual."""
-        cdef Py_ssize_t i
-        cdef FlatModel F = self.F
-        cdef FlatData D = self.D
-        with nogil:
-            for i in range(self.n):
-                self.x[i] = x[i]
-            self.iterations, self.residual = iterations, residual
             self._end(F, D)
 
     @property
     def problem(self):
-        """(indptr, indices, data, b, mu, x, sweeps done, their last chunk) of the contact problem in
-        body space (views of the buffers: copy what is kept)."""
+        """(indptr, indices, data, b, mu, x, sweeps done, their last chunk) of the last step's contact
+        problem in body space (views of the buffers: copy what is kept)."""
         n, k, e = self.n, self.k, self.indptr[self.n]
         buf = self.buf
         return (buf["indptr"][: n + 1], buf["indices"][:e], buf["data"][:e], buf["b"][:n], buf["mu"][:k],
@@ -545,9 +555,13 @@ cdef class FreeStep:
 
     # sweeps (the first chunk with the active-set solve, else all) and the natural residual
     cdef void _solve(self) noexcept nogil:
+        self.iterations = self._sweeps(self.chunk)
+
+    # ``chunk`` sweeps from x (returned: the sweeps done), then the natural residual and the tolerance
+    cdef Py_ssize_t _sweeps(self, Py_ssize_t chunk) noexcept nogil:
         cdef Rows R
         cdef bint converged = False
-        cdef Py_ssize_t i, e, nv = self.nv, n = self.n, r
+        cdef Py_ssize_t i, e, nv = self.nv, n = self.n, r, done
         cdef double size = 0.0, zero = 0.0
         cdef bint polish = self.polish and n <= self.polish_max
         for i in range(nv):  # v = M^-1 J^T x of the start
@@ -562,9 +576,9 @@ cdef class FreeStep:
         R.b = &self.b[0]
         R.x = &self.x[0]
         R.v = &self.vb[0]
-        self.iterations = sweeps_into(&R, n, self.k, <int>self.d, &self.mu[0], &self.xlo[0], &self.xhi[0],
-                                      &self.diag_used[0], &self.block[0], self.chunk,
-                                      self.tol * (1e-3 if polish else 1.0), self.omega, &converged)
+        done = sweeps_into(&R, n, self.k, <int>self.d, &self.mu[0], &self.xlo[0], &self.xhi[0],
+                           &self.diag_used[0], &self.block[0], chunk, self.tol * (1e-3 if polish else 1.0),
+                           self.omega, &converged)
         # the residual of w = J M^-1 J^T x + b, M^-1 J^T x afresh (ContactProblem.w)
         for i in range(nv):
             self.vb[i] = 0.0
@@ -579,6 +593,80 @@ cdef class FreeStep:
         self.residual = natural_residual(&self.x[0], &self.wv[0], n, self.k, <int>self.d, &self.mu[0], &self.xlo[0],
                                          &self.xhi[0], &self.diag[0])
         self.tight = self.tol * max(1.0, size)
+        return done
+
+    # The loop of mbsim.solvers.numerics.cone._cone_loop after the first chunk of sweeps left a residual
+    # above the tolerance: the active-set solve from x, else more sweeps (the chunk doubled) and again;
+    # the answer (or the last sweeps' x) into x, the sweeps done and its residual.
+    cdef void _polish_loop(self) noexcept nogil:
+        cdef Py_ssize_t n = self.n, i
+        self._assemble()
+        while True:
+            if self.residual <= self.tight:
+                return
+            if polish_into(&self.dense[0], &self.b[0], n, self.k, <int>self.d, 0, &self.mu[0], &self.xlo[0],
+                           &self.xhi[0], &self.diag[0], &self.x[0], self.tight, &self.answer[0],
+                           &self.polish_work[0], &self.polish_iwork[0]):
+                # the answer's residual with w = A x + b (as ContactProblem.residual after a polish)
+                for i in range(n):
+                    self.x[i] = self.answer[i]
+                self._dense_residual()
+                return
+            if self.iterations >= self.max_iterations:
+                return
+            self.chunk = min(max(2 * self.chunk, self.first_sweeps), self.max_iterations - self.iterations)
+            self.iterations += self._sweeps(self.chunk)
+
+    # the residual of x with w = A x + b over the assembled A (dense)
+    cdef void _dense_residual(self) noexcept nogil:
+        cdef Py_ssize_t n = self.n, r, j
+        cdef double s
+        for r in range(n):
+            s = self.b[r]
+            for j in range(n):
+                s += self.dense[r * n + j] * self.x[j]
+            self.wv[r] = s
+        self.residual = natural_residual(&self.x[0], &self.wv[0], n, self.k, <int>self.d, &self.mu[0], &self.xlo[0],
+                                         &self.xhi[0], &self.diag[0])
+
+    # A = J M^-1 J^T (n, n) from the body-space rows: A_rs = sum over the bodies b of both rows of
+    # J_r,b . U_s,b (rows come in whole blocks of w per body; the blocks of each body listed first)
+    cdef void _assemble(self) noexcept nogil:
+        cdef Py_ssize_t n = self.n, w = self.w, nbody = self.nbody, r, s, e, f, p, q, a, body
+        cdef double acc
+        for body in range(nbody + 1):
+            self.body_start[body] = 0
+        for r in range(n):
+            for a in range((self.indptr[r + 1] - self.indptr[r]) // w):
+                e = self.indptr[r] + a * w
+                self.body_start[self.indices[e] // w + 1] += 1
+        for body in range(nbody):
+            self.body_start[body + 1] += self.body_start[body]
+        for r in range(n):
+            for a in range((self.indptr[r + 1] - self.indptr[r]) // w):
+                e = self.indptr[r] + a * w
+                body = self.indices[e] // w
+                p = self.body_start[body]
+                self.body_row[p] = r
+                self.body_entry[p] = e
+                self.body_start[body] = p + 1
+        # (the fill moved each start to the next body's: shift back)
+        for body in range(nbody, 0, -1):
+            self.body_start[body] = self.body_start[body - 1]
+        self.body_start[0] = 0
+        for r in range(n * n):
+            self.dense[r] = 0.0
+        for body in range(nbody):
+            for p in range(self.body_start[body], self.body_start[body + 1]):
+                r = self.body_row[p]
+                e = self.body_entry[p]
+                for q in range(self.body_start[body], self.body_start[body + 1]):
+                    s = self.body_row[q]
+                    f = self.body_entry[q]
+                    acc = 0.0
+                    for a in range(w):
+                        acc += self.data[e + a] * self.u[f + a]
+                    self.dense[r * n + s] += acc
 
     # the end of the step: the impulse J^T x, v+ = v_free + M^-1 J^T x, q+ from the midpoint, the
     # work, the warm-start memory (keys sorted), the normal impulses' sum
