@@ -9,48 +9,7 @@ from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
 
 from mbsim.model.contact.pairs_kernels cimport entry_of
-
-
-# Stable merge sort of idx[0:n] by key[idx] (ties keep their order, as numpy's kind="stable"), tmp
-# n entries of scratch.
-cdef void _argsort(const double* key, Py_ssize_t stride, int64_t* idx, int64_t* tmp, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k
-    cdef int64_t* src = idx
-    cdef int64_t* dst = tmp
-    cdef int64_t* swap
-    # bottom-up: merge runs of width 1, 2, 4, ... alternating between the two buffers
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                if key[src[j] * stride] < key[src[i] * stride]:
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-            lo += 2 * width
-        swap = src
-        src = dst
-        dst = swap
-        width *= 2
-    if src != idx:
-        for i in range(n):
-            idx[i] = src[i]
+from mbsim.model.contact.sorting cimport argsort
 
 
 # Per box p of the sorted order, the index one past the last later box that starts at or before p's
@@ -84,7 +43,7 @@ cdef int sweep_axis(const double* lo, const double* hi, Py_ssize_t n, int d, int
     for axis in range(d):
         for p in range(n):
             order[axis * n + p] = p
-        _argsort(&lo[axis], d, &order[axis * n], tmp, n)
+        argsort(&lo[axis], d, &order[axis * n], tmp, n)
         count = _run_ends(&lo[axis], &hi[axis], d, &order[axis * n], n, &end[axis * n])
         if best_total < 0 or count < best_total:
             best_total = count

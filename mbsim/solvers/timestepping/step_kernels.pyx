@@ -25,6 +25,7 @@ from mbsim.model.contact.broadphase_kernels cimport aabb_half_into, keep_candida
 from mbsim.model.contact.jacobian_kernels cimport rows_into
 from mbsim.model.contact.laws.newton_kernels cimport newton_velocity
 from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
+from mbsim.model.contact.sorting cimport argsort
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.step_kernels cimport forces_into, frames_into, inverse_mass_times
@@ -119,44 +120,6 @@ def warm_start(const int64_t[::1] key, const double[:, ::1] point, const int64_t
         for r in range(k):
             warm_value(key[r], &point[r, 0], &keys[0], &values[0, 0], &points[0, 0], n, d, max_feature, margin,
                        &start[r, 0])
-
-
-# Stable merge sort of idx[0:n] by key[idx] (tmp: n entries of scratch), as numpy's kind="stable".
-cdef void _argsort(const int64_t* key, int64_t* idx, int64_t* tmp, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k
-    cdef int64_t* src = idx
-    cdef int64_t* dst = tmp
-    cdef int64_t* swap
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if key[src[j]] < key[src[i]]:
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-            lo += 2 * width
-        swap = src
-        src = dst
-        dst = swap
-        width *= 2
-    if src != idx:
-        for i in range(n):
-            idx[i] = src[i]
 
 
 cdef class FreeStep:
@@ -694,7 +657,7 @@ cdef class FreeStep:
             return
         for c in range(k):
             self.sorted_idx[c] = c
-        _argsort(&self.feature[0], &self.sorted_idx[0], &self.sort_tmp[0], k)
+        argsort(&self.feature[0], 1, &self.sorted_idx[0], &self.sort_tmp[0], k)
         with gil:
             if k > self.warm_keys.shape[0]:
                 self.warm_keys = self._keep("warm_keys", np.zeros(2 * k, np.int64))
