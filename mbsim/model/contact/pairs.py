@@ -210,6 +210,10 @@ def _check_shape_types(ctx: Context, path: KeyPath, names1, names2, shapes) -> N
                         ) from None
 
 
+# the keys of a rigid contact entry (CONTACT_FIELDS' others belong to compliant contacts and their laws)
+RIGID_KEYS = frozenset({"name", "type", "body1", "body2", "restitution", "friction", "enabled"})
+
+
 def resolve_contact_pairs(
     ctx: Context, contacts: list, body_index: dict[str, int], shapes: dict[str, list[dict[str, Any]]]
 ) -> ContactPairs:
@@ -232,6 +236,14 @@ def resolve_contact_pairs(
         names2 = _resolve_set(ctx, (*item.path, "body2"), values["body2"], body_index, shapes, rigid)
         if not rigid:
             continue
+        foreign = [key for key in item.raw if key not in RIGID_KEYS]
+        if foreign:
+            raise ctx.error(
+                (*item.path, foreign[0]),
+                f"'{foreign[0]}' is a compliant contact's key; a rigid contact (Newton's restitution, Coulomb's "
+                f"friction) takes {', '.join(sorted(RIGID_KEYS))}",
+                "remove it, or make the contact type: compliant",
+            )
         if len(names1) == 1 and names1 == names2:
             raise ctx.error(
                 (*item.path, "body2"), f"body1 and body2 are both just '{names1[0]}'; a body cannot touch itself"

@@ -202,3 +202,27 @@ def test_bad_law_keys_exit_2_naming_the_key(mbsim, write_scene, extra, key, word
     result = mbsim("validate", write_scene(BASE + extra))
     assert result.exit_code == 2, result.output
     assert key in result.output and words in result.output, result.output
+
+
+RIGID = """mbsim: 1
+name: rigid with a compliant key
+time: {end: 0.001, step: 1.0e-4}
+solver: {method: timestepping}
+ground: {shapes: [{type: plane, point: [0, 0, 0], normal: [0, 0, 1]}]}
+bodies:
+  - {name: cube, mass: 1, inertia: [1, 1, 1], position: [0, 0, 0.05], shapes: [{type: box, size: [0.1, 0.1, 0.1]}]}
+contacts:
+  - type: rigid
+    body1: ground
+    body2: cube
+    friction: 0.3
+"""
+
+
+@pytest.mark.parametrize("extra", ["    law: hunt_crossley\n", "    impact_speed: 1.0\n", "    stiffness: 1.0e6\n"])
+def test_a_rigid_contact_refuses_compliant_keys(mbsim, write_scene, extra):
+    """A compliant contact's key on a rigid contact would be ignored: exit 2 naming it."""
+    key = extra.split(":")[0].strip()
+    result = mbsim("validate", write_scene(RIGID + extra))
+    assert result.exit_code == 2, result.output
+    assert f"contacts[0].{key}" in result.output and "rigid contact" in result.output, result.output
