@@ -156,8 +156,9 @@ class ShapeType:
         return aabb_half(self.aabb_kernel, rot, np.ascontiguousarray(param, dtype=float), pos.shape[1])
 
     def rbound(self, values: dict[str, Any]) -> float:
-        """Radius of a ball about the shape's origin holding the whole shape, m (inf: unbounded)."""
-        raise NotImplementedError
+        """Radius of a ball about the shape's origin holding the whole shape, m (inf: unbounded).
+        Every shape type gives its own (tests/model/test_shapes.py checks each against its surface)."""
+        raise NotImplementedError(f"shape type '{self.name}' gives no bounding radius")
 
     # ---------------------------------------------------------------- triangles
 
