@@ -332,7 +332,10 @@ def compile_model(spec: SceneSpec) -> Model:
     ctx.signals = ctx.signals.where(("t",), [a.name for a in actuators])
     outputs = read_outputs(ctx, spec.outputs)
     # compliant contacts are force elements too (every method takes them)
-    stick_step = spec.contact_step or spec.step  # the step taken in contact (fixed-step integrators)
+    # the step taken in contact (fixed-step integrators) for the stick limiter; none under implicit steps,
+    # whose Jacobian holds friction's slope (the limiter exists only for the explicit step's stability)
+    implicit = spec.solver.contact_integration == "implicit"
+    stick_step = 0.0 if implicit else spec.contact_step or spec.step
     compliant = build_compliant(ctx, spec.contacts, body_index, shapes, nb, d, masses, inertias, stick_step)
     if compliant is not None:
         forces.append(compliant)
@@ -373,6 +376,7 @@ def compile_model(spec: SceneSpec) -> Model:
         t_end=spec.t_end,
         step=spec.step,
         contact_step=spec.contact_step,
+        contact_implicit=implicit,
         output_every=spec.output_every,
         output_interval=spec.output_interval,
         scene_text=spec.raw.to_yaml(),

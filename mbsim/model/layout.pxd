@@ -199,3 +199,6 @@ cdef class FlatData(Record):
     cdef double[:, ::1] cc_pair
     cdef double[::1] cc_class_counts
     cdef double[::1] cc_total
+    cdef double[::1] cc_linear
+    cdef double[:, :, ::1] cc_stiffness
+    cdef double[:, :, ::1] cc_damping

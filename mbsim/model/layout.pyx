@@ -292,7 +292,10 @@ cdef class FlatData(Record):
             control, compliant_kernels.near); wrench (4, 6): a pair's wrenches; of the last evaluation: pair (ncc, 2)
             each pair's count and deepest penetration, class_counts (classes + ncc) its counts by
             penetration class, total (4,) count, deepest penetration, elastic potential k
-            g^(n+1)/(n+1) summed, and the most points of an evaluation since the caller zeroed it.
+            g^(n+1)/(n+1) summed, and the most points of an evaluation since the caller zeroed it;
+            linear (1,): nonzero when the evaluation also takes each pair's slopes, stiffness and
+            damping (ncc, 12, 12): d(wrenches)/d(displacements, velocities) of slave and master
+            (compliant_kernels.pair_forces_c; the implicit contact step, mbsim.solvers.ode.stiff).
     """
 
     def __init__(self, **fields):
@@ -359,3 +362,6 @@ cdef class FlatData(Record):
         self.cc_pair = self.buffer(fields, 'cc_pair', 'float64')
         self.cc_class_counts = self.buffer(fields, 'cc_class_counts', 'float64')
         self.cc_total = self.buffer(fields, 'cc_total', 'float64')
+        self.cc_linear = self.buffer(fields, 'cc_linear', 'float64')
+        self.cc_stiffness = self.buffer(fields, 'cc_stiffness', 'float64')
+        self.cc_damping = self.buffer(fields, 'cc_damping', 'float64')

@@ -188,6 +188,7 @@ class Model:
     assembly_report: list[dict[str, Any]] = field(default_factory=list)
     contacts: list[Any] = field(default_factory=list)
     contact_step: float | None = None  # step while compliant bounding boxes overlap (time.contact_step)
+    contact_implicit: bool = False  # Rosenbrock-W steps while they do (solver.contact_integration: implicit)
     actuators: list[Any] = field(default_factory=list)  # mbsim.model.actuators.Actuator
     outputs: list[Any] = field(default_factory=list)  # (name, Expression) of the scene's outputs
     signals: Any = None  # the namespace its expressions were checked in (mbsim.model.signals.Signals)

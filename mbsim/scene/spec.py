@@ -118,6 +118,15 @@ SOLVER_FIELDS = {
     "integrator": Field(
         Text(), "euler, semi_implicit_euler, rk4, scipy:RK45, scipy:DOP853, scipy:Radau, scipy:BDF", "rk4"
     ),
+    "contact_integration": Field(
+        Choice(("explicit", "implicit")),
+        "implicit: while a compliant pair's bounding boxes overlap (or will within a step), the fixed steps are "
+        "linearly implicit in the contact forces (a Rosenbrock-W step, ROS34PW2, with the contacts' stiffness and "
+        "damping as its Jacobian), so a stiff contact runs at time.step; explicit: the integrator's steps "
+        "throughout (with time.contact_step where given). Methods lagrange, null_space, gauss, "
+        "augmented_lagrangian with a fixed-step integrator",
+        "explicit",
+    ),
     "rtol": Field(Number(positive=True), "relative tolerance of the adaptive integrators", 1e-8),
     "atol": Field(Number(positive=True), "absolute tolerance of the adaptive integrators", 1e-10),
     "max_violation": Field(Number(positive=True), "a run whose position violation passes this fails (exit 3)", 1e-3),
@@ -339,6 +348,7 @@ class BodySpec:
 class SolverSpec:
     method: str
     integrator: str
+    contact_integration: str
     rtol: float
     atol: float
     max_violation: float

@@ -96,6 +96,15 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
     if default and not (isinstance(section, dict) and "integrator" in section):
         solver_spec = dataclasses.replace(solver_spec, integrator=default)  # the method's own default
     solver = module.create(model, ctx, solver_spec)
+    if solver_spec.contact_integration == "implicit":
+        why = solver.implicit_contact
+        if why:
+            raise ctx.error(
+                ("solver", "contact_integration"),
+                f"implicit contact integration is not available to method '{method}' here: {why}",
+                "use method lagrange, null_space, gauss or augmented_lagrangian with integrator rk4, or "
+                "contact_integration: explicit with time.contact_step",
+            )
     if ignored:
         solver.notes = (*solver.notes, ignored)
     return solver

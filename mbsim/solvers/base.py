@@ -57,6 +57,7 @@ class Solver(Protocol):
     integrator_label: str  # the integrator as the result file names it
     block_stepping: bool  # whether advance() runs blocks of fixed steps in compiled code
     contact_step_blocks: bool  # whether those blocks take time.contact_step's step control themselves
+    implicit_contact: str  # why solver.contact_integration implicit is not available ("": it is)
     adaptive: bool  # whether step() chooses its own step size (keeps its proposal h_next)
     extra_diagnostics: tuple[str, ...]  # per-step values under /diagnostics/solver/ (StepInfo.extra)
     notes: tuple[str, ...]  # what the user should know about the set-up (printed by the CLI)
@@ -117,6 +118,7 @@ class SolverBase:
     integrator_label: str = ""
     block_stepping: bool = False
     contact_step_blocks: bool = False
+    implicit_contact: str = "the method has no implicit contact step (the ODE methods in body coordinates have)"
     adaptive: bool = False
     extra_diagnostics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

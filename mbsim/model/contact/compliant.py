@@ -399,6 +399,9 @@ def compliant_buffers(flat: FlatModel) -> dict[str, np.ndarray]:
         "cc_pair": np.zeros((flat.ncc, 2)),
         "cc_class_counts": np.zeros(len(flat.cc_classes) + flat.ncc),
         "cc_total": np.zeros(4),
+        "cc_linear": np.zeros(1),
+        "cc_stiffness": np.zeros((flat.ncc, 12, 12)),
+        "cc_damping": np.zeros((flat.ncc, 12, 12)),
     }
 
 

@@ -47,7 +47,10 @@ cdef bint obb_overlap_one_c(const double[:] cA, const double[:, :] RA, const dou
 cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
                           const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s,
                           const double[:] pos_m, const double[:, :] rot_m, const double[:] vel_m,
-                          const double[:] om_m, const ContactLaw* law, double[:, ::1] out) noexcept nogil
+                          const double[:] om_m, const ContactLaw* law, double[:, ::1] out, double* K,
+                          double* C) noexcept nogil
+cdef void normal_force_slopes(const ContactLaw* law, double g, double rate, double* by_depth,
+                              double* by_rate) noexcept nogil
 
 cdef Py_ssize_t penetrating_points_c(
     const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
@@ -60,7 +63,8 @@ cdef Py_ssize_t penetrating_points_c(
 
 # Every compliant pair of the FlatModel at the body frames in D: forces added to Qc (elastic) and
 # Qn (damping, friction), body by body (force world, torque body axes); the counters into D.cc_*;
-# returns the elastic potential
+# with D.cc_linear[0] != 0 each pair's slopes into D.cc_stiffness, D.cc_damping (pair_forces_c's K,
+# C); returns the elastic potential
 cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, double[::1] Qn) noexcept nogil
 
 # Whether some pair's bounding boxes overlap at the state (q, v) (body coordinates) or may within a

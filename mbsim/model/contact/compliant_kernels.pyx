@@ -94,6 +94,21 @@ cdef inline double _normal_dissipative(const ContactLaw* law, double g, double r
     return elastic * (1.0 + law.alpha * rate)
 
 
+# The slopes of f_N in the penetration g and its rate (the implicit contact step's linearisation):
+# eq. (36) and the dissipative laws differentiated; g is kept off zero where n or m < 1
+cdef void normal_force_slopes(const ContactLaw* law, double g, double rate, double* by_depth,
+                              double* by_rate) noexcept nogil:
+    cdef double gs = max(g, 1e-12)
+    cdef double elastic = law.k * pow(gs, law.n)
+    cdef double stiff = law.n * elastic / gs
+    if law.normal == NORMAL_DISSIPATIVE_C:
+        by_depth[0] = stiff * (1.0 + law.alpha * rate)
+        by_rate[0] = elastic * law.alpha
+    else:
+        by_depth[0] = stiff + law.m * law.chi * pow(gs, law.m) / gs * rate
+        by_rate[0] = law.chi * pow(gs, law.m)
+
+
 cdef double normal_force(const ContactLaw* law, double g, double rate, double elastic) noexcept nogil:
     """f_N of the contact's law at penetration g, rate dg/dt and elastic part k g^n (may be < 0:
     the caller clamps)."""
@@ -172,7 +187,8 @@ cdef inline void _add_wrench(double[:, ::1] out, Py_ssize_t row, const double[:,
 cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
                           const double[:, :] rot_s, const double[:] vel_s, const double[:] om_s,
                           const double[:] pos_m, const double[:, :] rot_m, const double[:] vel_m,
-                          const double[:] om_m, const ContactLaw* law, double[:, ::1] out) noexcept nogil:
+                          const double[:] om_m, const ContactLaw* law, double[:, ::1] out, double* K,
+                          double* C) noexcept nogil:
     cdef double k = law.k, nexp = law.n
     cdef double h_stick = law.stick_step
     cdef Py_ssize_t npts = p.shape[0], i
@@ -237,7 +253,79 @@ cdef double pair_forces_c(const double[:, :] p, const double[:] g, const double[
         _add_wrench(out, 2, rot_s, off_s, fn0, fn1, fn2)
         _add_wrench(out, 3, rot_m, off_m, -fn0, -fn1, -fn2)
         potential += k * g[i] * gn / (nexp + 1.0)
+        if K != NULL and total > 0.0:
+            _point_slopes(law, g[i], g_rate, total, n, vt0, vt1, vt2, speed, off_s, rot_s, off_m, rot_m, K, C)
     return potential
+
+
+# One point's share of the pair's linearisation (the implicit contact step): with u the slave
+# point's displacement against the master's material point, the force on the slave moves by
+# -Kp du - Cp du/dt (Kp: the normal law's slope along n, and friction's through f_N; Cp: the
+# normal damping, friction's slopes across (mu / s) and along (mu') the sliding direction);
+# u = G x, G = [P_s, -P_m], P = [I, -[off]x R] over each body's (velocity world, rotation body
+# axes), so K += G^T Kp G and C += G^T Cp G (12 x 12, row-major: slave's 6, then master's 6).
+cdef void _point_slopes(const ContactLaw* law, double g, double g_rate, double total, const double* n,
+                        double vt0, double vt1, double vt2, double speed, const double* off_s,
+                        const double[:, :] rot_s, const double* off_m, const double[:, :] rot_m, double* K,
+                        double* C) noexcept nogil:
+    cdef double kn, cn, mu, slope, across, step
+    cdef double t[3]
+    cdef double Kp[3][3]
+    cdef double Cp[3][3]
+    cdef double G[3][12]
+    cdef double HK[3][12]
+    cdef double HC[3][12]
+    cdef double arm[3][3]
+    cdef int a, b, c, side
+    cdef const double* off
+    cdef double sign
+    normal_force_slopes(law, g, g_rate, &kn, &cn)
+    # friction: mu(s) and its slope by a central difference (one-sided at rest)
+    step = 1e-6 + 1e-3 * speed
+    mu = friction_coefficient(law, speed)
+    if speed > step:
+        slope = (friction_coefficient(law, speed + step) - friction_coefficient(law, speed - step)) / (2.0 * step)
+        across = mu / speed
+        t[0], t[1], t[2] = vt0 / speed, vt1 / speed, vt2 / speed
+    else:
+        slope = (friction_coefficient(law, step) - mu) / step
+        across = slope
+        t[0], t[1], t[2] = 0.0, 0.0, 0.0
+    for a in range(3):
+        for b in range(3):
+            Kp[a][b] = kn * n[a] * n[b] - mu * kn * t[a] * n[b]
+            Cp[a][b] = (cn * n[a] * n[b] - mu * cn * t[a] * n[b]
+                        + total * (across * ((1.0 if a == b else 0.0) - n[a] * n[b] - t[a] * t[b])
+                                   + slope * t[a] * t[b]))
+    # G: the slave's P, the master's -P
+    for side in range(2):
+        off = off_s if side == 0 else off_m
+        sign = 1.0 if side == 0 else -1.0
+        # -[off]x R: column c is R's column c crossed into off, negated: (R e_c) x off
+        for c in range(3):
+            for a in range(3):
+                arm[a][c] = 0.0
+        for c in range(3):
+            if side == 0:
+                arm[0][c] = rot_s[1, c] * off[2] - rot_s[2, c] * off[1]
+                arm[1][c] = rot_s[2, c] * off[0] - rot_s[0, c] * off[2]
+                arm[2][c] = rot_s[0, c] * off[1] - rot_s[1, c] * off[0]
+            else:
+                arm[0][c] = rot_m[1, c] * off[2] - rot_m[2, c] * off[1]
+                arm[1][c] = rot_m[2, c] * off[0] - rot_m[0, c] * off[2]
+                arm[2][c] = rot_m[0, c] * off[1] - rot_m[1, c] * off[0]
+        for a in range(3):
+            for c in range(3):
+                G[a][6 * side + c] = sign * (1.0 if a == c else 0.0)
+                G[a][6 * side + 3 + c] = sign * arm[a][c]
+    for a in range(3):
+        for c in range(12):
+            HK[a][c] = Kp[a][0] * G[0][c] + Kp[a][1] * G[1][c] + Kp[a][2] * G[2][c]
+            HC[a][c] = Cp[a][0] * G[0][c] + Cp[a][1] * G[1][c] + Cp[a][2] * G[2][c]
+    for b in range(12):
+        for c in range(12):
+            K[12 * b + c] += G[0][b] * HK[0][c] + G[1][b] * HK[1][c] + G[2][b] * HK[2][c]
+            C[12 * b + c] += G[0][b] * HC[0][c] + G[1][b] * HC[1][c] + G[2][b] * HC[2][c]
 
 
 def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad, const double[:] pos_s,
@@ -266,7 +354,8 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
     if row < 0 or row >= laws.count:
         raise IndexError(f"law row {row} out of {laws.count}")
     with nogil:
-        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, &laws.rows[row], out)
+        potential = pair_forces_c(p, g, grad, pos_s, rot_s, vel_s, om_s, pos_m, rot_m, vel_m, om_m, &laws.rows[row], out,
+                                  NULL, NULL)
     return potential
 
 
@@ -445,11 +534,18 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
     cdef long long total_count = 0
     cdef Py_ssize_t shape[3]
     cdef const double[:, ::1] points
+    # the implicit contact step asks for each pair's slopes too (D.cc_stiffness, D.cc_damping)
+    cdef bint linearize = D.cc_linear[0] != 0.0
     for k in range(F.ncc):
         m = F.cc_master[k]
         s = F.cc_slave[k]
         D.cc_pair[k, 0] = 0.0
         D.cc_pair[k, 1] = 0.0
+        if linearize:
+            for i in range(12):
+                for j in range(12):
+                    D.cc_stiffness[k, i, j] = 0.0
+                    D.cc_damping[k, i, j] = 0.0
         c0, c1 = F.cc_class_start[k], F.cc_class_start[k + 1]
         for j in range(c0 + k, c1 + k + (1 if c1 > c0 else 0)):
             D.cc_class_counts[j] = 0.0
@@ -512,6 +608,7 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
         pair_potential = pair_forces_c(
             D.cc_p[:n], D.cc_d[:n], D.cc_grad[:n], D.pos[s], D.rot[s], D.vel[s], D.omega[s], D.pos[m], D.rot[m],
             D.vel[m], D.omega[m], <const ContactLaw*>&F.cc_law[k, 0], D.cc_wrench,
+            &D.cc_stiffness[k, 0, 0] if linearize else NULL, &D.cc_damping[k, 0, 0] if linearize else NULL,
         )
         potential += pair_potential
         # rows: slave and master elastic (Qc), then slave and master damping and friction (Qn)

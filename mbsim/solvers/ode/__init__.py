@@ -221,7 +221,20 @@ class OdeSolver(SolverBase):
         # time.contact_step's step control in the compiled fixed steps (the compiled compliant contacts')
         if self.model.contact_step is not None and self._flat.ncc and self._adaptive is None:
             P[ode_kernels.CONTACT_STEP] = self.model.contact_step
+        # solver.contact_integration implicit: Rosenbrock-W steps near compliant contact (ode_kernels._steps)
+        if self.model.contact_implicit and self._flat.ncc and self._adaptive is None:
+            P[ode_kernels.CONTACT_IMPLICIT] = 1.0
         return P
+
+    @property
+    def implicit_contact(self) -> str:
+        """Why solver.contact_integration implicit cannot be taken ("": it is): the Rosenbrock-W
+        step exists in the compiled blocks of fixed steps only (ode_kernels._steps)."""
+        if self._adaptive is not None or self.integrator not in ("euler", "semi_implicit_euler", "rk4"):
+            return f"integrator {self.integrator} is adaptive (the implicit contact step is a fixed step; try rk4)"
+        if not self.block_stepping:
+            return f"the run does not step in compiled blocks ({self.compiled_reason})"
+        return ""
 
     def row_columns(self) -> list[tuple[str, tuple[int, ...]]]:
         """The rows :meth:`advance` records: the common columns, then the method's per-step

@@ -28,6 +28,15 @@ cdef class System:
     cdef bint first_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil
     # dq/dt at (q, v) into out (nq,)
     cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil
+    # the Rosenbrock-W step's Jacobian J (rosenbrock_step): f(t, y) into out with J prepared at
+    # (t, y); out = J x; x <- (I - tau J)^-1 x (False: singular). The base class: J = 0
+    cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil
+    # the size on a step h of the stiff part met by the last evaluation (h^2 |stiffness / mass| + h
+    # |damping / mass|; 0: none); stiff_probe(on): whether evaluations take that part (between them)
+    cdef double stiff_measure(self, double h) noexcept nogil
+    cdef void stiff_probe(self, bint on) noexcept nogil
 
 
 cdef class Work:
@@ -38,6 +47,8 @@ cdef class Work:
     cdef double[:, ::1] K
     cdef double[::1] ytmp
     cdef double[::1] ynew
+    # the Rosenbrock-W step's stage derivative, its sum of earlier stages, the stiffest stage state (3 rows)
+    cdef double[:, ::1] R
     # the adaptive integrator's state: (t, y) its current point, f = f(t, y), y_old the step's start
     cdef double[::1] y
     cdef double[::1] f
@@ -53,6 +64,15 @@ cdef class Work:
 # one fixed step of ``method`` (I_EULER, I_SEMI_IMPLICIT_EULER, I_RK4) from (t, y) into out
 cdef bint fixed_step(System S, Work W, int method, double t, double h, const double[::1] y,
                      double[::1] out) noexcept nogil
+# one linearly implicit step (Rosenbrock-W, ROS34PW2) from (t, y) into out with the System's
+# Jacobian (stiff_derivative, stiff_times, stiff_solve); False when a stage or a solve fails
+cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1] y,
+                          double[::1] out, bint prepared, double* used, double* stiffest,
+                          double* t_stiffest) noexcept nogil
+# the implicit contact step: rosenbrock_step with J at (t, y), taken again with J at its end when
+# the stiffness met within the step is larger than the J it took (a contact that began in the step)
+cdef bint implicit_step(System S, Work W, double t, double h, const double[::1] y,
+                        double[::1] out) noexcept nogil
 # the adaptive integrator starts at (t, y): f evaluated, h_abs = first_step (<= 0: scipy's
 # select_initial_step); A_OK or A_EVAL_FAILED
 cdef int adaptive_start(System S, Work W, double t, const double[::1] y, double first_step) noexcept nogil

@@ -84,6 +84,23 @@ cdef class System:
         for k in range(self.nq):
             out[k] = v[k]
 
+    cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        return self.derivative(t, y, out)
+
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(out.shape[0]):
+            out[k] = 0.0
+
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
+        return True
+
+    cdef double stiff_measure(self, double h) noexcept nogil:
+        return 0.0
+
+    cdef void stiff_probe(self, bint on) noexcept nogil:
+        pass
+
 
 cdef class PySystem(System):
     """A Python right-hand side as a System: fun(t, y) -> dy/dt, and for semi-implicit Euler
@@ -94,12 +111,15 @@ cdef class PySystem(System):
 
     cdef object fun
     cdef object rate
+    # jacobian(t, y) -> (n, n) for the Rosenbrock-W step (None: J = 0), and the one it returned
+    cdef object jacobian
+    cdef object J
     # f(t, y) of the next fixed step's first stage when the caller holds it (None: evaluated)
     cdef public object first
     cdef public object error
 
-    def __init__(self, fun, Py_ssize_t n, Py_ssize_t nq=0, Py_ssize_t nv=0, q_rate=None):
-        self.fun, self.rate = fun, q_rate
+    def __init__(self, fun, Py_ssize_t n, Py_ssize_t nq=0, Py_ssize_t nv=0, q_rate=None, jacobian=None):
+        self.fun, self.rate, self.jacobian, self.J = fun, q_rate, jacobian, None
         self.nq, self.nv, self.n = nq, nv, n
         self.first = self.error = None
 
@@ -120,6 +140,24 @@ cdef class PySystem(System):
                 return self.derivative(t, y, out)
             np.asarray(out)[:] = self.first
             self.first = None
+        return True
+
+    cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        if not self.derivative(t, y, out):
+            return False
+        with gil:
+            if self.jacobian is not None:
+                self.J = np.asarray(self.jacobian(t, np.asarray(y).copy()), dtype=float)
+        return True
+
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        with gil:
+            np.asarray(out)[:] = 0.0 if self.J is None else self.J @ np.asarray(x)
+
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
+        with gil:
+            if self.J is not None:
+                np.asarray(x)[:] = np.linalg.solve(np.eye(self.n) - tau * self.J, np.asarray(x))
         return True
 
     cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
@@ -157,6 +195,7 @@ cdef class Work:
         self.method, self.n = method, n
         self.K = np.zeros((stages, n))
         self.ytmp, self.ynew = np.zeros(n), np.zeros(n)
+        self.R = np.zeros((3, n))
         self.y, self.f, self.y_old = np.zeros(n), np.zeros(n), np.zeros(n)
         self.dense = np.zeros((7 if method == I_DOP853 else 4, n))
         self.rtol = max(rtol, 100 * np.finfo(float).eps)
@@ -227,6 +266,137 @@ cdef bint fixed_step(System S, Work W, int method, double t, double h, const dou
     for k in range(ny):
         out[k] = y[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
     return True
+
+
+# ---------------------------------------------------------------------------------- Rosenbrock-W
+
+# ROS34PW2 (Rang & Angermann, "New Rosenbrock W-methods of order 3 for partial differential
+# algebraic equations of index 1", BIT 45, 2005): 4 stages, order 3 for any Jacobian, L-stable,
+# stiffly accurate (b is Gamma's last row with gamma); alpha and Gamma strictly lower, row-major 4 x 4
+cdef double ROS_GAMMA = 0.435866521508459
+cdef double[16] ROS_ALPHA = [
+    0.0, 0.0, 0.0, 0.0,
+    0.87173304301691801, 0.0, 0.0, 0.0,
+    0.84457060015369423, -0.11299064236484185, 0.0, 0.0,
+    0.0, 0.0, 1.0, 0.0,
+]
+cdef double[16] ROS_GAMMAS = [
+    0.0, 0.0, 0.0, 0.0,
+    -0.87173304301691801, 0.0, 0.0, 0.0,
+    -0.90338057013044082, 0.054180672388095326, 0.0, 0.0,
+    0.24212380706095346, -1.2232505839045147, 0.54526025533510214, 0.0,
+]
+cdef double[4] ROS_B = [0.24212380706095346, -1.2232505839045147, 1.5452602553351020, 0.435866521508459]
+ROSENBROCK = {
+    "gamma": ROS_GAMMA,
+    "alpha": [[ROS_ALPHA[4 * i + j] for j in range(4)] for i in range(4)],
+    "Gamma": [[ROS_GAMMAS[4 * i + j] for j in range(4)] for i in range(4)],
+    "b": [ROS_B[i] for i in range(4)],
+}
+
+
+cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1] y,
+                          double[::1] out, bint prepared, double* used, double* stiffest,
+                          double* t_stiffest) noexcept nogil:
+    """One step of the linearly implicit W-method (Hairer & Wanner, Solving ODEs II, IV.7, eq. 7.4'
+    with J in place of f'(y)): (I - h gamma J) k_i = h f(t + alpha_i h, y + sum_j alpha_ij k_j)
+    + h J sum_j gamma_ij k_j, y_new = y + sum_i b_i k_i. J is the System's stiff part, prepared at
+    (t, y) by the first stage (stiff_derivative); the time enters the stages only through f (a
+    W-method keeps its order with the time derivative of f left out of J). ``prepared``: J is the
+    one the System holds already (taken elsewhere: any J keeps the order), the first stage is f alone.
+    The stiff part's measure at the start into used (unless prepared), the largest a stage met
+    into stiffest with its time and state (W.R[2]) when it passes stiffest's value on entry."""
+    cdef Py_ssize_t ny = y.shape[0], i, j, k
+    cdef double[::1] f = W.R[0]
+    cdef double[::1] g = W.R[1]
+    cdef double[::1] yt = W.ytmp
+    cdef double[::1] ki
+    cdef double ci = 0.0, a, tau = h * ROS_GAMMA
+    cdef bint ok
+    for i in range(4):
+        ki = W.K[i]
+        if i == 0:
+            ok = S.derivative(t, y, f) if prepared else S.stiff_derivative(t, y, f)
+        else:
+            ci = 0.0
+            for j in range(i):
+                ci += ROS_ALPHA[4 * i + j]
+            for k in range(ny):
+                a = y[k]
+                for j in range(i):
+                    a += ROS_ALPHA[4 * i + j] * W.K[j, k]
+                yt[k] = a
+            ok = S.derivative(t + ci * h, yt, f)
+        if not ok:
+            return False
+        a = S.stiff_measure(h)
+        if i == 0 and not prepared:
+            used[0] = a
+        if a > stiffest[0]:
+            stiffest[0] = a
+            t_stiffest[0] = t + ci * h if i else t
+            for k in range(ny):
+                W.R[2, k] = yt[k] if i else y[k]
+        if i == 0:
+            for k in range(ny):
+                ki[k] = h * f[k]
+        else:
+            # h f + h J (sum_j gamma_ij k_j)
+            for k in range(ny):
+                a = 0.0
+                for j in range(i):
+                    a += ROS_GAMMAS[4 * i + j] * W.K[j, k]
+                g[k] = a
+            S.stiff_times(g, ki)
+            for k in range(ny):
+                ki[k] = h * (f[k] + ki[k])
+        if not S.stiff_solve(tau, ki):
+            return False
+    for k in range(ny):
+        a = y[k]
+        for i in range(4):
+            a += ROS_B[i] * W.K[i, k]
+        out[k] = a
+    return True
+
+
+# the implicit step is taken again with J from its end when the end's stiffness measure passes
+# this many times the start's (plus one: a measure below 1 is not stiff on the step)
+cdef double _RETAKE_RATIO = 2.0
+
+
+cdef bint implicit_step(System S, Work W, double t, double h, const double[::1] y,
+                        double[::1] out) noexcept nogil:
+    """rosenbrock_step with J at the step's start; when a stage met a far stiffer contact than J
+    holds (one that began within the step: J at the start cannot hold it, and the stage meets it
+    at full stiffness), the step is taken again from y with J at that stage's state (a W-method:
+    its order holds for that J too). The stages stand in for the step's end (ROS34PW2's last
+    stage is at t + h)."""
+    cdef double used = 0.0, stiffest = 0.0, t_stiffest = t, ignored = 0.0
+    cdef bint ok
+    S.stiff_probe(True)
+    ok = rosenbrock_step(S, W, t, h, y, out, False, &used, &stiffest, &t_stiffest)
+    if ok and stiffest > _RETAKE_RATIO * used + 1.0:
+        # W.R[2] is the stiffest stage's state: J there, then the step again
+        ok = S.stiff_derivative(t_stiffest, W.R[2], W.R[0])
+        if ok:
+            stiffest = INFINITY
+            ok = rosenbrock_step(S, W, t, h, y, out, True, &used, &stiffest, &ignored)
+    S.stiff_probe(False)
+    return ok
+
+
+def rosenbrock_step_of(System S, Work W, double t, double h, const double[::1] y, bint implicit=False):
+    """One Rosenbrock-W step (rosenbrock_step; implicit: implicit_step) for Python and the tests:
+    y_new, a new array."""
+    out = np.empty(y.shape[0])
+    cdef double used = 0.0, stiffest = INFINITY, t_stiffest = t
+    cdef bint ok = (implicit_step(S, W, t, h, y, out) if implicit
+                    else rosenbrock_step(S, W, t, h, y, out, False, &used, &stiffest, &t_stiffest))
+    _raise_kept(S)
+    if not ok:
+        raise FloatingPointError("rosenbrock_step: a stage or a linear solve failed")
+    return out
 
 
 # ---------------------------------------------------------------------------------- adaptive pairs

@@ -4,6 +4,7 @@
 
 from mbsim.model.layout cimport FlatModel, FlatData
 from mbsim.solvers.ode.integrate cimport System, Work
+from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian
 
 # the parameter vector P (Python reads the same values as METHOD ... NPARAMS)
 cdef enum:
@@ -24,7 +25,8 @@ cdef enum:
     P_AL_MAX_ITER = 14
     P_CUT = 15
     P_CONTACT_STEP = 16  # time.contact_step of the compliant contacts' step control (0: none)
-    P_NPARAMS = 17
+    P_CONTACT_IMPLICIT = 17  # 1: steps near compliant contact are Rosenbrock-W (solver.contact_integration)
+    P_NPARAMS = 18
 
 # the methods (P[METHOD]; Python: LAGRANGE ... AUGMENTED_LAGRANGIAN)
 cdef enum:
@@ -65,6 +67,13 @@ cdef class OdeSystem(System):
     cdef FlatModel F
     cdef FlatData D
     cdef double[::1] P
+    cdef ContactJacobian jac  # the compliant contacts' Jacobian (None: no compliant pair)
+    cdef bint has_jac
+    cdef bint probing  # evaluations take the contacts' slopes (stiff_probe)
+    cdef double[::1] rows  # nc: a column of U through the constraint rows
+    cdef double[::1] minv  # nv: its correction M^-1 J^T S^-1 J U
+    cdef double[::1] column  # nv: that column
+    cdef double[::1] qrate  # nq: N(q0) x_v
 # the block of steps and recorded rows (Python: advance, which releases the GIL around it)
 cdef int advance_c(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                    double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,

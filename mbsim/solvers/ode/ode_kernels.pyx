@@ -68,6 +68,7 @@ from mbsim.solvers.ode.integrate cimport (
     adaptive_start,
     adaptive_step,
     fixed_step,
+    implicit_step,
 )
 from mbsim.solvers.numerics.lapack_kernels cimport cholesky_envelope, cholesky_envelope_solve, cholesky_envelope_solve_raw
 from mbsim.solvers.numerics.robust_kernels cimport (
@@ -88,6 +89,7 @@ PROJ_POSITION, PROJ_VELOCITY, PROJ_ITERATIONS, PROJ_TOL = P_PROJ_POSITION, P_PRO
 ROBUST, PENALTY, OMEGA, MU, AL_TOL, AL_MAX_ITER = P_ROBUST, P_PENALTY, P_OMEGA, P_MU, P_AL_TOL, P_AL_MAX_ITER
 CUT = P_CUT  # null_space, gauss: the rank cut of the current adaptive step (step_cut); rank_tol otherwise
 CONTACT_STEP = P_CONTACT_STEP  # fixed steps: time.contact_step while compliant boxes are near (0: none)
+CONTACT_IMPLICIT = P_CONTACT_IMPLICIT  # fixed steps: Rosenbrock-W while compliant boxes are near (0: no)
 NPARAMS = P_NPARAMS
 LAGRANGE, NULL_SPACE, GAUSS_KKT, AUGMENTED_LAGRANGIAN = M_LAGRANGE, M_NULL_SPACE, M_GAUSS_KKT, M_AUGMENTED_LAGRANGIAN
 METHODS = {
@@ -522,6 +524,73 @@ cdef class OdeSystem(System):
     def __init__(self, FlatModel F, FlatData D, double[::1] P):
         self.F, self.D, self.P = F, D, P
         self.nq, self.nv, self.n = F.nq, F.nv, F.nq + F.nv + 1
+        self.has_jac = F.ncc > 0 and F.dim == 3
+        self.probing = False
+        self.jac = ContactJacobian(F) if self.has_jac else None
+        self.rows, self.minv, self.column = np.zeros(max(F.nc, 1)), np.zeros(F.nv), np.zeros(F.nv)
+        self.qrate = np.zeros(F.nq)
+
+    cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        """f(t, y) with the compliant contacts' slopes taken on the way (D.cc_linear), then their
+        Jacobian (stiff_kernels.ContactJacobian); with constraints U = A E^T with the constrained
+        inverse mass A = M^-1 - M^-1 J^T S^-1 J M^-1 (S's factor at y: lagrange's solve leaves it,
+        the other methods' full-rank factor is taken here; where S has no factor, M^-1 alone)."""
+        cdef Py_ssize_t j, c, k
+        cdef bint ok
+        self.D.k1_valid[0] = 0
+        reset_stats(self.D.solve_stats, 0)
+        if not self.has_jac:
+            return derivative(self.F, self.D, self.P, t, y, out)
+        self.D.cc_linear[0] = 1.0
+        ok = derivative(self.F, self.D, self.P, t, y, out)
+        self.D.cc_linear[0] = 1.0 if self.probing else 0.0
+        if not ok:
+            return False
+        self.jac.prepare(self.D, y[: self.nq])
+        if not self.jac.active or self.F.nc == 0:
+            return True
+        if <int>self.P[P_METHOD] != M_LAGRANGE and not schur_factor(self.F, self.D, 0.0):
+            return True
+        for j in range(self.jac.nd):
+            for k in range(self.nv):
+                self.column[k] = self.jac.U[k, j]
+            for c in range(self.F.nc):
+                self.rows[c] = row_dot(self.F, self.D.J, c, self.column)
+            schur_solve(self.F, self.D, self.rows)
+            minv_jt_times(self.F, self.D, self.rows, self.minv)
+            for k in range(self.nv):
+                self.jac.U[k, j] -= self.minv[k]
+        return True
+
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        if not self.has_jac:
+            for k in range(out.shape[0]):
+                out[k] = 0.0
+            return
+        q_rate_into(self.F, self.jac.q0, x[nq : nq + nv], out[:nq])
+        self.jac.velocity_times(x[:nq], x[nq : nq + nv], out[nq : nq + nv])
+        out[nq + nv] = 0.0
+
+    cdef double stiff_measure(self, double h) noexcept nogil:
+        return self.jac.measure(self.D, h) if self.has_jac else 0.0
+
+    cdef void stiff_probe(self, bint on) noexcept nogil:
+        self.probing = on
+        if self.has_jac:
+            self.D.cc_linear[0] = 1.0 if on else 0.0
+
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        if not self.has_jac:
+            return True
+        if not self.jac.velocity_solve(tau, x[:nq], x[nq : nq + nv]):
+            return False
+        # x_q = r_q + tau N(q0) x_v
+        q_rate_into(self.F, self.jac.q0, x[nq : nq + nv], self.qrate)
+        for k in range(nq):
+            x[k] += tau * self.qrate[k]
+        return True
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
         return derivative(self.F, self.D, self.P, t, y, out)
@@ -713,14 +782,17 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
     cdef double violation = -1.0, worst = 0.0, h_last = 0.0
     cdef double scale = py_max(1.0, t_end)
     cdef double h_try, t_new, step_violation
-    cdef bint ok
+    cdef bint ok, near
     while steps < nmax and t_end - t > 1e-12 * scale:
         h_try = py_min(h, t_end - t)
         # land exactly on t_end
         if t_end - (t + h_try) < 1e-9 * h_try:
             h_try = t_end - t
-        # the paper's step control (mbsim.simulate's): the small step while compliant boxes are near
-        if not adaptive and 0.0 < P[P_CONTACT_STEP] < h_try and contacts_near(F, D, q, v, h_try):
+        # the paper's step control (mbsim.simulate's): the small step while compliant boxes are near;
+        # solver.contact_integration implicit: a Rosenbrock-W step there instead of the integrator's
+        near = (not adaptive and (0.0 < P[P_CONTACT_STEP] < h_try or P[P_CONTACT_IMPLICIT] != 0.0)
+                and contacts_near(F, D, q, v, h_try))
+        if near and 0.0 < P[P_CONTACT_STEP] < h_try:
             h_try = P[P_CONTACT_STEP]
         _copy(q, y, 0)
         _copy(v, y, nq)
@@ -733,7 +805,11 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
             _copy(W.y, ynew, 0)
             t_new = W.t
         else:
-            if not fixed_step(S, W, method, t, h_try, y, ynew):
+            if near and P[P_CONTACT_IMPLICIT] != 0.0:
+                ok = implicit_step(S, W, t, h_try, y, ynew)
+            else:
+                ok = fixed_step(S, W, method, t, h_try, y, ynew)
+            if not ok:
                 status = S_RANK_DEFICIENT
                 break
             t_new = t + h_try
@@ -869,3 +945,22 @@ def advance(FlatModel F, FlatData D, double[::1] P, double t, double[::1] q, dou
         status = advance_c(F, D, P, S, W, t, q, v, work, h, t_end, every, done, max_steps, max_rows, max_block,
                            max_violation, rows, out)
     return status
+
+
+def stiff_jacobian(OdeSystem S not None, double t, const double[::1] y):
+    """(f, J): f(t, y) and the implicit contact step's Jacobian there (OdeSystem.stiff_derivative,
+    stiff_times on the unit vectors), new arrays: for the tests, against differences of f."""
+    cdef Py_ssize_t n = S.n, i
+    f = np.empty(n)
+    J = np.empty((n, n))
+    e = np.zeros(n)
+    col = np.empty(n)
+    cdef double[::1] f_v = f, e_v = e, col_v = col
+    if not S.stiff_derivative(t, y, f_v):
+        raise FloatingPointError("stiff_jacobian: the right-hand side failed")
+    for i in range(n):
+        e_v[i] = 1.0
+        S.stiff_times(e_v, col_v)
+        J[:, i] = col
+        e_v[i] = 0.0
+    return f, J

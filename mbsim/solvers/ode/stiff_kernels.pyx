@@ -1,0 +1,221 @@
+"""The implicit contact step's Jacobian in the ODE methods' body coordinates (solver option
+``contact_integration: implicit``; mbsim.solvers.ode.integrate.rosenbrock_step takes the step).
+
+A compliant contact as stiff as real materials (Hertz k g^n with k of 1e8-1e10) and a regularised
+friction law (a damper of slope mu f_N / v_s below the smoothing speed) put eigenvalues of size
+sqrt(k'/m) and mu f_N / (v_s m) into the equations of motion, far outside an explicit step's
+stability region at the mechanism's own step. The Rosenbrock-W step is linearly implicit in a
+Jacobian J of f(t, y), y = (q, v, work); any J keeps its order (a W-method), so J need only hold
+the stiff part: the contact forces' slopes (compliant_kernels.pair_forces_c, per penetrating
+point: the normal law's slope along n, its damping, friction across and along the sliding
+direction), gathered over the bodies the compliant pairs touch ("slots", 6 coordinates each:
+velocity world, rotation body axes):
+
+    dQ = -stiffness G dq - damping E dv        (G: slot displacements of dq, E: slot velocities)
+    J = [[0, N(q)], [-U stiffness G, -U damping E]],   U = A E^T,
+
+with N the map q' = N(q) v and A the inverse mass matrix (the constrained one with constraints:
+M^-1 - M^-1 J_c^T S^-1 J_c M^-1). The geometric terms (the normal turning, moment arms moving)
+are left out: the non-stiff part of f stays explicit. Solving (I - tau J) x = r eliminates x_q
+(G N = E), leaving an nd x nd system (nd = 6 slots; Woodbury's identity):
+
+    r' = r_v - tau U stiffness G r_q
+    (I + tau E U Z) z = E r',   Z = damping + tau stiffness
+    x_v = r' - tau U Z z,       x_q = r_q + tau N(q) x_v.
+"""
+
+from libc.math cimport NAN, fabs
+
+import numpy as np
+
+from mbsim.model.layout cimport FlatData, FlatModel
+from mbsim.solvers.numerics.lapack_kernels cimport lu_factor_raw, lu_solve_raw
+
+
+cdef class ContactJacobian:
+    """The buffers of the contact Jacobian of a FlatModel with compliant pairs (3D, body coordinates)."""
+
+    def __init__(self, FlatModel F):
+        bodies = sorted({int(b) for b in np.concatenate((np.asarray(F.cc_master), np.asarray(F.cc_slave))) if b < F.nbody})
+        self.F = F
+        self.nslots = len(bodies)
+        self.body = np.asarray(bodies, dtype=np.int64).reshape(-1)
+        self.nd = 6 * self.nslots
+        nd = max(self.nd, 1)
+        self.active = False
+        self.q0 = np.zeros(F.nq)
+        self.stiffness = np.zeros((nd, nd))
+        self.damping = np.zeros((nd, nd))
+        self.U = np.zeros((F.nv, nd))
+        self.Z = np.zeros((nd, nd))
+        self.lu = np.zeros(nd * nd)
+        self.pivots = np.zeros(nd, dtype=np.intc)
+        self.tau = np.nan
+        self.a = np.zeros(nd)
+        self.b = np.zeros(nd)
+        self.x = np.zeros(max(F.nv, nd))
+
+    cdef Py_ssize_t _slot(self, Py_ssize_t b) noexcept nogil:
+        cdef Py_ssize_t s
+        for s in range(self.nslots):
+            if self.body[s] == b:
+                return s
+        return -1
+
+    cdef void prepare(self, FlatData D, const double[::1] q) noexcept nogil:
+        cdef Py_ssize_t nd = self.nd, k, side_i, side_j, si, sj, i, j, b, a
+        cdef Py_ssize_t slots[2]
+        cdef double value
+        self.active = False
+        self.tau = NAN
+        for i in range(self.F.nq):
+            self.q0[i] = q[i]
+        for i in range(nd):
+            for j in range(nd):
+                self.stiffness[i, j] = 0.0
+                self.damping[i, j] = 0.0
+        # each pair's 12 x 12 slopes (slave's 6, master's 6) into the slots of its two bodies
+        for k in range(self.F.ncc):
+            if D.cc_pair[k, 0] == 0.0:
+                continue
+            self.active = True
+            slots[0] = self._slot(self.F.cc_slave[k]) if self.F.cc_slave[k] < self.F.nbody else -1
+            slots[1] = self._slot(self.F.cc_master[k]) if self.F.cc_master[k] < self.F.nbody else -1
+            for side_i in range(2):
+                si = slots[side_i]
+                if si < 0:
+                    continue
+                for side_j in range(2):
+                    sj = slots[side_j]
+                    if sj < 0:
+                        continue
+                    for i in range(6):
+                        for j in range(6):
+                            self.stiffness[6 * si + i, 6 * sj + j] += D.cc_stiffness[k, 6 * side_i + i, 6 * side_j + j]
+                            self.damping[6 * si + i, 6 * sj + j] += D.cc_damping[k, 6 * side_i + i, 6 * side_j + j]
+        # U = M^-1 E^T: the block-diagonal inverse mass's columns of the slots' coordinates
+        for i in range(self.F.nv):
+            for j in range(nd):
+                self.U[i, j] = 0.0
+        for si in range(self.nslots):
+            b = self.body[si]
+            for a in range(6):
+                for i in range(6):
+                    value = self.F.body_inv_mass[b, i, a]
+                    self.U[6 * b + i, 6 * si + a] = value
+
+    cdef double measure(self, FlatData D, double h) noexcept nogil:
+        cdef Py_ssize_t k, side, b, a, i
+        cdef double total = 0.0
+        for k in range(self.F.ncc):
+            if D.cc_pair[k, 0] == 0.0:
+                continue
+            for side in range(2):
+                b = self.F.cc_slave[k] if side == 0 else self.F.cc_master[k]
+                if b >= self.F.nbody:
+                    continue
+                for a in range(6):
+                    i = 6 * side + a
+                    total += self.F.body_inv_mass[b, a, a] * (h * h * fabs(D.cc_stiffness[k, i, i])
+                                                              + h * fabs(D.cc_damping[k, i, i]))
+        return total
+
+    cdef void _displacements(self, const double[::1] x_q, double* out) noexcept nogil:
+        """G x_q: per slot the translation and the rotation vector in body axes, 2 (p* (x) dp)_vec."""
+        cdef Py_ssize_t si, b, o
+        cdef double w, x, y, z, dw, dx, dy, dz
+        for si in range(self.nslots):
+            b = self.body[si]
+            o = 7 * b
+            out[6 * si] = x_q[o]
+            out[6 * si + 1] = x_q[o + 1]
+            out[6 * si + 2] = x_q[o + 2]
+            w, x, y, z = self.q0[o + 3], self.q0[o + 4], self.q0[o + 5], self.q0[o + 6]
+            dw, dx, dy, dz = x_q[o + 3], x_q[o + 4], x_q[o + 5], x_q[o + 6]
+            out[6 * si + 3] = 2.0 * (w * dx - dw * x - (y * dz - z * dy))
+            out[6 * si + 4] = 2.0 * (w * dy - dw * y - (z * dx - x * dz))
+            out[6 * si + 5] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
+
+    cdef void _velocities(self, const double[::1] x_v, double* out) noexcept nogil:
+        """E x_v: the slots' coordinates of x_v."""
+        cdef Py_ssize_t si, a
+        for si in range(self.nslots):
+            for a in range(6):
+                out[6 * si + a] = x_v[6 * self.body[si] + a]
+
+    cdef void velocity_times(self, const double[::1] x_q, const double[::1] x_v, double[::1] out_v) noexcept nogil:
+        cdef Py_ssize_t nd = self.nd, i, j
+        cdef double s
+        for i in range(self.F.nv):
+            out_v[i] = 0.0
+        if not self.active:
+            return
+        self._displacements(x_q, &self.a[0])
+        self._velocities(x_v, &self.b[0])
+        # a <- stiffness G x_q + damping E x_v
+        for i in range(nd):
+            s = 0.0
+            for j in range(nd):
+                s += self.stiffness[i, j] * self.a[j] + self.damping[i, j] * self.b[j]
+            self.x[i] = s
+        for i in range(self.F.nv):
+            s = 0.0
+            for j in range(nd):
+                s += self.U[i, j] * self.x[j]
+            out_v[i] = -s
+
+    cdef bint _factor(self, double tau) noexcept nogil:
+        """I + tau E U Z into lu (column-major), Z = damping + tau stiffness."""
+        cdef Py_ssize_t nd = self.nd, i, j, m, si, a
+        cdef double s
+        for i in range(nd):
+            for j in range(nd):
+                self.Z[i, j] = self.damping[i, j] + tau * self.stiffness[i, j]
+        for si in range(self.nslots):
+            for a in range(6):
+                i = 6 * si + a
+                for j in range(nd):
+                    s = 0.0
+                    for m in range(nd):
+                        s += self.U[6 * self.body[si] + a, m] * self.Z[m, j]
+                    self.lu[j * nd + i] = tau * s + (1.0 if i == j else 0.0)
+        if lu_factor_raw(nd, &self.lu[0], &self.pivots[0]) != 0:
+            return False
+        self.tau = tau
+        return True
+
+    cdef bint velocity_solve(self, double tau, const double[::1] r_q, double[::1] r_v) noexcept nogil:
+        cdef Py_ssize_t nd = self.nd, nv = self.F.nv, i, j
+        cdef double s
+        if not self.active:
+            return True
+        if not (tau == self.tau) and not self._factor(tau):
+            return False
+        # r' = r_v - tau U stiffness G r_q
+        self._displacements(r_q, &self.a[0])
+        for i in range(nd):
+            s = 0.0
+            for j in range(nd):
+                s += self.stiffness[i, j] * self.a[j]
+            self.b[i] = s
+        for i in range(nv):
+            s = 0.0
+            for j in range(nd):
+                s += self.U[i, j] * self.b[j]
+            r_v[i] -= tau * s
+        # (I + tau E U Z) z = E r'
+        self._velocities(r_v, &self.a[0])
+        if lu_solve_raw(nd, &self.lu[0], &self.pivots[0], &self.a[0]) != 0:
+            return False
+        # x_v = r' - tau U Z z
+        for i in range(nd):
+            s = 0.0
+            for j in range(nd):
+                s += self.Z[i, j] * self.a[j]
+            self.b[i] = s
+        for i in range(nv):
+            s = 0.0
+            for j in range(nd):
+                s += self.U[i, j] * self.b[j]
+            r_v[i] -= tau * s
+        return True

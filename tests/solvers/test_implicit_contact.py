@@ -1,0 +1,175 @@
+"""The implicit contact step (solver.contact_integration: implicit): the Rosenbrock-W integrator
+ROS34PW2 (mbsim.solvers.ode.integrate.rosenbrock_step) against its order and its stiff decay on
+closed-form ODEs, the contact Jacobian it takes (mbsim.solvers.ode.stiff_kernels) against central
+differences of the right-hand side, and a box on a floor as stiff as steel at the mechanism's own
+step against the closed forms of Coulomb's stopping distance and Hertz's resting depth, where the
+explicit step at that step size diverges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbsim.scene.spec import load_scene
+from mbsim.simulate import prepare
+from mbsim.solvers.ode import integrate, ode_kernels
+
+G = 9.81
+
+
+def _prothero_robinson(lam: float):
+    """y' = -lam (y - cos t) - sin t: the solution cos t from y(0) = 1, whatever the stiffness lam."""
+    return lambda t, y: np.array([-lam * (y[0] - np.cos(t)) - np.sin(t)])
+
+
+def _integrate(system, h: float, t_end: float, y0: np.ndarray) -> np.ndarray:
+    work = integrate.Work(len(y0), integrate.INTEGRATORS["rk4"])
+    y, t = y0.copy(), 0.0
+    for _ in range(int(round(t_end / h))):
+        y = integrate.rosenbrock_step_of(system, work, t, h, y)
+        t += h
+    return y
+
+
+@pytest.mark.parametrize("jacobian", ["exact", "zero"])
+def test_rosenbrock_w_is_third_order_with_any_jacobian(jacobian):
+    """A W-method keeps its order whatever J it is given: on the forced pendulum-like system
+    y1' = y2, y2' = -sin y1 - 0.1 y2 + 0.3 cos 1.3 t the error against scipy's DOP853 at 1e-13
+    falls by 2^3 per halving of h, with the exact Jacobian and with J = 0 (measured orders 3.0)."""
+    from scipy.integrate import solve_ivp
+
+    def f(t, y):
+        return np.array([y[1], -np.sin(y[0]) - 0.1 * y[1] + 0.3 * np.cos(1.3 * t)])
+
+    def jac(t, y):
+        return np.array([[0.0, 1.0], [-np.cos(y[0]), -0.1]])
+
+    y0 = np.array([1.0, 0.0])
+    exact = solve_ivp(f, (0, 2.0), y0, method="DOP853", rtol=1e-13, atol=1e-13).y[:, -1]
+    errors = []
+    for h in (0.04, 0.02, 0.01):
+        system = integrate.PySystem(f, 2, 1, 1, jacobian=jac if jacobian == "exact" else None)
+        errors.append(np.abs(_integrate(system, h, 2.0, y0) - exact).max())
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 2.8) and np.all(orders < 3.6), orders
+
+
+def test_rosenbrock_w_damps_a_stiff_mode_at_any_step():
+    """L-stability with the exact Jacobian: Prothero-Robinson with lam = 1e9 (h lam = 1e7) from a
+    start 1 off the slow solution: the fast mode is gone after one step and the slow one is
+    followed to third order (error < 1e-6 at h = 0.01 over 1 s); explicit RK4 at that step
+    overflows."""
+    lam = 1e9
+    f = _prothero_robinson(lam)
+    system = integrate.PySystem(f, 1, 0, 0, jacobian=lambda t, y: np.array([[-lam]]))
+    y = _integrate(system, 0.01, 1.0, np.array([2.0]))
+    assert abs(y[0] - np.cos(1.0)) < 1e-6
+    work = integrate.Work(1, integrate.INTEGRATORS["rk4"])
+    explicit = integrate.PySystem(f, 1, 0, 0)
+    y = np.array([2.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(5):
+            y = integrate.fixed_step_of(explicit, work, 0.01 * k, 0.01, y)
+    assert not np.isfinite(y[0]) or abs(y[0]) > 1e10
+
+
+def _box_scene(stiffness: float, mass: float, integration: str, v0: float = 1.0) -> dict:
+    """A 0.1 m cube on a compliant floor (SDF of the ground's slab, Hertz k g^1.5 at its eight
+    corners, damping 1e6 g dg/dt, Coulomb mu = 0.4), sliding at v0 from the Hertz resting depth."""
+    depth = (mass * G / 4 / stiffness) ** (1 / 1.5)
+    return {
+        "mbsim": 1,
+        "name": "box on a stiff floor",
+        "gravity": [0, 0, -G],
+        "time": {"end": 0.6, "step": 1e-3},
+        "solver": {"method": "lagrange", "integrator": "rk4", "contact_integration": integration},
+        "output": {"every": 10},
+        "ground": {"shapes": [{"type": "box", "size": [2, 1, 0.04], "pose": {"position": [0.5, 0, -0.02]}}]},
+        "bodies": [
+            {
+                "name": "box",
+                "mass": mass,
+                "inertia": [0.01, 0.01, 0.01],
+                "position": [0, 0, 0.05 - depth],
+                "velocity": [v0, 0, 0],
+                "shapes": [{"type": "box", "size": [0.1, 0.1, 0.1]}],
+            }
+        ],
+        "contacts": [
+            {
+                "name": "floor",
+                "type": "compliant",
+                "body1": "ground",
+                "body2": "box",
+                "stiffness": stiffness,
+                "exponent": 1.5,
+                "damping": 1e6,
+                "damping_exponent": 1.0,
+                "friction": 0.4,
+            }
+        ],
+    }
+
+
+def test_box_on_a_steel_stiff_floor_at_the_mechanisms_step(run_scene):
+    """k = 1e11 N/m^1.5 and a 0.5 kg box: sqrt(k'/m) h is about 3 at h = 1e-3, outside RK4's
+    stability region (the explicit run leaves the floor at 1.9 km/s). The implicit step slides the box to Coulomb's
+    v0^2 / (2 mu g) (to 1e-4; measured 1.4e-5) and rests it at Hertz's depth (m g / 4k)^(2/3)
+    per corner (to 1 %; 53 nm), at rest to 1e-9 m/s."""
+    mass, k, v0 = 0.5, 1e11, 1.0
+    _, res = run_scene(_box_scene(k, mass, "implicit", v0))
+    p, v = res["bodies/box/position"], res["bodies/box/velocity"]
+    assert p[-1, 0] == pytest.approx(v0**2 / (2 * 0.4 * G), rel=1e-4)
+    depth = (mass * G / 4 / k) ** (1 / 1.5)
+    assert 0.05 - p[-1, 2] == pytest.approx(depth, rel=0.01)
+    assert np.abs(v[-1]).max() < 1e-9
+
+
+def test_contact_jacobian_matches_differences_of_the_right_hand_side(tmp_path):
+    """The Jacobian the implicit step takes (the velocity rows: d v_dot / d(position, velocity))
+    against central differences of the compiled right-hand side, on a box pressed 3 um into the
+    floor while sliding at 0.2 m/s (friction sliding, four corners): the translational columns
+    agree to 1e-4 relative to the largest entry (the rotational ones leave out the normal's turning
+    and the moment arms' motion, the geometric terms: a W-method's J need not hold them)."""
+    import yaml
+
+    scene = _box_scene(1e9, 0.5, "implicit", 0.2)
+    scene["bodies"][0]["position"] = [0, 0, 0.05 - 3e-6]
+    path = tmp_path / "box.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    model, solver = prepare(load_scene(str(path)))
+    S = ode_kernels.system(solver._flat, solver.data.flat, solver._params)
+    y = np.concatenate((model.q0, model.v0, [0.0]))
+    _, J = ode_kernels.stiff_jacobian(S, 0.0, y)
+    nq = model.nq
+    rows = slice(nq, nq + 3)  # the linear accelerations
+    slopes = []
+    for col, step in [(2, 1e-9), (nq, 1e-7), (nq + 1, 1e-7), (nq + 2, 1e-7)]:
+        plus, minus = y.copy(), y.copy()
+        plus[col] += step
+        minus[col] -= step
+        diff = (ode_kernels.stiff_jacobian(S, 0.0, plus)[0] - ode_kernels.stiff_jacobian(S, 0.0, minus)[0]) / (2 * step)
+        scale = np.abs(diff[rows]).max()
+        assert np.abs(J[rows, col] - diff[rows]).max() <= 1e-4 * scale + 1e-9, (col, J[rows, col], diff[rows])
+        slopes.append(scale)
+    # the normal stiffness (z), and friction across the sliding direction (vy) are there; along it
+    # (vx) sliding friction is constant: mu f_N
+    assert slopes[0] > 1e7 and slopes[2] > 10.0 and slopes[1] < 1e-6 * slopes[2]
+
+
+def test_implicit_contact_refuses_what_it_cannot_step(run_scene, write_scene, mbsim):
+    """An adaptive integrator, a method without the compiled step, a misspelt value: exit 2 naming
+    solver.contact_integration."""
+    import yaml
+
+    base = _box_scene(1e9, 0.5, "implicit")
+    for change, words in [
+        ({"integrator": "scipy:DOP853"}, "adaptive"),
+        ({"method": "recursive"}, "recursive"),
+        ({"contact_integration": "implict"}, "implicit"),
+    ]:
+        scene = dict(base, solver=dict(base["solver"], **change))
+        path = write_scene(yaml.safe_dump(scene))
+        result = mbsim("run", path, "-o", path.with_suffix(".h5"))
+        assert result.exit_code == 2, result.output
+        assert "contact_integration" in result.stderr and words in result.stderr, result.stderr
