@@ -216,12 +216,16 @@ def _chain_on_a_floor(end: float) -> dict:
 
 
 def _solver(scene, tmp_path):
-    from conftest import write_yaml_scene
+    """The prepared timestepping solver of ``scene`` (a file, or a dict written to tmp_path)."""
+    import yaml
 
     from mbsim.scene.spec import load_scene
     from mbsim.simulate import prepare
 
-    path = scene if isinstance(scene, Path) else write_yaml_scene(scene, tmp_path / "scene.yaml")
+    path = scene
+    if not isinstance(scene, Path):
+        path = tmp_path / "scene.yaml"
+        path.write_text(yaml.safe_dump(scene, sort_keys=False), encoding="utf-8")
     return prepare(load_scene(str(path)))[1]
 
 
@@ -252,28 +256,48 @@ def test_joints_take_the_compiled_step_and_meet_restitution(tmp_path):
     assert max(height) == pytest.approx(e**2 * L, rel=1e-2)
 
 
-def test_compiled_joint_step_is_the_python_step(tmp_path):
-    """The compiled step with joints and the Python path give the same states step by step (to
-    round-off, 1e-10): the paper's four-bar at its wall (2D, eight joint rows, repeated impacts) and a
-    two-bar chain sliding with friction on a floor (3D, ten rows). A model with redundant joints (the
-    parallelogram with a third crank) hands every step back to Python, whose SVD cuts the rank."""
+def _joint_case(name: str):
+    """(scene, step, steps) of test_compiled_joint_step_is_the_python_step's case ``name``."""
     import yaml
 
+    if name == "four_bar":
+        return SCENES / "four_bar_wall_2d.yaml", 0.01, 100
+    if name == "chain":
+        return _chain_on_a_floor(0.7), 1e-3, 700
+    if name == "door":
+        door = yaml.safe_load((SCENES / "door_stop.yaml").read_text())
+        door["solver"] = {"method": "timestepping"}
+        door["joints"][0]["friction"] = {"coulomb": 2.0}
+        return door, 1e-3, 2000
     redundant = yaml.safe_load((SCENES / "parallelogram_redundant_2d.yaml").read_text())
     redundant["solver"] = {"method": "timestepping"}
     redundant["ground"] = {"shapes": [{"type": "line", "point": [0, -0.9], "normal": [0, 1]}]}
     redundant["contacts"] = [{"type": "rigid", "body1": "ground", "body2": "coupler", "restitution": 0.5}]
-    cases = ((SCENES / "four_bar_wall_2d.yaml", 0.01, 100), (_chain_on_a_floor(0.7), 1e-3, 700), (redundant, 2e-3, 20))
-    for scene, h, steps in cases:
-        compiled, python = _solver(scene, tmp_path), _solver(scene, tmp_path)
-        python._free = None  # the Python path
-        a, b = compiled.initial_state(), python.initial_state()
-        hits = 0
-        for _ in range(steps):
-            (a, info, _), (b, _, _) = compiled.step(a, h), python.step(b, h)
-            hits += info.extra["contacts/normal_impulse"] > 0.0
-            np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-10)
-            np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-10)
-            assert a.work == pytest.approx(b.work, rel=1e-9, abs=1e-12)
-        assert compiled.python_steps == (steps if scene is redundant else 0)
-        assert hits > 0 or scene is redundant
+    return redundant, 2e-3, 20
+
+
+@pytest.mark.parametrize("case", quick(["four_bar", "chain", "door", "redundant"], keep="four_bar"))
+def test_compiled_joint_step_is_the_python_step(tmp_path, case):
+    """The compiled step with joints and the Python path give the same states step by step (to
+    round-off, 1e-10): the paper's four-bar at its wall (2D, eight joint rows, repeated impacts), a
+    two-bar chain sliding with friction on a floor (3D, ten rows) and the door of door_stop.yaml with
+    Coulomb friction in its hinge (2 N m) hitting its stop (a stop row and a friction row, whose
+    recorded forces agree too). A model with redundant joints (the parallelogram with a third crank)
+    hands every step back to Python, whose SVD cuts the rank."""
+    scene, h, steps = _joint_case(case)
+    compiled, python = _solver(scene, tmp_path), _solver(scene, tmp_path)
+    python._free = None  # the Python path
+    a, b = compiled.initial_state(), python.initial_state()
+    hits = 0
+    for _ in range(steps):
+        (a, info, _), (b, _, _) = compiled.step(a, h), python.step(b, h)
+        hits += info.extra["contacts/normal_impulse"] > 0.0
+        np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-10)
+        assert a.work == pytest.approx(b.work, rel=1e-9, abs=1e-12)
+        if case == "door":  # the stop's and the friction's forces of the step
+            hits += compiled._last_coordinate_forces[1][0][0] != 0.0
+            np.testing.assert_allclose(compiled._last_coordinate_forces[1], python._last_coordinate_forces[1],
+                                       rtol=0, atol=1e-9)  # fmt: skip
+    assert compiled.python_steps == (steps if case == "redundant" else 0)
+    assert hits > 0 or case == "redundant"

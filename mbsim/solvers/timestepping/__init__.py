@@ -49,9 +49,9 @@ step (then solved again); friction is a box row c v+ = 0, |P| <= F(|c v|) h with
 curve F at the step's start rate. Their impulses over h are the recorded limit and friction forces.
 
 Where the step runs: compiled (mbsim.solvers.timestepping.step_kernels.FreeStep: the whole step,
-free bodies and bilateral joints, their rows eliminated through S's envelope Cholesky factor and the
-projection compiled) unless the model has joint limits or joint friction rows, ``lcp`` is ``lemke``,
-a shape pair has no compiled narrow phase (meshes), a force group has no compiled form, or a sparse
+free bodies and bilateral joints, their rows eliminated through S's envelope Cholesky factor, the
+joint limits' and joint friction's rows and the projection compiled) unless ``lcp`` is ``lemke``, a
+shape pair has no compiled narrow phase (meshes), a force group has no compiled form, or a sparse
 model's dense Jacobian would be too large; those steps run in Python (``Solver.compiled_reason``
 says why). With joints, a step whose S is not certified of full rank (redundant joints, a singular
 position: the pseudo-inverse would cut) is handed back by the compiled step and taken in Python,
@@ -164,7 +164,7 @@ class Solver(SolverBase):
             data = make_data(flat, robust=joints, dense=joints, coordinate_reference=reference)
             self._free = FreeStep(
                 flat, data, self.detector, self.restitution, self.friction, self.body_radius, options,
-                MAX_FEATURE, POLISH_MAX, FIRST_SWEEPS, self.projection,
+                MAX_FEATURE, POLISH_MAX, FIRST_SWEEPS, self.projection, self.coordinates,
             )  # fmt: skip
 
     def _compiled_reason(self) -> str:
@@ -173,8 +173,6 @@ class Solver(SolverBase):
         m = self.model
         if m.nc and dense_reason(m, DENSE_LIMIT):
             return dense_reason(m, DENSE_LIMIT)
-        if self.coordinates:
-            return "joint limits or friction: their rows are Python's"
         if self.lcp == "lemke":
             return "lcp lemke is Python's"
         if not self.detector._compiled:
@@ -215,8 +213,8 @@ class Solver(SolverBase):
         return self._step_python(state, h)
 
     def _step_python(self, state: State, h: float) -> tuple[State, StepInfo, float]:
-        """The step in Python: joint limits and friction, lcp lemke, shape pairs or forces without a
-        compiled form, redundant joints or a singular position (see _compiled_reason)."""
+        """The step in Python: lcp lemke, shape pairs or forces without a compiled form, a large sparse
+        model, redundant joints or a singular position (see _compiled_reason)."""
         m = self.model
         q, v = state.q, state.v
         t_mid = state.t + 0.5 * h
@@ -322,6 +320,12 @@ class Solver(SolverBase):
         """The compiled step's results (step_kernels.FreeStep.step has taken it)."""
         f = self._free
         self._last_joint_impulse = (state.t + h, f.joint_impulse / h)
+        if self.coordinates:  # the stops' and the friction rows' mean forces over the step, for the record
+            stops, impulses = f.coordinate_impulses
+            stop_force = np.zeros(self.coordinates.nstop)
+            stop_force[stops] = impulses[: len(stops)] / h
+            forces = self.coordinates.forces(stop_force, impulses[len(stops) :] / h)
+            self._last_coordinate_forces = (state.t + h, forces)
         violation = f.violation if f.violation >= 0.0 else None
         info = StepInfo(iterations=f.iterations, h=h, position_violation=violation)
         info.extra = {"contacts/normal_impulse": f.normal_total, "contacts/residual": f.residual}

@@ -1,5 +1,5 @@
 """The compiled step of method ``timestepping`` (mbsim.solvers.timestepping): free bodies and bodies
-held by bilateral joints; no joint coordinates' rows (limits, friction), every shape pair with a
+held by bilateral joints, with the joint coordinates' stops and friction rows, every shape pair with a
 compiled narrow phase, every force in the FlatModel, contact solver ``active_set`` or ``pgs``. One
 call does the whole step of the module docstring with the Python path's equations: the midpoint
 q_m = q + h/2 v (exponential map), the frames and forces there (mbsim.model.step_kernels), v_free =
@@ -19,6 +19,12 @@ factor is not certified of full rank (redundant joints, a singular position: the
 would cut a singular value) the step is not taken (``step`` returns False) and the caller takes it
 in Python, whose SVD decides.
 
+Joint coordinates (mbsim.solvers.numerics.joint_rows): their rows follow the contacts' in the same
+problem, assembled (coordinate_values_into at the midpoint): the stops within the margin plus the
+step's travel, unilateral with the contacts' targets, then the friction rows, |P| <= F(|c v|) h; a
+stop the solved impulses would still close within the step is taken in and the problem solved
+again. The forces exclude the compliant stops and the regularised friction (nonsmooth_forces_into).
+
 When the active-set solve is asked for (``active_set``) and the first sweeps leave a residual above
 the tolerance, the step runs the loop of mbsim.solvers.numerics.cone._cone_loop compiled: the
 active-set solve (cone_kernels.polish_into on A = J M^-1 J^T assembled from the body-space rows),
@@ -28,7 +34,7 @@ allocates nothing once its buffers have grown to the largest contact count seen.
 
 import numpy as np
 
-from libc.math cimport INFINITY, fabs, sqrt
+from libc.math cimport INFINITY, exp, fabs, sqrt
 from libc.stdint cimport int64_t
 
 from mbsim.model.contact.broadphase_kernels cimport aabb_half_into, keep_candidates, sweep_axis, sweep_pairs
@@ -38,8 +44,8 @@ from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
 from mbsim.model.contact.sorting cimport argsort
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
-from mbsim.model.step_kernels cimport (constraints_into, forces_into, frames_into, inverse_mass_times, row_body,
-                                       row_dot, row_nbody)
+from mbsim.model.step_kernels cimport (constraints_into, coordinate_values_into, frames_into, inverse_mass_times,
+                                       nonsmooth_forces_into, row_body, row_dot, row_nbody)
 from mbsim.solvers.numerics.lapack_kernels cimport cholesky_envelope_solve_ptr
 from mbsim.solvers.ode.ode_kernels cimport (P_NPARAMS, P_PROJ_ITERATIONS, P_PROJ_POSITION, P_PROJ_TOL,
                                            P_PROJ_VELOCITY, P_RANK_TOL, P_ROBUST, certified_full_rank, project)
@@ -183,15 +189,31 @@ cdef class FreeStep:
     cdef double[::1] aec, sec, b_e, s_b_e, p_e, P
     cdef long long[::1] dense_indptr, dense_indices
     cdef double rank_tol
+    # the joint coordinates' rows (mbsim.solvers.numerics.joint_rows.JointRows): the stops (coordinate
+    # row, sign, bound, restitution), the friction rows (coordinate row, Coulomb, static, Stribeck
+    # velocity; the stops of each: fs_start, fs_stop), each coordinate row's item (jc_bi, jc_bj); per
+    # step the stops' gaps, which are in the problem (taken, the nu of them in ``chosen``), the friction
+    # bounds; dense: A is assembled (joints or coordinate rows), its sweeps over A's rows
+    cdef readonly Py_ssize_t nstop, nfriction, nu
+    cdef Py_ssize_t nx
+    cdef bint dense_rows
+    cdef const int64_t[::1] stop_row, friction_row, row_item, fs_start, fs_stop
+    cdef const double[::1] stop_sign, stop_bound, stop_e, f_coulomb, f_static, f_stribeck
+    cdef double[::1] stop_gap, f_bound
+    cdef int64_t[::1] taken, chosen
 
     def __init__(self, FlatModel F, FlatData D, detector, restitution, friction, radius, options: dict,
-                 int64_t max_feature, Py_ssize_t polish_max, Py_ssize_t first_sweeps, projection=None):
+                 int64_t max_feature, Py_ssize_t polish_max, Py_ssize_t first_sweeps, projection=None,
+                 coordinates=None):
         """``projection`` (mbsim.solvers.ode.ProjectionOptions) of a model with joints; D made with
-        ``robust`` and ``dense`` then (the factor of S, the projection's pseudo-inverse)."""
+        ``robust`` and ``dense`` then (the factor of S, the projection's pseudo-inverse).
+        ``coordinates``: the joint coordinates' stops and friction rows (JointRows), if any."""
         cdef Py_ssize_t d = F.dim, s
         self.F, self.D = F, D
         self.buf = {}
         self.nc = F.nc
+        self._coordinates(F, coordinates)
+        self.dense_rows = self.nc > 0 or self.nx > 0
         self.rank_tol = options["rank_tol"]
         P = np.zeros(P_NPARAMS)
         if projection is not None:
@@ -281,6 +303,39 @@ cdef class FreeStep:
         self.body_start = self._keep("body_start", np.zeros(self.nbody + 1, np.int64))
         self._polish_room(0)
 
+    cdef _coordinates(self, FlatModel F, rows):
+        """The tables of the joint coordinates' rows (JointRows ``rows`` or None)."""
+        empty_i, empty_d = np.zeros(1, np.int64), np.zeros(1)
+        self.nstop = rows.nstop if rows else 0
+        self.nfriction = rows.nfriction if rows else 0
+        self.nx = self.nstop + self.nfriction
+        item = np.zeros(max(F.njc, 1), np.int64)
+        fs_start, fs_stop = np.zeros(self.nfriction + 1, np.int64), []
+        if rows:
+            for p in range(F.jc_row.shape[0]):
+                item[F.jc_row[p] : F.jc_row[p] + F.jc_nrow[p]] = p
+            for f, own in enumerate(rows.friction_stops):
+                fs_stop.extend(sorted(own))
+                fs_start[f + 1] = len(fs_stop)
+        keep_i = lambda name, a: self._keep(name, np.ascontiguousarray(a, np.int64) if len(a) else empty_i)
+        keep_d = lambda name, a: self._keep(name, np.ascontiguousarray(a, float) if len(a) else empty_d)
+        self.stop_row = keep_i("stop_row", rows.stop_row if rows else [])
+        self.stop_sign = keep_d("stop_sign", rows.stop_sign if rows else [])
+        self.stop_bound = keep_d("stop_bound", rows.stop_bound if rows else [])
+        self.stop_e = keep_d("stop_e", rows.stop_restitution if rows else [])
+        self.friction_row = keep_i("friction_row", rows.friction_row if rows else [])
+        self.f_coulomb = keep_d("f_coulomb", rows.coulomb if rows else [])
+        self.f_static = keep_d("f_static", rows.static if rows else [])
+        self.f_stribeck = keep_d("f_stribeck", rows.stribeck if rows else [])
+        self.row_item = self._keep("row_item", item)
+        self.fs_start = self._keep("fs_start", fs_start)
+        self.fs_stop = keep_i("fs_stop", fs_stop)
+        self.stop_gap = self._keep("stop_gap", np.zeros(max(self.nstop, 1)))
+        self.f_bound = self._keep("f_bound", np.zeros(max(self.nfriction, 1)))
+        self.taken = self._keep("taken", np.zeros(max(self.nstop, 1), np.int64))
+        self.chosen = self._keep("chosen", np.zeros(max(self.nstop, 1), np.int64))
+        self.nu = 0
+
     cdef _polish_room(self, Py_ssize_t n):
         """Room for the active-set solve of n rows."""
         n = max(n, 1)
@@ -291,7 +346,7 @@ cdef class FreeStep:
         self.polish_iwork = self._keep("polish_iwork", np.zeros(polish_ints(n), dtype=np.intc))
         self.body_row = self._keep("body_row", np.zeros(2 * n, np.int64))
         self.body_entry = self._keep("body_entry", np.zeros(2 * n, np.int64))
-        if self.nc:
+        if self.dense_rows:
             self.dense_indptr = self._keep("dense_indptr", np.zeros(n + 1, np.int64))
             self.dense_indices = self._keep("dense_indices", np.zeros(n * n, np.int64))
 
@@ -311,7 +366,7 @@ cdef class FreeStep:
         """Room for m contacts (their batch rows, their problem's m d rows)."""
         cdef Py_ssize_t d = self.d, n
         m = max(m, 16)
-        n = m * d
+        n = m * d + self.nx  # (and the joint coordinates' rows after the contacts')
         self.body_i, self.body_j = self._keep("body_i", np.zeros(m, np.int64)), self._keep("body_j", np.zeros(m, np.int64))
         self.entry, self.feature = self._keep("entry", np.zeros(m, np.int64)), self._keep("feature", np.zeros(m, np.int64))
         self.sorted_idx, self.sort_tmp = self._keep("sorted_idx", np.zeros(m, np.int64)), self._keep("sort_tmp", np.zeros(m, np.int64))
@@ -338,7 +393,7 @@ cdef class FreeStep:
         cdef Py_ssize_t nv = self.nv, i, npair = 0, total = 0, rows, m, k, used = 0
         cdef int axis = 0
         cdef double reach
-        cdef bint full = True, projected = True
+        cdef bint full = True, projected = True, more
         self.t, self.h, self.work0 = t, h, work
         with nogil:
             for i in range(nv):
@@ -346,7 +401,7 @@ cdef class FreeStep:
                 self.dx[i] = 0.5 * h * v[i]
             self._retract(q, self.q_mid)
             frames_into(F, D, self.q_mid, v)
-            forces_into(F, D, t + 0.5 * h, v)
+            nonsmooth_forces_into(F, D, t + 0.5 * h, v)  # (applied_forces(nonsmooth=True))
             inverse_mass_times(F, D.Q, self.vb)
             for i in range(nv):
                 self.v_free[i] = v[i] + h * self.vb[i]
@@ -385,8 +440,8 @@ cdef class FreeStep:
             raise RuntimeError("a candidate pair of shapes has no rigid contact rule")
         if rows > self.gap.shape[0]:
             self._contacts(2 * rows)
-        if self.nc and rows * self.d > self.polish_room:  # the joints' reduction assembles A
-            self._polish_room(2 * rows * self.d)
+        if self.dense_rows and rows * self.d + self.nx > self.polish_room:  # A is assembled
+            self._polish_room(2 * (rows * self.d + self.nx))
         with nogil:
             k = batch_into(&self.ca[0], &self.cb[0], &self.ce[0], m, &self.shape_type[0], &self.shape_body[0],
                            &self.pair_kernel[0], &self.pair_swap[0], <int>self.ntype, self.nshape, <int>self.d,
@@ -394,21 +449,33 @@ cdef class FreeStep:
                            self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
                            &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
             self.k = k
-            self.n = k * self.d
-            self.iterations, self.residual = 0, 0.0
-            if k:
-                self._problem(F, D)
-                self.chunk = self.max_iterations
-                if self.polish and self.n <= self.polish_max:
-                    self.chunk = min(self.first_sweeps, self.max_iterations)
-                self._solve()
-        if k and self.polish and self.n <= self.polish_max and self.residual > self.tight:
-            if self.n > self.polish_room:
-                self._polish_room(2 * self.n)
+            if self.nx:
+                self._coordinate_state(F, D, t + 0.5 * h)
+        # the stops left out that the solved impulses would still close within the step are taken in
+        # and the problem solved again (the Python path's loop)
+        while True:
             with nogil:
-                self._polish_loop()
+                self.n = k * self.d + self.nu + self.nfriction
+                self.iterations, self.residual = 0, 0.0
+                if self.n:
+                    self._problem(F, D)
+                    self.chunk = self.max_iterations
+                    if self.polish and self.n <= self.polish_max:
+                        self.chunk = min(self.first_sweeps, self.max_iterations)
+                    self._solve()
+            if self.n and self.polish and self.n <= self.polish_max and self.residual > self.tight:
+                if self.n > self.polish_room:
+                    self._polish_room(2 * self.n)
+                with nogil:
+                    self._polish_loop()
+            with nogil:
+                if self.n:
+                    self._memory()
+                self._velocities(F, D)
+                more = self.nstop > 0 and self._missed(F, D)
+            if not more:
+                break
         with nogil:
-            self._velocities(F, D)
             # §3: the joints' drift projected out, positions then velocities (pseudo-inverse steps)
             self.violation = -1.0
             if self.nc:
@@ -431,6 +498,13 @@ cdef class FreeStep:
                 self.warm_values[c, a] = values[c, a]
                 self.warm_points[c, a] = points[c, a]
         self.nwarm = n
+
+    @property
+    def coordinate_impulses(self):
+        """(the taken stops (nu,), the stops' then the friction rows' impulses (nu + nfriction,)) of the
+        last step (copies)."""
+        first = self.k * self.d
+        return self.buf["chosen"][: self.nu].copy(), self.buf["x"][first : first + self.nu + self.nfriction].copy()
 
     @property
     def joint_impulse(self):
@@ -530,11 +604,14 @@ cdef class FreeStep:
     # J v_free - targets (with joints: A and b reduced by them, _reduce), the warm start made feasible
     # (ContactProblem, BodySpace, Solver._solve_lcp)
     cdef void _problem(self, FlatModel F, FlatData D) noexcept nogil:
-        cdef Py_ssize_t k = self.k, n = self.n, d = self.d, w = self.w, r, e, c, i, j, body, p1, p2
+        cdef Py_ssize_t k = self.k, n = self.n, d = self.d, w = self.w, r, e, c, i, j, body, p1, p2, first
         cdef double rate, rate_free, acc, scale = 0.0, radius, norm, f
         rows_into(<const long long*>&self.body_i[0], <const long long*>&self.body_j[0], &self.point_i[0, 0],
                   &self.point_j[0, 0], &self.normal[0, 0], k, d, &D.pos[0, 0], 3, &D.rot[0, 0, 0],
                   self.nbody, &self.indptr[0], &self.indices[0], &self.data[0])
+        if self.nx:
+            self._coordinate_rows()
+        first = k * d
         for r in range(n):
             # U's blocks J_r,b M_b^-1 and the diagonal J_r . U_r; the rates J v, J v_free
             self.diag[r] = 0.0
@@ -557,10 +634,17 @@ cdef class FreeStep:
             if r < k:
                 self.b[r] -= target_velocity(rate, rate_free, self.gap[r], self.restitution[self.entry[r]],
                                              self.threshold, self.beta, self.h)
+            elif first <= r < first + self.nu:  # a joint stop: the contacts' target velocity
+                i = self.chosen[r - first]
+                self.b[r] -= target_velocity(rate, rate_free, self.stop_gap[i], self.stop_e[i], self.threshold,
+                                             self.beta, self.h)
             self.x[r] = 0.0
             self.xlo[r] = 0.0
             self.xhi[r] = INFINITY
-        if self.nc:
+            if r >= first + self.nu:  # a friction row, |P| <= its bound
+                self.xlo[r] = -self.f_bound[r - first - self.nu]
+                self.xhi[r] = self.f_bound[r - first - self.nu]
+        if self.dense_rows:
             self._reduce(F, D)
         for r in range(n):
             scale = max(scale, self.diag[r])
@@ -573,7 +657,7 @@ cdef class FreeStep:
             self.block[3 * c] = self.diag_used[k + c]
             self.block[3 * c + 1] = 0.0
             self.block[3 * c + 2] = 0.0
-            if d == 3 and self.nc:  # A assembled: its entry (k + c, 2k + c)
+            if d == 3 and self.dense_rows:  # A assembled: its entry (k + c, 2k + c)
                 self.block[3 * c + 1] = self.dense[(k + c) * n + 2 * k + c]
                 self.block[3 * c + 2] = self.diag[2 * k + c]
             elif d == 3:
@@ -619,35 +703,120 @@ cdef class FreeStep:
             self.s_b_e[c] = self.b_e[c]
         self._schur_solve(F, D, &self.s_b_e[0])
 
-    # the joint rows eliminated (Solver._eliminate): A_EC = J_E M^-1 C^T, A = C M^-1 C^T - A_EC^T S^-1 A_EC
-    # (dense, n x n), b -= A_EC^T S^-1 b_E, A's diagonal; A's rows as CSR over the dense for the sweeps
+    # A assembled (C M^-1 C^T over the contacts' and the joint coordinates' rows); with joints, their rows
+    # eliminated (Solver._eliminate): A_EC = J_E M^-1 C^T, A -= A_EC^T S^-1 A_EC, b -= A_EC^T S^-1 b_E;
+    # A's diagonal, its rows as CSR over the dense (n x n) for the sweeps
     cdef void _reduce(self, FlatModel F, FlatData D) noexcept nogil:
         cdef Py_ssize_t n = self.n, nc = self.nc, r, s, c, e
         cdef double acc
         self._assemble()
-        for r in range(n):
-            for c in range(nc):
-                acc = 0.0
-                for e in range(self.indptr[r], self.indptr[r + 1]):
-                    acc += self.data[e] * D.minv_jt[self.indices[e], c]
-                self.aec[r * nc + c] = acc
-                self.sec[r * nc + c] = acc
-            self._schur_solve(F, D, &self.sec[r * nc])
-        for r in range(n):
-            for s in range(n):
+        if nc:
+            for r in range(n):
+                for c in range(nc):
+                    acc = 0.0
+                    for e in range(self.indptr[r], self.indptr[r + 1]):
+                        acc += self.data[e] * D.minv_jt[self.indices[e], c]
+                    self.aec[r * nc + c] = acc
+                    self.sec[r * nc + c] = acc
+                self._schur_solve(F, D, &self.sec[r * nc])
+            for r in range(n):
+                for s in range(n):
+                    acc = 0.0
+                    for c in range(nc):
+                        acc += self.aec[r * nc + c] * self.sec[s * nc + c]
+                    self.dense[r * n + s] -= acc
                 acc = 0.0
                 for c in range(nc):
-                    acc += self.aec[r * nc + c] * self.sec[s * nc + c]
-                self.dense[r * n + s] -= acc
-            acc = 0.0
-            for c in range(nc):
-                acc += self.aec[r * nc + c] * self.s_b_e[c]
-            self.b[r] -= acc
+                    acc += self.aec[r * nc + c] * self.s_b_e[c]
+                self.b[r] -= acc
+        for r in range(n):
             self.diag[r] = self.dense[r * n + r]
             self.dense_indptr[r] = r * n
             for s in range(n):
                 self.dense_indices[r * n + s] = s
         self.dense_indptr[n] = n * n
+
+    # C_r . x over the body blocks of joint coordinate row r (D.jc_jac: body i's block, then body j's)
+    cdef double _coordinate_dot(self, Py_ssize_t r, const double[::1] x) noexcept nogil:
+        cdef Py_ssize_t p = self.row_item[r], w = self.w, side, body, a
+        cdef double acc = 0.0
+        for side in range(2):
+            body = self.F.jc_bi[p] if side == 0 else self.F.jc_bj[p]
+            if body < self.nbody:
+                for a in range(w):
+                    acc += self.D.jc_jac[r, side * w + a] * x[w * body + a]
+        return acc
+
+    # the joint coordinates at the midpoint (coordinate_values_into): the stops' gaps, those taken into
+    # the problem (within margin plus the step's travel: Solver.step)
+    cdef void _coordinate_state(self, FlatModel F, FlatData D, double t) noexcept nogil:
+        cdef Py_ssize_t i, r
+        cdef double rate, rate_free
+        coordinate_values_into(F, D, t)
+        for i in range(self.nstop):
+            r = self.stop_row[i]
+            self.stop_gap[i] = self.stop_sign[i] * (D.jc_value[r] - self.stop_bound[i])
+            rate = self.stop_sign[i] * self._coordinate_dot(r, self.v_start)
+            rate_free = self.stop_sign[i] * self._coordinate_dot(r, self.v_free)
+            self.taken[i] = self.stop_gap[i] <= self.margin + self.h * max(fabs(rate), fabs(rate_free))
+        self._choose()
+
+    # the taken stops in order into chosen[:nu]
+    cdef void _choose(self) noexcept nogil:
+        cdef Py_ssize_t i
+        self.nu = 0
+        for i in range(self.nstop):
+            if self.taken[i]:
+                self.chosen[self.nu] = i
+                self.nu += 1
+
+    # the stops not taken that v+ would close within the step (gap + h/2 G v+ < 0) are taken; any?
+    cdef bint _missed(self, FlatModel F, FlatData D) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef bint missed = False
+        for i in range(self.nstop):
+            if not self.taken[i] and (self.stop_gap[i] + 0.5 * self.h * self.stop_sign[i]
+                                      * self._coordinate_dot(self.stop_row[i], self.v_new)) < 0.0:
+                self.taken[i] = 1
+                missed = True
+        if missed:
+            self._choose()
+        return missed
+
+    # the rows of the taken stops (+-c) and of the friction (c) after the contacts' in the CSR, and the
+    # friction bounds F(|c v|) h (the Stribeck curve at the step's start rate; 0 for a coordinate resting
+    # on a taken, closed stop: Solver._coordinate_rows)
+    cdef void _coordinate_rows(self) noexcept nogil:
+        cdef Py_ssize_t first = self.k * self.d, r, i, f, j, row, p, side, body, a, e
+        cdef Py_ssize_t w = self.w
+        cdef double sign, rate, bound
+        for r in range(first, first + self.nu + self.nfriction):
+            i = r - first
+            if i < self.nu:
+                row, sign = self.stop_row[self.chosen[i]], self.stop_sign[self.chosen[i]]
+            else:
+                row, sign = self.friction_row[i - self.nu], 1.0
+            p = self.row_item[row]
+            e = self.indptr[r]
+            for side in range(2):
+                body = self.F.jc_bi[p] if side == 0 else self.F.jc_bj[p]
+                if body < self.nbody:
+                    for a in range(w):
+                        self.indices[e] = w * body + a
+                        self.data[e] = sign * self.D.jc_jac[row, side * w + a]
+                        e += 1
+            self.indptr[r + 1] = e
+        for f in range(self.nfriction):
+            bound = self.f_coulomb[f]
+            if self.f_stribeck[f] > 0.0:
+                rate = fabs(self._coordinate_dot(self.friction_row[f], self.v_start)) / self.f_stribeck[f]
+                bound += (self.f_static[f] - self.f_coulomb[f]) * exp(-(rate * rate))
+            bound *= self.h
+            for j in range(self.fs_start[f], self.fs_start[f + 1]):
+                i = self.fs_stop[j]
+                if self.taken[i] and self.stop_gap[i] <= 0.0:
+                    bound = 0.0
+            self.f_bound[f] = bound
 
     # sweeps (the first chunk with the active-set solve, else all) and the natural residual
     cdef void _solve(self) noexcept nogil:
@@ -660,7 +829,7 @@ cdef class FreeStep:
         cdef Py_ssize_t i, e, nv = self.nv, n = self.n, r, done
         cdef double size = 0.0, zero = 0.0
         cdef bint polish = self.polish and n <= self.polish_max
-        if self.nc:  # A assembled (reduced by the joints): the sweeps over its rows
+        if self.dense_rows:  # A assembled (reduced by the joints): the sweeps over its rows
             return self._dense_sweeps(chunk, polish)
         for i in range(nv):  # v = M^-1 J^T x of the start
             self.vb[i] = 0.0
@@ -720,12 +889,12 @@ cdef class FreeStep:
     # the answer (or the last sweeps' x) into x, the sweeps done and its residual.
     cdef void _polish_loop(self) noexcept nogil:
         cdef Py_ssize_t n = self.n, i
-        if not self.nc:  # (with joints A is assembled already)
+        if not self.dense_rows:  # (with joints or coordinate rows A is assembled already)
             self._assemble()
         while True:
             if self.residual <= self.tight:
                 return
-            if polish_into(&self.dense[0], &self.b[0], n, self.k, <int>self.d, 0, &self.mu[0], &self.xlo[0],
+            if polish_into(&self.dense[0], &self.b[0], n, self.k, <int>self.d, self.nu, &self.mu[0], &self.xlo[0],
                            &self.xhi[0], &self.diag[0], &self.x[0], self.tight, &self.answer[0],
                            &self.polish_work[0], &self.polish_iwork[0]):
                 # the answer's residual with w = A x + b (as ContactProblem.residual after a polish)
@@ -811,7 +980,7 @@ cdef class FreeStep:
                         self.impulse[w * b + a] += D.J[c, w * b + a] * self.p_e[c]
         inverse_mass_times(F, self.impulse, self.vb)
         for i in range(nv):
-            self.v_new[i] = self.v_free[i] + self.vb[i] if k or nc else self.v_free[i]
+            self.v_new[i] = self.v_free[i] + self.vb[i] if self.n or nc else self.v_free[i]
             self.dx[i] = 0.5 * self.h * self.v_new[i]
         self._retract(self.q_mid, self.q_new)
 
@@ -826,7 +995,13 @@ cdef class FreeStep:
         self.normal_total = 0.0
         for c in range(k):
             self.normal_total += self.x[c]
-        if k == 0:  # no contact: the memory of the last one stays
+
+    # the warm-start memory after a solve (keys sorted; Solver._solve_lcp): the contacts' impulses (none
+    # when only joint coordinates' rows were solved)
+    cdef void _memory(self) noexcept nogil:
+        cdef Py_ssize_t i, c, a, k = self.k, d = self.d
+        self.nwarm = 0
+        if k == 0:
             return
         for c in range(k):
             self.sorted_idx[c] = c
