@@ -89,6 +89,8 @@ from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.timestepping.step_kernels import FreeStep, targets, warm_start
 
 NAME = "timestepping"
+_NONE = np.zeros(0)  # the joint impulses of a model without joints (read only)
+_NONE.flags.writeable = False
 CAPABILITIES = {"rigid_contacts": True, "integrators": False}
 
 PGS_FIELDS = {
@@ -319,7 +321,7 @@ class Solver(SolverBase):
     def _step_compiled(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """The compiled step's results (step_kernels.FreeStep.step has taken it)."""
         f = self._free
-        self._last_joint_impulse = (state.t + h, f.joint_impulse / h)
+        self._last_joint_impulse = (state.t + h, f.joint_impulse / h if f.nc else _NONE)
         if self.coordinates:  # the stops' and the friction rows' mean forces over the step, for the record
             stops, impulses = f.coordinate_impulses
             stop_force = np.zeros(self.coordinates.nstop)
