@@ -27,6 +27,8 @@ cdef double joint_forces_into(FlatModel F, FlatData D, double t, double[::1] Qc,
 cdef Py_ssize_t outputs_into(FlatModel F, FlatData D, double t, double[::1] out, Py_ssize_t start) noexcept nogil
 # Q (all) and Qn (non-conservative) into D.Q, D.Qn, with the gyroscopic term; returns Qn . v
 cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
+# the same without the joints' compliant stops and Coulomb/Stribeck friction (the LCP methods' rows hold them)
+cdef double nonsmooth_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
 # gravity, force elements and joint springs into D.Q, D.Qn (no gyroscopic term); returns Qn . v
 cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil
 # add the force elements' generalized forces to Qc (elastic) and Qn (damping, applied loads)

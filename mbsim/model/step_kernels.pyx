@@ -359,7 +359,16 @@ cdef Py_ssize_t outputs_into(FlatModel F, FlatData D, double t, double[::1] out,
 # The frames of the state are in D already. Order: gravity, spring-dampers, applied loads,
 # joint springs (applied_forces_into), then the gyroscopic term -omega x (I omega) (3D, body axes).
 cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
-    cdef double power = applied_forces_into(F, D, t, v)
+    return _forces(F, D, t, v, False)
+
+
+cdef double nonsmooth_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
+    return _forces(F, D, t, v, True)
+
+
+# forces_into (nonsmooth: without the compliant stops and the joint friction: joint_forces_into)
+cdef double _forces(FlatModel F, FlatData D, double t, const double[::1] v, bint nonsmooth) noexcept nogil:
+    cdef double power = _applied_forces(F, D, t, v, nonsmooth)
     cdef Py_ssize_t b
     cdef double Iw0, Iw1, Iw2
     cdef double[::1] Qc
@@ -382,6 +391,11 @@ cdef double forces_into(FlatModel F, FlatData D, double t, const double[::1] v) 
 # Gravity, force elements and joint springs (mbsim.model.dynamics.applied_forces): all of them
 # into D.Q, the non-conservative part into D.Qn; returns Qn . v.
 cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[::1] v) noexcept nogil:
+    return _applied_forces(F, D, t, v, False)
+
+
+# applied_forces_into (nonsmooth: as joint_forces_into's)
+cdef double _applied_forces(FlatModel F, FlatData D, double t, const double[::1] v, bint nonsmooth) noexcept nogil:
     cdef Py_ssize_t nb = F.nbody, nv = F.nv, d = F.dim
     cdef Py_ssize_t w = 6 if d == 3 else 3
     cdef Py_ssize_t k, b, a
@@ -399,9 +413,9 @@ cdef double applied_forces_into(FlatModel F, FlatData D, double t, const double[
     signals_into(F, D)
     element_forces_into(F, D, t, Qc, Qn)
     # the forces on the joint coordinates (joint_force_kernels): springs into Qc, the rest into Qn (the
-    # compiled step is the smooth methods': their compliant stops and regularised friction)
+    # smooth methods' compliant stops and regularised friction unless nonsmooth)
     if F.jc_forces:
-        joint_forces_into(F, D, t, Qc, Qn, False)
+        joint_forces_into(F, D, t, Qc, Qn, nonsmooth)
     power = 0.0
     for k in range(nv):
         power += Qn[k] * v[k]

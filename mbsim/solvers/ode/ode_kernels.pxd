@@ -52,6 +52,11 @@ cpdef bint certified_full_rank(FlatModel F, FlatData D, double rank_tol, bint kk
 # v_dot and lambda (D.lam) through S's factor in D.S (certified_full_rank or schur_factor left it there)
 cdef void schur_accelerations(FlatModel F, FlatData D, double alpha, double beta, const double[::1] v,
                               double[::1] vdot) noexcept nogil
+# mass-weighted projection of q (Newton steps, at most P[PROJ_ITERATIONS]), then of v, in place
+# (mbsim.solvers.numerics.projection); False on rank loss (LAPACK's failure with P[ROBUST]); the Newton
+# steps into used[0], max |Phi| at the returned q into violation[0] (-1: q not projected)
+cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
+                  Py_ssize_t* used, double* violation) noexcept nogil
 # the rank cut of the coming adaptive step (null_space, gauss kkt)
 cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y) noexcept nogil
 # stats[start : start + 3] = (0, +inf, -inf): nothing solved yet

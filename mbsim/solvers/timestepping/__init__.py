@@ -48,6 +48,15 @@ with the contacts' target velocity and the limit's restitution, taken when its g
 step (then solved again); friction is a box row c v+ = 0, |P| <= F(|c v|) h with the Stribeck
 curve F at the step's start rate. Their impulses over h are the recorded limit and friction forces.
 
+Where the step runs: compiled (mbsim.solvers.timestepping.step_kernels.FreeStep: the whole step,
+free bodies and bilateral joints, their rows eliminated through S's envelope Cholesky factor, the
+joint limits' and joint friction's rows and the projection compiled) unless ``lcp`` is ``lemke``, a
+shape pair has no compiled narrow phase (meshes), a force group has no compiled form, or a sparse
+model's dense Jacobian would be too large; those steps run in Python (``Solver.compiled_reason``
+says why). With joints, a step whose S is not certified of full rank (redundant joints, a singular
+position: the pseudo-inverse would cut) is handed back by the compiled step and taken in Python,
+whose SVD decides (``Solver.python_steps`` counts them). Both give the same states to round-off.
+
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
 step's normal impulses), /diagnostics/contacts/residual (the contact problem's natural residual,
@@ -66,7 +75,7 @@ from mbsim.model.contact.jacobian import bounding_radii, contact_rows, contact_r
 from mbsim.model.contact.narrowphase import MAX_FEATURE
 from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, kinetic_energy
-from mbsim.model.flat import make_data, model_form, python_reason
+from mbsim.model.flat import DENSE_LIMIT, dense_reason, make_data, model_form, python_reason
 from mbsim.model.model import Evaluation, Model, State, StepInfo
 from mbsim.model.sparse import is_sparse
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Choice, Context, Field, Number, Sub
@@ -80,6 +89,8 @@ from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.timestepping.step_kernels import FreeStep, targets, warm_start
 
 NAME = "timestepping"
+_NONE = np.zeros(0)  # the joint impulses of a model without joints (read only)
+_NONE.flags.writeable = False
 CAPABILITIES = {"rigid_contacts": True, "integrators": False}
 
 PGS_FIELDS = {
@@ -143,23 +154,27 @@ class Solver(SolverBase):
         self._last_joint_impulse: tuple[float, np.ndarray] | None = None
         self.coordinates = JointRows(model)  # joint limits and friction (none: no rows, no cost)
         self._last_coordinate_forces: tuple[float, tuple[np.ndarray, np.ndarray]] | None = None
-        # free bodies with compiled shapes and forces: the whole step compiled (step_kernels)
+        # compiled shapes and forces (free bodies or bilateral joints): the whole step compiled
+        # (step_kernels); with joints, D has the dense J, S and the pseudo-inverse's buffers
         self.compiled_reason = self._compiled_reason()
         self._free: FreeStep | None = None
+        self.python_steps = 0  # steps the compiled step handed back (joint rows not certified of full rank)
         if not self.compiled_reason:
             flat = model_form(model)
+            reference = self.data.coordinate_reference[0] if model.joint_coordinates else None
+            joints = bool(model.nc)
+            data = make_data(flat, robust=joints, dense=joints, coordinate_reference=reference)
             self._free = FreeStep(
-                flat, make_data(flat, dense=False), self.detector, self.restitution, self.friction,
-                self.body_radius, options, MAX_FEATURE, POLISH_MAX, FIRST_SWEEPS,
+                flat, data, self.detector, self.restitution, self.friction, self.body_radius, options,
+                MAX_FEATURE, POLISH_MAX, FIRST_SWEEPS, self.projection, self.coordinates,
             )  # fmt: skip
 
     def _compiled_reason(self) -> str:
-        """Why the step runs in Python ("" when step_kernels.FreeStep takes it)."""
+        """Why the step runs in Python ("" when step_kernels.FreeStep takes it; with joints it hands
+        back a step whose joint rows are not certified of full rank, which then runs here)."""
         m = self.model
-        if m.nc:
-            return "joints: their rows are eliminated in Python"
-        if self.coordinates:
-            return "joint limits or friction: their rows are Python's"
+        if m.nc and dense_reason(m, DENSE_LIMIT):
+            return dense_reason(m, DENSE_LIMIT)
         if self.lcp == "lemke":
             return "lcp lemke is Python's"
         if not self.detector._compiled:
@@ -168,7 +183,8 @@ class Solver(SolverBase):
 
     @property
     def compiled(self) -> bool:
-        """Whether the step is the compiled one (step_kernels.FreeStep)."""
+        """Whether the step is the compiled one (step_kernels.FreeStep; with joints, but for the
+        steps whose joint rows are not certified of full rank)."""
         return self._free is not None
 
     @property
@@ -185,7 +201,22 @@ class Solver(SolverBase):
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         if self._free is not None:
-            return self._step_compiled(state, h)
+            if self._free.step(state.q, state.v, state.t, h, state.work):
+                return self._step_compiled(state, h)
+            # the joint rows' factor is not certified (or the projection's SVD failed on a non-finite
+            # state): this step in Python (its SVD, its errors), which continues
+            # from the compiled step's warm-start memory and hands its own back
+            self._warm_keys, self._warm_values, self._warm_points = self._free.warm
+            self.python_steps += 1
+            new = self._step_python(state, h)
+            if self._warm_keys is not None:
+                self._free.set_warm(self._warm_keys, self._warm_values, self._warm_points)
+            return new
+        return self._step_python(state, h)
+
+    def _step_python(self, state: State, h: float) -> tuple[State, StepInfo, float]:
+        """The step in Python: lcp lemke, shape pairs or forces without a compiled form, a large sparse
+        model, redundant joints or a singular position (see _compiled_reason)."""
         m = self.model
         q, v = state.q, state.v
         t_mid = state.t + 0.5 * h
@@ -288,11 +319,17 @@ class Solver(SolverBase):
         return State(state.t + h, q_new, v_new, work), info, h
 
     def _step_compiled(self, state: State, h: float) -> tuple[State, StepInfo, float]:
-        """The step of free bodies, active-set solve included (step_kernels.FreeStep)."""
+        """The compiled step's results (step_kernels.FreeStep.step has taken it)."""
         f = self._free
-        f.step(state.q, state.v, state.t, h, state.work)
-        self._last_joint_impulse = (state.t + h, np.zeros(0))
-        info = StepInfo(iterations=f.iterations, h=h, position_violation=None)
+        self._last_joint_impulse = (state.t + h, f.joint_impulse / h if f.nc else _NONE)
+        if self.coordinates:  # the stops' and the friction rows' mean forces over the step, for the record
+            stops, impulses = f.coordinate_impulses
+            stop_force = np.zeros(self.coordinates.nstop)
+            stop_force[stops] = impulses[: len(stops)] / h
+            forces = self.coordinates.forces(stop_force, impulses[len(stops) :] / h)
+            self._last_coordinate_forces = (state.t + h, forces)
+        violation = f.violation if f.violation >= 0.0 else None
+        info = StepInfo(iterations=f.iterations, h=h, position_violation=violation)
         info.extra = {"contacts/normal_impulse": f.normal_total, "contacts/residual": f.residual}
         return State(state.t + h, f.q_end, f.v_end, f.work), info, h
 
