@@ -20,9 +20,10 @@ elastic part acts along the raw gradient of the interpolant, so that it is exact
 compliant_kernels.pair_forces). This is a force element: every method takes it. Detection as the
 paper's (``detection: sdf_octree``): oriented bounding boxes of both bodies and the 15-axis
 separating-axis test first, then the slave's sample points in an octree
-(mbsim.model.contact.octree) whose cells are skipped when a lower bound of the field at their
-centre exceeds their radius plus one cell, the surviving points looked up in the same compiled
-pass (compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
+(mbsim.model.contact.octree) whose cells are skipped when the interpolated field at their
+centre exceeds sqrt(3) times their radius (its bound on the interpolant: no point the full
+look-up finds is dropped), the surviving points looked up in the same compiled pass
+(compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
 trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
 (mbsim.simulate takes time.contact_step while it holds).
 
@@ -269,9 +270,9 @@ class CompliantContacts:
             idx = np.nonzero(d < 0.0)[0]
             d, grad_local = d[idx], grad_local[idx]
         else:
-            # local detection, compiled: the octree walk (a cell whose centre is farther from the
-            # master than its radius plus one cell, the interpolant's slack, holds no contact)
-            # and the field lookups of the remaining points
+            # local detection, compiled: the octree walk (a cell whose centre's interpolated
+            # distance exceeds sqrt(3) times its radius holds no contact) and the field lookups
+            # of the remaining points
             tree, field = pair.tree, pair.field
             use_tree = pair.detection == "sdf_octree" and tree is not None
             if tree is None:

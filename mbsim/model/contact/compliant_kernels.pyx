@@ -271,16 +271,20 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
 
 
 # Looks up slave point q mapped into the master's frame; a point inside (d < 0) is appended to the
-# outputs at ``count``. Returns the new count.
+# outputs at ``count``. Returns the new count. A point closer (1-norm) than ``bound`` to c (the
+# master-frame centre of its leaf) is outside without a look-up (penetrating_points: the
+# interpolant changes by at most the 1-norm of the step; bound <= 0 tests every point).
 cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, const double[:, ::1] R, const double[::1] t,
                                    const double* values, const Py_ssize_t* shape, const double* origin, double inv,
                                    double cell, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
-                                   Py_ssize_t count) noexcept nogil:
+                                   Py_ssize_t count, double cx, double cy, double cz, double bound) noexcept nogil:
     cdef double x = points[q, 0], y = points[q, 1], z = points[q, 2]
     cdef double px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
     cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
     cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
     cdef double gx, gy, gz, ext
+    if fabs(px - cx) + fabs(py - cy) + fabs(pz - cz) < bound:
+        return count
     # the value first (most points are outside), the gradient of the few inside
     cdef double d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
     if d < 0.0:
@@ -294,6 +298,12 @@ cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, co
     return count
 
 
+# sqrt(3): the trilinear interpolant of exact node distances changes by at most |dx| + |dy| + |dz|
+# between two points; CULL_SLACK (in cells): the round-off allowance of the octree's skip test
+cdef double SQRT3 = 1.7320508075688772
+cdef double CULL_SLACK = 1e-9
+
+
 cdef Py_ssize_t penetrating_points_c(
     const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
@@ -302,10 +312,10 @@ cdef Py_ssize_t penetrating_points_c(
     double cell, const double* lo, const double* hi, double margin, long long[::1] out_idx, double[::1] out_d,
     double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil:
-    cdef double inv = 1.0 / cell
+    cdef double inv = 1.0 / cell, slack = CULL_SLACK * cell
     cdef Py_ssize_t count = 0, top, k, c, a, start, q
     cdef long long n_child
-    cdef double cx, cy, cz, d, gx, gy, gz, ext, bx, by, bz, bound
+    cdef double cx, cy, cz, d, gx, gy, gz, ext, bx, by, bz
     if use_tree:
         # depth first with an explicit stack (each node is pushed at most once: node count deep)
         stack[0] = 0
@@ -316,12 +326,14 @@ cdef Py_ssize_t penetrating_points_c(
             cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
             cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
             cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
+            # the interpolant's own bound (penetrating_points): exact, no cell of slack
             d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
+            if d - ext > SQRT3 * node_radius[k] + slack:
+                continue
             bx = max(lo[0] - cx, 0.0, cx - hi[0])
             by = max(lo[1] - cy, 0.0, cy - hi[1])
             bz = max(lo[2] - cz, 0.0, cz - hi[2])
-            bound = max(d - 2.0 * ext, sqrt(bx * bx + by * by + bz * bz))
-            if bound > node_radius[k] + margin:
+            if bx * bx + by * by + bz * bz > (node_radius[k] + SQRT3 * margin) ** 2:
                 continue
             n_child = node_child_count[k]
             if n_child > 0:
@@ -329,13 +341,16 @@ cdef Py_ssize_t penetrating_points_c(
                     stack[top] = node_child_start[k] + c
                     top += 1
                 continue
+            # a leaf's points, those near its centre by the same bound skipped unlooked
             start = node_point_start[k]
             for a in range(start, start + node_point_count[k]):
                 q = point_order[a]
-                count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
+                count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
+                                    cx, cy, cz, d - ext - slack)
     else:
         for q in range(points.shape[0]):
-            count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
+            count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
+                                0.0, 0.0, 0.0, 0.0)
     return count
 
 
@@ -353,10 +368,16 @@ def penetrating_points(
     master's frame (x -> R x + t) and looked up in the field. Writes the indices, distances and
     gradients (master frame) of the points with d < 0; returns how many.
 
-    Lower bound at a centre c: the larger of the field's value less twice the way out of the
-    grid (the value outside is the boundary value plus the way out, an upper bound) and the
-    distance from c to the mesh's bounding box [lo, hi] (nothing of the mesh lies outside it).
-    Without the tree (``use_tree`` False) every point is looked up.
+    Skip tests of a cell of radius r about its centre c (they never drop a point the full look-up
+    finds, so the forces are the same to the last bit): (1) the looked-up value E(c) less its
+    way out of the grid e(c) exceeds sqrt(3) r: the nodes hold exact distances (1-Lipschitz), so
+    each partial derivative of the trilinear interpolant is at most 1 in size and
+    E(p) >= E(c) - e(c) - |p - c|_1 >= E(c) - e(c) - sqrt(3) r (the clamp onto the grid is
+    1-Lipschitz per axis, the way out adds >= 0); (2) c lies farther than r + sqrt(3) ``margin``
+    (the cell) from the mesh's bounding box [lo, hi]: the corners of any point's grid cell are
+    within sqrt(3) cells of it, so its interpolated value stays positive. In a leaf that is
+    looked into, a point p with |p - c|_1 < E(c) - e(c) is outside by the same bound, without a
+    look-up. Without the tree (``use_tree`` False) every point is looked up.
     """
     cdef Py_ssize_t count
     cdef Py_ssize_t* stack = NULL
