@@ -326,14 +326,14 @@ cdef Py_ssize_t penetrating_points_c(
             cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
             cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
             cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
-            # the interpolant's own bound (penetrating_points): exact, no cell of slack
-            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
-            if d - ext > SQRT3 * node_radius[k] + slack:
-                continue
+            # the mesh's box first (no look-up), then the interpolant's own bound (penetrating_points)
             bx = max(lo[0] - cx, 0.0, cx - hi[0])
             by = max(lo[1] - cy, 0.0, cy - hi[1])
             bz = max(lo[2] - cz, 0.0, cz - hi[2])
             if bx * bx + by * by + bz * bz > (node_radius[k] + SQRT3 * margin) ** 2:
+                continue
+            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
+            if d - ext > SQRT3 * node_radius[k] + slack:
                 continue
             n_child = node_child_count[k]
             if n_child > 0:
