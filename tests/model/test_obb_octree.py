@@ -398,8 +398,9 @@ CULL_IDS = ["coarse", "plate", "annulus"]
 
 @pytest.mark.parametrize(("master", "cell", "leaf"), quick(CULL_CASES, keep="coarse", ids=CULL_IDS))
 def test_compiled_cull_finds_every_point_of_the_full_lookup(master, cell, leaf):
-    """The octree's skip tests (cell bound sqrt(3) r on the interpolant, the leaf's 1-norm bound per
-    point, the mesh box) drop no point that looking every point up finds: the same points,
+    """The octree's skip tests (cell bound sqrt(3) r on the interpolant, a leaf's bounds by its grid
+    cells' slopes, the 1-norm bound per point, the mesh box) drop no point that looking every point
+    up finds: the same points,
     distances and gradients to the last bit, for a slave ball straddling the faces, edges and
     corners of a master. On the coarse grid (cell twice the plate's thickness) the interpolant's
     slope exceeds 1 near the corners: a bound of r instead of sqrt(3) r drops points there."""
