@@ -67,3 +67,26 @@ def test_arm7_case_peers_follow_the_imported_arm(benchmark_module, tmp_path):
     assert [c.column for c in case.contenders][:3] == ["mbsim"] * 3
     results = case.check()
     assert len(results) == 2 and all(r["ok"] and r["distance"] < 1e-6 for r in results), results
+
+
+@pytest.mark.parametrize("key", ["sphere_floor", "sphere_mesh"])
+def test_rolling_cases_roll_at_five_sevenths_in_both_codes(benchmark_module, tmp_path, key):
+    """Issue 31's rolling cases: the ball on the compliant floor box and on the flat ground mesh
+    (STL, MuJoCo's mesh geom of the same file) ends, in mbsim and in MuJoCo, where a solid ball
+    sliding onto rolling must (x and 5/7 v0 at 1 s, closed form); a short timed run renders."""
+    pytest.importorskip("mujoco")
+    peers = benchmark_module("peers")
+    plan = dict(peers.QUICK, repeats=1, rolling_steps=20)
+    case = peers.case_rolling(key, plan, tmp_path)
+    assert [c.column for c in case.contenders][:2] == ["mbsim", "mujoco"]
+    assert all(c.run is not None for c in case.contenders[:2]), [c.note for c in case.contenders]
+    if key == "sphere_mesh":
+        assert (tmp_path / "rolling_floor.stl").is_file() and 'type="mesh"' in case.contenders[1].run.__self__.xml
+    peers.time_case(case, log=lambda _: None)
+    rows = case.check()
+    assert [r["peer"] for r in rows] == ["closed form", "mujoco"]
+    assert all(r["ok"] for r in rows), rows
+    x, v = rows[0]["value"]
+    assert v == pytest.approx(5 / 7 * peers.ROLL_V0) and rows[0]["mbsim"][1] == pytest.approx(v, rel=2e-3)
+    assert any("per simulated second" in n for n in case.notes)
+    assert peers.markdown(peers.rows_of(case)).count("| sphere rolling on") == 1

@@ -54,6 +54,7 @@ from benchmarks.peers.cases import (  # noqa: E402
     CHAIN_TILT,
     PANDA_URDF,
     PILE_TOL,
+    ROLL_V0,
     SLIDER_STEPS,
     arm7_scene,
     case_arm7,
@@ -61,8 +62,10 @@ from benchmarks.peers.cases import (  # noqa: E402
     case_four_box,
     case_pile,
     case_planar_chain,
+    case_rolling,
     case_slider,
     planar_chain_scene,
+    rolling_scene,
 )
 from benchmarks.peers.exudyn import (  # noqa: E402
     KINEMATIC_TREE_LABELS,
@@ -103,10 +106,10 @@ __all__ = [
     "BLOCKS_SCENE", "BLOCKS_SOLIMP", "CASES", "CHAIN_LINK_LENGTH", "CHAIN_LINK_MASS", "CHAIN_LINK_WIDTH",
     "CHAIN_STEP", "CHAIN_TILT", "CHECK_T", "FOUR_BOX_SCENE", "FULL", "KINEMATIC_TREE_LABELS",
     "KINEMATIC_TREE_SOLVERS", "PANDA_URDF", "PEERS", "PEER_DISTRIBUTIONS", "PEER_LABELS", "PEER_MODULES",
-    "PILE_TOL", "QUICK", "ROOT", "SCENES", "SLIDER_SCENE", "SLIDER_STEPS", "WARMUP_STEPS", "Body", "Case",
+    "PILE_TOL", "QUICK", "ROLL_V0", "ROOT", "SCENES", "SLIDER_SCENE", "SLIDER_STEPS", "WARMUP_STEPS", "Body", "Case",
     "Contender", "ExudynSim", "ExudynTreeSim", "Joint", "MbsimRun", "MujocoSim", "PinocchioSim", "System",
     "_h5_position", "arm7_scene", "blocks_mjcf", "case_arm7", "case_blocks", "case_four_box", "case_pile",
-    "case_planar_chain", "case_slider", "check_case", "main", "markdown", "mjcf_tree", "peer_module",
-    "peer_version", "pile_mjcf", "planar_chain_scene", "rows_of", "run_peers", "section", "system_of",
+    "case_planar_chain", "case_rolling", "case_slider", "check_case", "main", "markdown", "mjcf_tree", "peer_module",
+    "peer_version", "pile_mjcf", "planar_chain_scene", "rolling_scene", "rows_of", "run_peers", "section", "system_of",
     "time_case", "versions",
 ]  # fmt: skip

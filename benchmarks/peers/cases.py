@@ -11,12 +11,21 @@ import numpy as np
 from benchmarks.contact_pile import PILE_SPACING, pile_scene
 from benchmarks.peers.exudyn import KINEMATIC_TREE_LABELS, KINEMATIC_TREE_SOLVERS, ExudynSim, ExudynTreeSim
 from benchmarks.peers.mbsim_run import MbsimRun, _h5_position
-from benchmarks.peers.mujoco import BLOCKS_SOLIMP, MujocoSim, blocks_mjcf, mjcf_tree, pile_mjcf, tower_mjcf
+from benchmarks.peers.mujoco import (
+    BLOCKS_SOLIMP,
+    MujocoSim,
+    blocks_mjcf,
+    mjcf_tree,
+    pile_mjcf,
+    rolling_mjcf,
+    tower_mjcf,
+)
 from benchmarks.peers.pinocchio import PinocchioSim
 from benchmarks.peers.shared import (
     BLOCKS_SCENE,
     CHECK_T,
     FOUR_BOX_SCENE,
+    PEER_LABELS,
     SCENES,
     SLIDER_SCENE,
     Case,
@@ -559,7 +568,132 @@ def case_arm7(plan: dict, workdir: Path) -> Case:
     return case
 
 
-CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile", "tower", "arm7")
+# the rolling cases: a ball (density 1000) of ROLL_RADIUS sliding at ROLL_V0 onto rolling, friction ROLL_MU
+ROLL_V0, ROLL_MU, ROLL_RADIUS, ROLL_STEP = 2.0, 0.3, 0.05, 1e-3
+ROLL_G = 9.81
+# the ground mesh: a 4 x 1 x ROLL_SLAB m slab, its box's 12 triangles split in 4 this many times (768)
+ROLL_SLAB, ROLL_SUBDIVISIONS = 0.1, 3
+
+
+def rolling_scene(ground_shape: str, steps: int) -> str:
+    """YAML text of the rolling cases: the ball at ROLL_V0 along x, 1e-5 m into the ground shape
+    ``ground_shape`` (a flow mapping, its top face at z = 0), compliant Hertz contact (k 1e6, n 1.5,
+    hysteresis damping 1e4, friction ROLL_MU), lagrange + rk4 at ROLL_STEP, a row every 10th step."""
+    return (
+        "mbsim: 1\n"
+        "name: sphere sliding then rolling on a compliant floor\n"
+        f"gravity: [0, 0, {-ROLL_G!r}]\n"
+        f"time: {{end: {steps * ROLL_STEP!r}, step: {ROLL_STEP!r}}}\n"
+        "solver: {method: lagrange, integrator: rk4}\n"
+        "output: {every: 10}\n"
+        f"ground:\n  shapes: [{ground_shape}]\n"
+        "bodies:\n"
+        f"  - {{name: ball, density: 1000, position: [0, 0, {ROLL_RADIUS - 1e-5!r}], velocity: [{ROLL_V0!r}, 0, 0],\n"
+        f"     shapes: [{{type: sphere, radius: {ROLL_RADIUS!r}}}]}}\n"
+        "contacts:\n"
+        "  - {name: floor, type: compliant, body1: ground, body2: ball, stiffness: 1.0e6, exponent: 1.5,\n"
+        f"     damping: 1.0e4, damping_exponent: 1.5, friction: {ROLL_MU!r}}}\n"
+    )
+
+
+def floor_mesh(workdir: Path) -> Path:
+    """The ground mesh of case sphere_mesh written as STL: a 4 x 1 x ROLL_SLAB m slab centred at the
+    origin, its box's triangles split ROLL_SUBDIVISIONS times (flat and convex: MuJoCo's convex
+    hull of it is the mesh itself)."""
+    import trimesh
+
+    mesh = trimesh.creation.box(extents=(4.0, 1.0, ROLL_SLAB))
+    for _ in range(ROLL_SUBDIVISIONS):
+        mesh = mesh.subdivide()
+    path = workdir / "rolling_floor.stl"
+    mesh.export(path)
+    return path
+
+
+def _rolling_closed_form(t: float) -> tuple[float, float]:
+    """(x, x-velocity) of a solid ball started sliding at ROLL_V0 without spin under Coulomb
+    friction ROLL_MU: it slides until t_s = 2 v0 / (7 mu g), then rolls at 5/7 v0."""
+    t_s = 2.0 * ROLL_V0 / (7.0 * ROLL_MU * ROLL_G)
+    if t <= t_s:
+        return ROLL_V0 * t - 0.5 * ROLL_MU * ROLL_G * t * t, ROLL_V0 - ROLL_MU * ROLL_G * t
+    x_s = ROLL_V0 * t_s - 0.5 * ROLL_MU * ROLL_G * t_s * t_s
+    return x_s + 5.0 / 7.0 * ROLL_V0 * (t - t_s), 5.0 / 7.0 * ROLL_V0
+
+
+def case_rolling(key: str, plan: dict, workdir: Path) -> Case:
+    """Issue 31's rolling cases: the ball on the compliant floor box (``sphere_floor``; MuJoCo: a
+    sphere on a box geom) or on a flat ground mesh (``sphere_mesh``; MuJoCo: a mesh geom of the
+    same STL), lagrange + rk4 against MuJoCo's RK4 at the same step; the check: the ball's x and
+    x-velocity at CHECK_T against the closed form (5/7 v0 after the slip) and MuJoCo's."""
+    from mbsim.scene.spec import load_scene
+
+    steps = plan["rolling_steps"]
+    if key == "sphere_mesh":
+        path = floor_mesh(workdir)
+        shape = f"{{type: mesh, file: {path.name}, pose: {{position: [1.5, 0, {-0.5 * ROLL_SLAB!r}]}}}}"
+        floor = f'<geom type="mesh" mesh="floor" pos="1.5 0 {-0.5 * ROLL_SLAB!r}"/>'
+        asset = f'<mesh name="floor" file="{path}"/>'
+        what = f"a flat ground mesh ({12 * 4**ROLL_SUBDIVISIONS} triangles, STL)"
+    else:
+        shape = "{type: box, size: [4, 1, 0.04], pose: {position: [1.5, 0, -0.02]}}"
+        floor = '<geom type="box" size="2 0.5 0.02" pos="1.5 0 -0.02"/>'
+        asset = ""
+        what = "a compliant floor box"
+    scene = workdir / f"{key}.yaml"
+    scene.write_text(rolling_scene(shape, steps), encoding="utf-8")
+    system = system_of(load_scene(str(scene)))
+    mb = MbsimRun(scene, (), workdir, key)
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(rolling_mjcf(system, floor, ROLL_MU, asset), system))
+    label = "mesh geom (its convex hull: the slab)" if key == "sphere_mesh" else "box geom"
+    contenders = [
+        Contender("mbsim", "lagrange + rk4, compliant SDF contact (as the scene)", mb.run),
+        _contender("mujoco", f"RK4, sphere on a {label}, default soft contact", mj, mj_note),
+        _absent("pinocchio", "n/a: no contact dynamics in Pinocchio's aba"),
+        _absent("exudyn", "not set up"),
+    ]
+    title = f"sphere rolling on {what} ({steps * ROLL_STEP:g} s, h = {ROLL_STEP:g})"
+    case = Case(key, title, steps, plan["repeats"], contenders)
+    check_steps = round(CHECK_T / ROLL_STEP)
+
+    def check() -> list[dict]:
+        import h5py
+
+        path = mb.simulate(check_steps)
+        with h5py.File(path, "r") as f:
+            t = float(f["time"][-1])
+            ref = np.array([f["bodies/ball/position"][-1][0], f["bodies/ball/velocity"][-1][0]])
+        quantity = f"ball x (m) and x-velocity (m/s) at t = {t:g} s"
+        rows = [_check_row(f"{quantity} (closed form: 5/7 v0 after the slip)", "closed form", ref,
+                           np.array(_rolling_closed_form(t)), tol=0.01)]  # fmt: skip
+        if mj is not None:
+            data = mj.simulate(check_steps)
+            got = np.array([mj.com(data, "ball")[0], data.qvel[0]])
+            rows.append(_check_row(quantity, "mujoco", ref, got, tol=0.02))
+        # per simulated second (both step at ROLL_STEP): the timed medians of this run
+        per_s = [f"{PEER_LABELS[c.column]} {1e-3 * c.median / ROLL_STEP:.1f} ms" for c in case.contenders
+                 if c.median is not None]  # fmt: skip
+        if per_s:
+            per = f"{key}: stepping time per simulated second (h = {ROLL_STEP:g} for both): "
+            case.notes.append(per + ", ".join(per_s))
+        return rows
+
+    case.check = check
+    case.notes.append(
+        f"{key}: the ball (r = {ROLL_RADIUS:g} m, 1000 kg/m^3) starts at {ROLL_V0:g} m/s without spin, 1e-5 m into "
+        f"the ground, friction {ROLL_MU:g}; mbsim's Hertz contact (k 1e6 per sample point, n 1.5, hysteresis damping "
+        "1e4) has no MuJoCo counterpart (MuJoCo's default soft contact, solref 0.02 / 1), so the check is the "
+        "motion a solid ball must have: it slides until 2 v0 / (7 mu g) = 0.194 s, then rolls at 5/7 v0"
+    )
+    if key == "sphere_mesh":
+        case.notes.append(
+            "sphere_mesh: MuJoCo collides with a mesh's convex hull, so the ground mesh is a flat slab (4 x 1 x "
+            f"{ROLL_SLAB:g} m, {12 * 4**ROLL_SUBDIVISIONS} triangles, the box's faces subdivided): both codes see the "
+            "same surface; mbsim takes the mesh's SDF as for any mesh"
+        )
+    return case
+
+
+CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile", "tower", "arm7", "sphere_floor", "sphere_mesh")
 
 
 def _build(key: str, plan: dict, workdir: Path) -> Case:
@@ -579,4 +713,6 @@ def _build(key: str, plan: dict, workdir: Path) -> Case:
         return case_tower(plan, workdir)
     if key == "arm7":
         return case_arm7(plan, workdir)
+    if key in ("sphere_floor", "sphere_mesh"):
+        return case_rolling(key, plan, workdir)
     raise ValueError(f"unknown case {key!r}; expected one of {CASES}")

@@ -199,3 +199,25 @@ def tower_mjcf(spec, system: System, friction: float) -> str:
             "</mujoco>",
         ]
     )
+
+
+def rolling_mjcf(system: System, floor: str, friction: float, asset: str = "") -> str:
+    """The ball of the rolling cases (one free body, its sphere geom) on the ground geom ``floor``
+    (MJCF text: a box, or a mesh geom of ``asset``), RK4 at the scene's step, sliding friction
+    ``friction`` (condim 3), MuJoCo's default soft contact (solref 0.02 1)."""
+    (ball,) = system.bodies
+    radius = float(ball.shapes[0]["radius"])
+    return "\n".join(
+        [
+            f'<mujoco model="{system.name}">',
+            f'  <option timestep="{system.step!r}" integrator="RK4" gravity="{_fmt(system.gravity)}"/>',
+            f"  <asset>{asset}</asset>" if asset else "",
+            f'  <default><geom condim="3" friction="{friction!r} 0.005 0.0001"/></default>',
+            "  <worldbody>",
+            f"    {floor}",
+            f'    <body name="{ball.name}" pos="{_fmt(ball.pos)}"><freejoint/>{_mjcf_inertial(ball)}'
+            f'<geom type="sphere" size="{radius!r}"/></body>',
+            "  </worldbody>",
+            "</mujoco>",
+        ]
+    )

@@ -34,6 +34,7 @@ FULL = {
     "pile_steps": 250,  # 0.5 s at 0.002 from the start
     "pile_repeats": 3,
     "tower_steps": 400,  # scenes/box_stack.yaml, 2 s at 0.005
+    "rolling_steps": 1000,  # the rolling cases: 1 s at 0.001 (slip until 0.19 s, then rolling)
 }
 QUICK = {
     "repeats": 2,
@@ -46,6 +47,7 @@ QUICK = {
     "pile_steps": 25,
     "pile_repeats": 1,
     "tower_steps": 40,
+    "rolling_steps": 200,
 }
 WARMUP_STEPS = 20  # the untimed first run of every contender
 CHECK_T = 1.0  # s: the cross-check compares positions at this time (or the timed span, if shorter)

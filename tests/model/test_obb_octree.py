@@ -370,3 +370,59 @@ def test_octree_timing_230k():
         f"query {1e3 * (t2 - t1) / runs:.2f} ms ({evals} centre evaluations, {len(found)} candidates, "
         f"{len(brute_found)} within margin); brute force {1e3 * (t3 - t2):.2f} ms"
     )
+
+
+# ----------------------------------------------------------------------------- compiled cull (compliant_kernels)
+
+
+def _compiled_lookup(tree, points, field, mesh, R, t, use_tree):
+    """penetrating_points' (index, distance, gradient) of the slave points inside the master, by index."""
+    from mbsim.model.contact.compliant_kernels import penetrating_points
+
+    n = len(points)
+    idx, d, g = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros((n, 3))
+    lo, hi = (np.ascontiguousarray(b, dtype=float) for b in mesh.bounds)
+    origin = np.asarray(field.origin, dtype=float)
+    count = penetrating_points(
+        points, tree.point_order, tree.node_centre, tree.node_radius, tree.node_child_start, tree.node_child_count,
+        tree.node_point_start, tree.node_point_count, use_tree, np.ascontiguousarray(R), np.ascontiguousarray(t),
+        field.values, origin, field.cell, lo, hi, field.cell, idx, d, g,
+    )  # fmt: skip
+    order = np.argsort(idx[:count])
+    return idx[:count][order], d[:count][order], g[:count][order]
+
+
+CULL_CASES = [("plate", 0.1, 4), ("plate", 0.03, 16), ("annulus", 0.03, 16)]
+CULL_IDS = ["coarse", "plate", "annulus"]
+
+
+@pytest.mark.parametrize(("master", "cell", "leaf"), quick(CULL_CASES, keep="coarse", ids=CULL_IDS))
+def test_compiled_cull_finds_every_point_of_the_full_lookup(master, cell, leaf):
+    """The octree's skip tests (cell bound sqrt(3) r on the interpolant, a leaf's bounds by its grid
+    cells' slopes, the 1-norm bound per point, the mesh box) drop no point that looking every point
+    up finds: the same points,
+    distances and gradients to the last bit, for a slave ball straddling the faces, edges and
+    corners of a master. On the coarse grid (cell twice the plate's thickness) the interpolant's
+    slope exceeds 1 near the corners: a bound of r instead of sqrt(3) r drops points there."""
+    from mbsim.model.contact.sdf import build_sdf
+
+    if master == "plate":
+        mesh = trimesh.creation.box(extents=(0.3, 0.2, 0.05))
+    else:
+        mesh = trimesh.creation.annulus(r_min=0.05, r_max=0.12, height=0.04)
+    field = build_sdf(mesh, cell, 0.05)
+    points = np.ascontiguousarray(trimesh.creation.icosphere(subdivisions=3, radius=0.06).vertices, dtype=float)
+    tree = Octree.build(points, leaf_size=leaf)
+    rng = np.random.default_rng(31)
+    surface = np.vstack([np.asarray(mesh.vertices), np.asarray(trimesh.sample.sample_surface(mesh, 40, seed=3)[0])])
+    found = 0
+    for _ in range(300):
+        R = Rotation.random(random_state=rng).as_matrix()
+        t = surface[rng.integers(len(surface))] + rng.normal(scale=0.04, size=3)
+        full = _compiled_lookup(tree, points, field, mesh, R, t, False)
+        culled = _compiled_lookup(tree, points, field, mesh, R, t, True)
+        np.testing.assert_array_equal(culled[0], full[0])
+        np.testing.assert_array_equal(culled[1], full[1])
+        np.testing.assert_array_equal(culled[2], full[2])
+        found += len(full[0])
+    assert found > 1000  # the poses do touch (not a vacuous comparison)

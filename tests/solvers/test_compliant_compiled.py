@@ -165,3 +165,68 @@ def test_step_control_inside_the_compiled_blocks(tmp_path):
     np.testing.assert_allclose(t, t_py, rtol=0, atol=1e-15)
     assert h.max() == pytest.approx(1e-3) and np.min(h[1:]) == pytest.approx(1e-5)
     assert v1 == pytest.approx(3.0, rel=5e-3)
+
+
+V_SLIDE, MU_SLIDE, R_BALL, G = 2.0, 0.3, 0.05, 9.81
+
+
+def _thin_floor_scene(sdf: dict | None = None) -> dict:
+    """A ball (0.05 m) sliding at V_SLIDE on a long thin floor: a 40 x 1 x 0.04 m box whose size
+    (40 m) alone would give a 0.63 m cell, 16 times its thickness."""
+    contact = {"name": "floor", "type": "compliant", "body1": "ground", "body2": "ball", "stiffness": 1.0e6,
+               "exponent": 1.5, "damping": 1.0e4, "damping_exponent": 1.5, "friction": MU_SLIDE}  # fmt: skip
+    if sdf is not None:
+        contact["sdf"] = sdf
+    return {
+        "mbsim": 1,
+        "name": "ball on a thin floor",
+        "gravity": [0, 0, -G],
+        "time": {"end": 0.4, "step": 1e-3},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "output": {"every": 10},
+        "ground": {"shapes": [{"type": "box", "size": [40, 1, 0.04], "pose": {"position": [15, 0, -0.02]}}]},
+        "bodies": [
+            {
+                "name": "ball",
+                "density": 1000,
+                "position": [0, 0, R_BALL - 1e-5],
+                "velocity": [V_SLIDE, 0, 0],
+                "shapes": [{"type": "sphere", "radius": R_BALL}],
+            }
+        ],  # fmt: skip
+        "contacts": [contact],
+    }
+
+
+def test_thin_floor_holds_the_ball_and_it_rolls_at_five_sevenths(run_scene):
+    """The automatic cell follows the master's thickness (at most half of it): the ball stays on
+    the 4 cm floor (it fell through it, 0 contacts, when the cell came from the 40 m size alone)
+    and its slide turns to rolling as a solid ball's does: at 5/7 V_SLIDE after
+    t_s = 2 V_SLIDE / (7 mu g), the centre at x(t_s) + 5/7 V_SLIDE (t - t_s)."""
+    _, res = run_scene(_thin_floor_scene())
+    z = res["bodies/ball/position"][:, 2]
+    # (it hops on the stiff contact, 0.3 mm: the hysteresis damping chi g^1.5 is tiny at g ~ 3e-4 m)
+    assert z.min() > R_BALL - 1e-3 and res["diagnostics/contacts/count"].max() > 0
+    t_s = 2 * V_SLIDE / (7 * MU_SLIDE * G)
+    t = res.time[-1]
+    assert t > 1.5 * t_s
+    x = V_SLIDE * t_s - 0.5 * MU_SLIDE * G * t_s**2 + 5 / 7 * V_SLIDE * (t - t_s)
+    assert res["bodies/ball/velocity"][-1, 0] == pytest.approx(5 / 7 * V_SLIDE, rel=2e-3)
+    assert res["bodies/ball/position"][-1, 0] == pytest.approx(x, abs=1e-3)
+
+
+def test_a_cell_coarser_than_half_the_thickness_is_refused(tmp_path):
+    """An explicit sdf.cell that could straddle the thin floor: exit 2 naming the contact, the key
+    and a cell that works (half the 0.04 m thickness)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "thin.yaml"
+    path.write_text(yaml.safe_dump(_thin_floor_scene({"cell": 0.05})), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mbsim", "validate", str(path)], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "contacts[0].sdf.cell" in proc.stderr and "'floor'" in proc.stderr
+    assert "sdf.cell <= 0.02" in proc.stderr

@@ -20,9 +20,10 @@ elastic part acts along the raw gradient of the interpolant, so that it is exact
 compliant_kernels.pair_forces). This is a force element: every method takes it. Detection as the
 paper's (``detection: sdf_octree``): oriented bounding boxes of both bodies and the 15-axis
 separating-axis test first, then the slave's sample points in an octree
-(mbsim.model.contact.octree) whose cells are skipped when a lower bound of the field at their
-centre exceeds their radius plus one cell, the surviving points looked up in the same compiled
-pass (compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
+(mbsim.model.contact.octree) whose cells are skipped when the interpolated field at their
+centre exceeds sqrt(3) times their radius (its bound on the interpolant: no point the full
+look-up finds is dropped), the surviving points looked up in the same compiled pass
+(compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
 trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
 (mbsim.simulate takes time.contact_step while it holds).
 
@@ -76,9 +77,57 @@ MAX_SAMPLES = 1_000_000
 OCTREE_ABOVE = 256  # sample points; fewer are cheaper to query all at once than to cull
 
 SDF_FIELDS = {
-    "cell": Field(Number(positive=True), "grid spacing of the master's field, m (default: 1/64 of its size)", None),
-    "padding": Field(Number(minimum=0), "margin of the grid around the master, m (default: 1/10 of its size)", None),
+    "cell": Field(
+        Number(positive=True),
+        "grid spacing of the master's field, m (default: 1/64 of its size; at most half its thickness)",
+        None,
+    ),
+    "padding": Field(
+        Number(minimum=0),
+        "margin of the grid around the master, m (default: 1/10 of its size; at most 8 cells when its thickness "
+        "sets the cell)",
+        None,
+    ),
 }
+
+
+# the coarsest cell, in thicknesses of the master (the thinnest extent of its bounding box): a grid
+# node then lies inside the solid within half its thickness of each face, so the interpolant's
+# zero is the face's (a coarser grid can straddle a thin plate and miss it: no contact at all)
+THICKNESS_CELLS = 0.5
+# the default padding of a field whose automatic cell is set by the thickness, in cells (the
+# default 1/10 of the size would make a thin floor's grid huge)
+THIN_PADDING_CELLS = 8
+
+
+def _grid_spacing(
+    ctx: Any, path: tuple, grid: dict, label: str, master_name: str, size: float, thickness: float
+) -> tuple[float, float]:
+    """(cell, padding) of a contact's field: the given ones, or 1/64 and 1/10 of the master's
+    size, the cell at most THICKNESS_CELLS of its thickness (then the padding at most
+    THIN_PADDING_CELLS cells). A given cell coarser than that is refused (exit 2) with the
+    value that works."""
+    fine = THICKNESS_CELLS * thickness
+    if grid["cell"] is not None and grid["cell"] > fine * (1.0 + 1e-9):
+        raise ctx.error(
+            (*path, "sdf", "cell"),
+            f"contact '{label}': cell {grid['cell']:g} m is coarser than half the thickness of its master "
+            f"'{master_name}' ({thickness:.3g} m, "
+            "the thinnest extent of its bounding box): the field's grid could straddle the solid and miss "
+            "its contacts",
+            f"choose sdf.cell <= {_round_down(fine)}",
+        )
+    cell = grid["cell"] or min(size / 64.0, fine)
+    padding = 0.1 * size
+    if grid["cell"] is None and cell < size / 64.0:
+        padding = min(padding, THIN_PADDING_CELLS * cell)
+    return cell, grid["padding"] if grid["padding"] is not None else padding
+
+
+def _round_down(x: float) -> str:
+    """x rounded down to two significant digits, as text (a hint's value that satisfies the bound)."""
+    digits = 10.0 ** (np.floor(np.log10(x)) - 1)
+    return f"{np.floor(x / digits) * digits:.2g}"
 
 
 def cache_dir() -> Path | None:
@@ -269,9 +318,9 @@ class CompliantContacts:
             idx = np.nonzero(d < 0.0)[0]
             d, grad_local = d[idx], grad_local[idx]
         else:
-            # local detection, compiled: the octree walk (a cell whose centre is farther from the
-            # master than its radius plus one cell, the interpolant's slack, holds no contact)
-            # and the field lookups of the remaining points
+            # local detection, compiled: the octree walk (a cell whose centre's interpolated
+            # distance exceeds sqrt(3) times its radius holds no contact) and the field lookups
+            # of the remaining points
             tree, field = pair.tree, pair.field
             use_tree = pair.detection == "sdf_octree" and tree is not None
             if tree is None:
@@ -488,9 +537,11 @@ def build_compliant(
         except ValueError as exc:
             raise ctx.error(path, str(exc)) from None
         size = float(np.linalg.norm(master_mesh.extents))
+        master_box = obb_from_points(np.asarray(master_mesh.vertices, dtype=float))
         grid = read_mapping(ctx, (*path, "sdf"), values.get("sdf") or {}, SDF_FIELDS)
-        cell = grid["cell"] or size / 64.0
-        padding = grid["padding"] if grid["padding"] is not None else 0.1 * size
+        label = values.get("name") or f"{master_name}_{slave_name}"
+        thickness = 2.0 * float(np.min(master_box[2]))
+        cell, padding = _grid_spacing(ctx, path, grid, label, master_name, size, thickness)
         too_large = grid_too_large(np.asarray(master_mesh.bounds), cell, padding)
         if too_large is not None:  # refused before a byte is allocated (a 1e-4 m cell: 216 GB)
             blame = "padding" if grid["padding"] is not None and 2 * padding > size else "cell"
@@ -517,7 +568,6 @@ def build_compliant(
             ("inv_mass_slave", "inv_mass_master", "inv_inertia_slave", "inv_inertia_master"), inverse, strict=True
         ):
             law[column] = value
-        bounds = master_mesh.vertices
         points = np.asarray(slave_mesh.vertices, dtype=float)
         if extra:  # evenly spread surface points, reproducible (fixed seed)
             import trimesh
@@ -531,7 +581,7 @@ def build_compliant(
                 field=field,
                 points=points,
                 law=law,
-                master_box=obb_from_points(np.asarray(bounds, dtype=float)),
+                master_box=master_box,
                 name=values.get("name") or _unique(f"{master_name}_{slave_name}", taken),
                 classes=None if values.get("penetration_classes") is None else values["penetration_classes"],
                 detection=values.get("detection") or "sdf_octree",

@@ -6,7 +6,7 @@ counters, potential; contacts_near: time.contact_step's test), over its cc_* arr
 
 import numpy as np
 
-from libc.math cimport fabs, pow, sqrt
+from libc.math cimport INFINITY, fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
 from mbsim.model.contact.sdf_kernels cimport distance_grid, interpolate_grid
@@ -360,16 +360,22 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
 
 
 # Looks up slave point q mapped into the master's frame; a point inside (d < 0) is appended to the
-# outputs at ``count``. Returns the new count.
+# outputs at ``count``. Returns the new count. A point whose lower bound base + sum_a min(lo_a s_a,
+# hi_a s_a), s = p - c (c: the master-frame centre of its leaf; lo, hi: bounds of the interpolant's
+# slopes about it, penetrating_points) exceeds ``slack`` is outside without a look-up.
 cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, const double[:, ::1] R, const double[::1] t,
                                    const double* values, const Py_ssize_t* shape, const double* origin, double inv,
                                    double cell, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
-                                   Py_ssize_t count) noexcept nogil:
+                                   Py_ssize_t count, const double* c, double base, const double* lo_slope,
+                                   const double* hi_slope, double slack) noexcept nogil:
     cdef double x = points[q, 0], y = points[q, 1], z = points[q, 2]
     cdef double px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
     cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
     cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
-    cdef double gx, gy, gz, ext
+    cdef double gx, gy, gz, ext, sx = px - c[0], sy = py - c[1], sz = pz - c[2]
+    if (base + min(lo_slope[0] * sx, hi_slope[0] * sx) + min(lo_slope[1] * sy, hi_slope[1] * sy)
+            + min(lo_slope[2] * sz, hi_slope[2] * sz)) > slack:
+        return count
     # the value first (most points are outside), the gradient of the few inside
     cdef double d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
     if d < 0.0:
@@ -383,6 +389,59 @@ cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, co
     return count
 
 
+# Bounds lo[a] <= dI/dx_a <= hi[a] of the interpolant I over the grid cells that the box c +- r
+# (master frame) meets: on a cell dI/dx_a is a blend of the cell's four edge differences along a
+# (over the cell), so their least and greatest over the cells bound it. False (bounds unset) when the
+# box leaves the grid or meets more than two cells along an axis (more edges than looking up a
+# leaf's points would cost).
+cdef bint _slope_bounds(const double* values, const Py_ssize_t* shape, const double* origin, double inv,
+                        const double* c, double r, double* lo, double* hi) noexcept nogil:
+    cdef Py_ssize_t first[3]
+    cdef Py_ssize_t last[3]
+    cdef Py_ssize_t s0 = shape[1] * shape[2], s1 = shape[2], i, j, k, at
+    cdef double a0, a1, v, e
+    cdef int a
+    for a in range(3):
+        a0 = (c[a] - r - origin[a]) * inv
+        a1 = (c[a] + r - origin[a]) * inv
+        if not (a0 >= 0.0 and a1 <= shape[a] - 1):
+            return False
+        first[a] = <Py_ssize_t>a0
+        last[a] = min(<Py_ssize_t>a1, shape[a] - 2) + 1  # the far node of the last cell met
+        if last[a] - first[a] > 2:
+            return False
+        lo[a] = INFINITY
+        hi[a] = -INFINITY
+    # every edge of the cells met, along each axis
+    for i in range(first[0], last[0] + 1):
+        for j in range(first[1], last[1] + 1):
+            for k in range(first[2], last[2] + 1):
+                at = i * s0 + j * s1 + k
+                v = values[at]
+                if i < last[0]:
+                    e = values[at + s0] - v
+                    lo[0] = min(lo[0], e)
+                    hi[0] = max(hi[0], e)
+                if j < last[1]:
+                    e = values[at + s1] - v
+                    lo[1] = min(lo[1], e)
+                    hi[1] = max(hi[1], e)
+                if k < last[2]:
+                    e = values[at + 1] - v
+                    lo[2] = min(lo[2], e)
+                    hi[2] = max(hi[2], e)
+    for a in range(3):
+        lo[a] *= inv
+        hi[a] *= inv
+    return True
+
+
+# sqrt(3): the trilinear interpolant of exact node distances changes by at most |dx| + |dy| + |dz|
+# between two points; CULL_SLACK (in cells): the round-off allowance of the octree's skip tests
+cdef double SQRT3 = 1.7320508075688772
+cdef double CULL_SLACK = 1e-9
+
+
 cdef Py_ssize_t penetrating_points_c(
     const double[:, ::1] points, const long long[::1] point_order, const double[:, ::1] node_centre,
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
@@ -391,10 +450,14 @@ cdef Py_ssize_t penetrating_points_c(
     double cell, const double* lo, const double* hi, double margin, long long[::1] out_idx, double[::1] out_d,
     double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil:
-    cdef double inv = 1.0 / cell
+    cdef double inv = 1.0 / cell, slack = CULL_SLACK * cell
     cdef Py_ssize_t count = 0, top, k, c, a, start, q
     cdef long long n_child
-    cdef double cx, cy, cz, d, gx, gy, gz, ext, bx, by, bz, bound
+    cdef double d, ext, bx, by, bz, r, spread
+    cdef double centre[3]
+    cdef double slope_lo[3]
+    cdef double slope_hi[3]
+    cdef int b
     if use_tree:
         # depth first with an explicit stack (each node is pushed at most once: node count deep)
         stack[0] = 0
@@ -402,15 +465,18 @@ cdef Py_ssize_t penetrating_points_c(
         while top > 0:
             top -= 1
             k = stack[top]
-            cx = R[0, 0] * node_centre[k, 0] + R[0, 1] * node_centre[k, 1] + R[0, 2] * node_centre[k, 2] + t[0]
-            cy = R[1, 0] * node_centre[k, 0] + R[1, 1] * node_centre[k, 1] + R[1, 2] * node_centre[k, 2] + t[1]
-            cz = R[2, 0] * node_centre[k, 0] + R[2, 1] * node_centre[k, 1] + R[2, 2] * node_centre[k, 2] + t[2]
-            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, cx, cy, cz, &ext)
-            bx = max(lo[0] - cx, 0.0, cx - hi[0])
-            by = max(lo[1] - cy, 0.0, cy - hi[1])
-            bz = max(lo[2] - cz, 0.0, cz - hi[2])
-            bound = max(d - 2.0 * ext, sqrt(bx * bx + by * by + bz * bz))
-            if bound > node_radius[k] + margin:
+            r = node_radius[k]
+            for b in range(3):
+                centre[b] = R[b, 0] * node_centre[k, 0] + R[b, 1] * node_centre[k, 1] + R[b, 2] * node_centre[k, 2] + t[b]
+            # the mesh's box first (no look-up), then the interpolant's own bound (penetrating_points)
+            bx = max(lo[0] - centre[0], 0.0, centre[0] - hi[0])
+            by = max(lo[1] - centre[1], 0.0, centre[1] - hi[1])
+            bz = max(lo[2] - centre[2], 0.0, centre[2] - hi[2])
+            if bx * bx + by * by + bz * bz > (r + SQRT3 * margin) ** 2:
+                continue
+            d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, centre[0], centre[1],
+                              centre[2], &ext)
+            if d - ext > SQRT3 * r + slack:
                 continue
             n_child = node_child_count[k]
             if n_child > 0:
@@ -418,13 +484,33 @@ cdef Py_ssize_t penetrating_points_c(
                     stack[top] = node_child_start[k] + c
                     top += 1
                 continue
+            # a leaf: a second chance with the slopes of the cells it meets (a face: about r, not
+            # sqrt(3) r), which also bound its points below (the inner nodes go on to their children:
+            # the slopes would cost them more than they save)
+            if _slope_bounds(values, shape, origin, inv, centre, r, slope_lo, slope_hi):
+                spread = 0.0
+                for b in range(3):
+                    spread += max(-slope_lo[b], slope_hi[b])
+                if d - spread * r > slack:
+                    continue
+            else:  # |dI/dx_a| <= 1: exact distances at the nodes
+                for b in range(3):
+                    slope_lo[b] = -1.0
+                    slope_hi[b] = 1.0
+            # a leaf's points, those whose bound by the same slopes is positive skipped unlooked
             start = node_point_start[k]
             for a in range(start, start + node_point_count[k]):
                 q = point_order[a]
-                count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
+                count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
+                                    centre, d - ext, slope_lo, slope_hi, slack)
     else:
+        for b in range(3):
+            centre[b] = 0.0
+            slope_lo[b] = 0.0
+            slope_hi[b] = 0.0
         for q in range(points.shape[0]):
-            count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count)
+            count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
+                                centre, -1.0, slope_lo, slope_hi, 0.0)
     return count
 
 
@@ -442,10 +528,20 @@ def penetrating_points(
     master's frame (x -> R x + t) and looked up in the field. Writes the indices, distances and
     gradients (master frame) of the points with d < 0; returns how many.
 
-    Lower bound at a centre c: the larger of the field's value less twice the way out of the
-    grid (the value outside is the boundary value plus the way out, an upper bound) and the
-    distance from c to the mesh's bounding box [lo, hi] (nothing of the mesh lies outside it).
-    Without the tree (``use_tree`` False) every point is looked up.
+    Skip tests of a cell of radius r about its centre c (they never drop a point the full look-up
+    finds, so the forces are the same to the last bit): (1) the looked-up value E(c) less its
+    way out of the grid e(c) exceeds sqrt(3) r: the nodes hold exact distances (1-Lipschitz), so
+    each partial derivative of the trilinear interpolant is at most 1 in size and
+    E(p) >= E(c) - e(c) - |p - c|_1 >= E(c) - e(c) - sqrt(3) r (the clamp onto the grid is
+    1-Lipschitz per axis, the way out adds >= 0); (2) c lies farther than r + sqrt(3) ``margin``
+    (the cell) from the mesh's bounding box [lo, hi]: the corners of any point's grid cell are
+    within sqrt(3) cells of it, so its interpolated value stays positive; (3) at a leaf whose box
+    c +- r meets at most two grid cells along each axis, inside the grid: the least and greatest
+    edge differences of those cells bound each slope, lo_a <= dI/dx_a <= hi_a, so E(p) >=
+    E(c) + sum_a min(lo_a s_a, hi_a s_a), s = p - c (on a face about E(c) - r, not sqrt(3) r).
+    In a leaf that is looked into, a point whose bound (3), or else E(c) - e(c) - |p - c|_1, is
+    positive is outside without a look-up. Without the tree (``use_tree`` False) every point is
+    looked up.
     """
     cdef Py_ssize_t count
     cdef Py_ssize_t* stack = NULL
