@@ -124,7 +124,7 @@ SOLVER_FIELDS = {
         "linearly implicit in the contact forces (a Rosenbrock-W step, ROS34PW2, with the contacts' stiffness and "
         "damping as its Jacobian), so a stiff contact runs at time.step; explicit: the integrator's steps "
         "throughout (with time.contact_step where given). Methods lagrange, null_space, gauss, "
-        "augmented_lagrangian with a fixed-step integrator",
+        "augmented_lagrangian and recursive with a fixed-step integrator",
         "explicit",
     ),
     "rtol": Field(Number(positive=True), "relative tolerance of the adaptive integrators", 1e-8),

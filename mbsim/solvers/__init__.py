@@ -102,8 +102,8 @@ def get_solver(spec: SceneSpec, model: Model, strict: bool = False):
             raise ctx.error(
                 ("solver", "contact_integration"),
                 f"implicit contact integration is not available to method '{method}' here: {why}",
-                "use method lagrange, null_space, gauss or augmented_lagrangian with integrator rk4, or "
-                "contact_integration: explicit with time.contact_step",
+                "use method lagrange, null_space, gauss, augmented_lagrangian or recursive with integrator "
+                "rk4, or contact_integration: explicit with time.contact_step",
             )
     if ignored:
         solver.notes = (*solver.notes, ignored)

@@ -71,3 +71,5 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
 # step h (CompliantContacts.near; D's frames are overwritten): the step control of time.contact_step
 cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
                         double h) noexcept nogil
+# the same test at the body frames D holds (a method in joint coordinates fills them itself)
+cdef bint frames_near(FlatModel F, FlatData D, double h) noexcept nogil

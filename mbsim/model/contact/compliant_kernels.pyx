@@ -757,10 +757,16 @@ def near(FlatModel F not None, FlatData D not None, const double[::1] q, const d
 
 cdef bint contacts_near(FlatModel F, FlatData D, const double[::1] q, const double[::1] v,
                         double h) noexcept nogil:
-    cdef Py_ssize_t k
     if F.ncc == 0 or F.dim != 3:
         return False
     frames3_into(q, v, F.nbody, D.pos, D.rot, D.vel, D.omega_body, D.omega)
+    return frames_near(F, D, h)
+
+
+cdef bint frames_near(FlatModel F, FlatData D, double h) noexcept nogil:
+    cdef Py_ssize_t k
+    if F.ncc == 0 or F.dim != 3:
+        return False
     for k in range(F.ncc):
         if _pair_near(F, D, k, h):
             return True

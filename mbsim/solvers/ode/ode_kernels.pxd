@@ -79,6 +79,8 @@ cdef class OdeSystem(System):
     cdef double[::1] minv  # nv: its correction M^-1 J^T S^-1 J U
     cdef double[::1] column  # nv: that column
     cdef double[::1] qrate  # nq: N(q0) x_v
+    cdef double[::1] q0  # nq: the state the Jacobian was prepared at
+    cdef double[::1] dq  # nv: N(q0)^+ of a q increment
 # the block of steps and recorded rows (Python: advance, which releases the GIL around it)
 cdef int advance_c(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                    double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,

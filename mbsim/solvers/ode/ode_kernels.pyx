@@ -339,6 +339,25 @@ cdef void q_rate_into(FlatModel F, const double[::1] q, const double[::1] v, dou
         out[o + 6] = 0.5 * (w * wz + x * wy - y * wx)
 
 
+cdef void increment_velocities(FlatModel F, const double[::1] q, const double[::1] dq, double[::1] out) noexcept nogil:
+    """N(q)^+ dq: the velocities whose q_rate_into at q is dq along the unit quaternions (2D: dq;
+    3D per body the translation and the rotation vector in body axes, 2 (p* (x) dp)_vec)."""
+    cdef Py_ssize_t k, b, o, ov
+    cdef double w, x, y, z, dw, dx, dy, dz
+    if F.dim == 2:
+        for k in range(F.nv):
+            out[k] = dq[k]
+        return
+    for b in range(F.nbody):
+        o, ov = 7 * b, 6 * b
+        out[ov], out[ov + 1], out[ov + 2] = dq[o], dq[o + 1], dq[o + 2]
+        w, x, y, z = q[o + 3], q[o + 4], q[o + 5], q[o + 6]
+        dw, dx, dy, dz = dq[o + 3], dq[o + 4], dq[o + 5], dq[o + 6]
+        out[ov + 3] = 2.0 * (w * dx - dw * x - (y * dz - z * dy))
+        out[ov + 4] = 2.0 * (w * dy - dw * y - (z * dx - x * dz))
+        out[ov + 5] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
+
+
 cpdef void reset_stats(double[::1] stats, Py_ssize_t start) noexcept nogil:
     """stats[start : start + 3] = (iterations 0, rank +inf, residual -inf): nothing solved yet."""
     stats[start], stats[start + 1], stats[start + 2] = 0.0, INFINITY, -INFINITY
@@ -528,7 +547,7 @@ cdef class OdeSystem(System):
         self.probing = False
         self.jac = ContactJacobian(F) if self.has_jac else None
         self.rows, self.minv, self.column = np.zeros(max(F.nc, 1)), np.zeros(F.nv), np.zeros(F.nv)
-        self.qrate = np.zeros(F.nq)
+        self.qrate, self.q0, self.dq = np.zeros(F.nq), np.zeros(F.nq), np.zeros(F.nv)
 
     cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
         """f(t, y) with the compliant contacts' slopes taken on the way (D.cc_linear), then their
@@ -546,7 +565,9 @@ cdef class OdeSystem(System):
         self.D.cc_linear[0] = 1.0 if self.probing else 0.0
         if not ok:
             return False
-        self.jac.prepare(self.D, y[: self.nq])
+        for k in range(self.nq):
+            self.q0[k] = y[k]
+        self.jac.prepare(self.D)
         if not self.jac.active or self.F.nc == 0:
             return True
         if <int>self.P[P_METHOD] != M_LAGRANGE and not schur_factor(self.F, self.D, 0.0):
@@ -568,8 +589,9 @@ cdef class OdeSystem(System):
             for k in range(out.shape[0]):
                 out[k] = 0.0
             return
-        q_rate_into(self.F, self.jac.q0, x[nq : nq + nv], out[:nq])
-        self.jac.velocity_times(x[:nq], x[nq : nq + nv], out[nq : nq + nv])
+        q_rate_into(self.F, self.q0, x[nq : nq + nv], out[:nq])
+        increment_velocities(self.F, self.q0, x[:nq], self.dq)
+        self.jac.velocity_times(self.dq, x[nq : nq + nv], out[nq : nq + nv])
         out[nq + nv] = 0.0
 
     cdef double stiff_measure(self, double h) noexcept nogil:
@@ -584,10 +606,11 @@ cdef class OdeSystem(System):
         cdef Py_ssize_t nq = self.nq, nv = self.nv, k
         if not self.has_jac:
             return True
-        if not self.jac.velocity_solve(tau, x[:nq], x[nq : nq + nv]):
+        increment_velocities(self.F, self.q0, x[:nq], self.dq)
+        if not self.jac.velocity_solve(tau, self.dq, x[nq : nq + nv]):
             return False
         # x_q = r_q + tau N(q0) x_v
-        q_rate_into(self.F, self.jac.q0, x[nq : nq + nv], self.qrate)
+        q_rate_into(self.F, self.q0, x[nq : nq + nv], self.qrate)
         for k in range(nq):
             x[k] += tau * self.qrate[k]
         return True

@@ -1,6 +1,6 @@
 # The implicit contact step's Jacobian (stiff_kernels.pyx): the compliant contacts' stiffness and
 # damping over the bodies they touch, and the linear solves of the Rosenbrock-W step
-# (mbsim.solvers.ode.integrate.rosenbrock_step) in the ODE methods' body coordinates.
+# (mbsim.solvers.ode.integrate.rosenbrock_step) in a method's coordinates.
 
 from mbsim.model.layout cimport FlatData, FlatModel
 
@@ -10,33 +10,35 @@ cdef class ContactJacobian:
     cdef readonly Py_ssize_t nslots  # bodies that some compliant pair may touch
     cdef long long[::1] body  # slot -> body
     cdef Py_ssize_t nd  # 6 per slot
+    cdef Py_ssize_t nv  # the method's velocities
+    cdef bint tree  # E is B (joint coordinates), not the slots' own velocities (body coordinates)
     cdef readonly bint active  # some pair touches at the prepared state
-    cdef double[::1] q0  # the prepared state's coordinates (the quaternions' maps)
     cdef double[:, ::1] stiffness  # (nd, nd) d(contact forces)/d(displacements), slot order
     cdef double[:, ::1] damping  # (nd, nd) d(contact forces)/d(velocities)
     cdef double[:, ::1] U  # (nv, nd) A E^T: the accelerations of unit forces on the slots' coordinates
+    cdef double[:, ::1] B  # (nd, nv) tree: the slots' velocities of unit joint velocities (E)
     cdef double[:, ::1] Z  # (nd, nd) damping + tau stiffness
     cdef double[::1] lu  # (nd * nd) the factor of I + tau E U Z (column-major)
     cdef int[::1] pivots
     cdef double tau  # the factored tau (NaN: none)
     cdef double[::1] a  # nd work vectors
     cdef double[::1] b
-    cdef double[::1] x  # nd work vector
+    cdef double[::1] x
+    cdef double[::1] w  # nv work vector
 
-    # the Jacobian at the state whose evaluation D holds (compliant_forces_into ran with
-    # D.cc_linear set): the pairs' slopes gathered by slot, U = M^-1 E^T (a method with
-    # constraints then corrects U to its constrained inverse mass: mbsim.solvers.ode.ode_kernels)
-    cdef void prepare(self, FlatData D, const double[::1] q) noexcept nogil
+    # the pairs' slopes of the evaluation D holds (compliant_forces_into ran with D.cc_linear set)
+    # gathered by slot; body coordinates: U = M^-1 E^T (a method with constraints then corrects U
+    # to its constrained inverse mass: ode_kernels); joint coordinates: the method fills U and B
+    cdef void prepare(self, FlatData D) noexcept nogil
     # the size on a step h of the slopes the last evaluation took (D.cc_stiffness, D.cc_damping):
     # sum over the pairs' bodies of (M^-1)_ii (h^2 |stiffness_ii| + h |damping_ii|)
     cdef double measure(self, FlatData D, double h) noexcept nogil
+    # the velocity rows of J x: out_v = -U (stiffness E dq + damping E x_v), dq the velocities
+    # equivalent to x's q rows (N(q0)^+ x_q: the method's map)
+    cdef void velocity_times(self, const double[::1] dq, const double[::1] x_v, double[::1] out_v) noexcept nogil
+    # the velocity rows of (I - tau J)^-1 r, dq as above for r's q rows: r_v <- x_v (the q rows
+    # follow as x_q = r_q + tau N(q0) x_v); False when the small system is singular
+    cdef bint velocity_solve(self, double tau, const double[::1] dq, double[::1] r_v) noexcept nogil
     cdef Py_ssize_t _slot(self, Py_ssize_t b) noexcept nogil
-    cdef void _displacements(self, const double[::1] x_q, double* out) noexcept nogil
-    cdef void _velocities(self, const double[::1] x_v, double* out) noexcept nogil
+    cdef void _rows(self, const double[::1] x_v, double* out) noexcept nogil
     cdef bint _factor(self, double tau) noexcept nogil
-    # the velocity rows of J x: out_v = -U (stiffness G x_q + damping E x_v), G the slots'
-    # displacements of q increments, E their velocities
-    cdef void velocity_times(self, const double[::1] x_q, const double[::1] x_v, double[::1] out_v) noexcept nogil
-    # the velocity rows of (I - tau J)^-1 r with the q rows r_q: r_v <- x_v (the q rows follow as
-    # x_q = r_q + tau N(q0) x_v); False when the small system is singular
-    cdef bint velocity_solve(self, double tau, const double[::1] r_q, double[::1] r_v) noexcept nogil

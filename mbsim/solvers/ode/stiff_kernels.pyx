@@ -11,15 +11,18 @@ point: the normal law's slope along n, its damping, friction across and along th
 direction), gathered over the bodies the compliant pairs touch ("slots", 6 coordinates each:
 velocity world, rotation body axes):
 
-    dQ = -stiffness G dq - damping E dv        (G: slot displacements of dq, E: slot velocities)
+    dQ = -stiffness G dq - damping E dv        (G = E N^+: slot displacements of dq, E: slot velocities)
     J = [[0, N(q)], [-U stiffness G, -U damping E]],   U = A E^T,
 
-with N the map q' = N(q) v and A the inverse mass matrix (the constrained one with constraints:
-M^-1 - M^-1 J_c^T S^-1 J_c M^-1). The geometric terms (the normal turning, moment arms moving)
+with N the map q' = N(q) v, N^+ its left inverse (quaternion increments to rotation vectors) and A
+the inverse mass matrix (the constrained one with constraints: M^-1 - M^-1 J_c^T S^-1 J_c M^-1). In
+body coordinates E picks the slots' own velocities and U is M^-1's columns (ode_kernels); in joint
+coordinates (recursive_kernels) E is the slots' Jacobian B and U the articulated-body responses to
+unit wrenches. The geometric terms (the normal turning, moment arms moving)
 are left out: the non-stiff part of f stays explicit. Solving (I - tau J) x = r eliminates x_q
 (G N = E), leaving an nd x nd system (nd = 6 slots; Woodbury's identity):
 
-    r' = r_v - tau U stiffness G r_q
+    r' = r_v - tau U stiffness E N^+ r_q
     (I + tau E U Z) z = E r',   Z = damping + tau stiffness
     x_v = r' - tau U Z z,       x_q = r_q + tau N(q) x_v.
 """
@@ -33,27 +36,31 @@ from mbsim.solvers.numerics.lapack_kernels cimport lu_factor_raw, lu_solve_raw
 
 
 cdef class ContactJacobian:
-    """The buffers of the contact Jacobian of a FlatModel with compliant pairs (3D, body coordinates)."""
+    """The buffers of the contact Jacobian of a FlatModel with compliant pairs (3D): ``nv`` the
+    method's velocities, ``tree`` whether they are joint coordinates (E = B)."""
 
-    def __init__(self, FlatModel F):
+    def __init__(self, FlatModel F, Py_ssize_t nv=-1, bint tree=False):
         bodies = sorted({int(b) for b in np.concatenate((np.asarray(F.cc_master), np.asarray(F.cc_slave))) if b < F.nbody})
         self.F = F
+        self.nv = F.nv if nv < 0 else nv
+        self.tree = tree
         self.nslots = len(bodies)
         self.body = np.asarray(bodies, dtype=np.int64).reshape(-1)
         self.nd = 6 * self.nslots
         nd = max(self.nd, 1)
         self.active = False
-        self.q0 = np.zeros(F.nq)
         self.stiffness = np.zeros((nd, nd))
         self.damping = np.zeros((nd, nd))
-        self.U = np.zeros((F.nv, nd))
+        self.U = np.zeros((self.nv, nd))
+        self.B = np.zeros((nd, self.nv) if tree else (1, 1))
         self.Z = np.zeros((nd, nd))
         self.lu = np.zeros(nd * nd)
         self.pivots = np.zeros(nd, dtype=np.intc)
         self.tau = np.nan
         self.a = np.zeros(nd)
         self.b = np.zeros(nd)
-        self.x = np.zeros(max(F.nv, nd))
+        self.x = np.zeros(nd)
+        self.w = np.zeros(self.nv)
 
     cdef Py_ssize_t _slot(self, Py_ssize_t b) noexcept nogil:
         cdef Py_ssize_t s
@@ -62,14 +69,11 @@ cdef class ContactJacobian:
                 return s
         return -1
 
-    cdef void prepare(self, FlatData D, const double[::1] q) noexcept nogil:
+    cdef void prepare(self, FlatData D) noexcept nogil:
         cdef Py_ssize_t nd = self.nd, k, side_i, side_j, si, sj, i, j, b, a
         cdef Py_ssize_t slots[2]
-        cdef double value
         self.active = False
         self.tau = NAN
-        for i in range(self.F.nq):
-            self.q0[i] = q[i]
         for i in range(nd):
             for j in range(nd):
                 self.stiffness[i, j] = 0.0
@@ -93,16 +97,17 @@ cdef class ContactJacobian:
                         for j in range(6):
                             self.stiffness[6 * si + i, 6 * sj + j] += D.cc_stiffness[k, 6 * side_i + i, 6 * side_j + j]
                             self.damping[6 * si + i, 6 * sj + j] += D.cc_damping[k, 6 * side_i + i, 6 * side_j + j]
-        # U = M^-1 E^T: the block-diagonal inverse mass's columns of the slots' coordinates
-        for i in range(self.F.nv):
+        if self.tree:
+            return
+        # body coordinates: U = M^-1 E^T, the block-diagonal inverse mass's columns of the slots
+        for i in range(self.nv):
             for j in range(nd):
                 self.U[i, j] = 0.0
         for si in range(self.nslots):
             b = self.body[si]
             for a in range(6):
                 for i in range(6):
-                    value = self.F.body_inv_mass[b, i, a]
-                    self.U[6 * b + i, 6 * si + a] = value
+                    self.U[6 * b + i, 6 * si + a] = self.F.body_inv_mass[b, i, a]
 
     cdef double measure(self, FlatData D, double h) noexcept nogil:
         cdef Py_ssize_t k, side, b, a, i
@@ -120,45 +125,37 @@ cdef class ContactJacobian:
                                                               + h * fabs(D.cc_damping[k, i, i]))
         return total
 
-    cdef void _displacements(self, const double[::1] x_q, double* out) noexcept nogil:
-        """G x_q: per slot the translation and the rotation vector in body axes, 2 (p* (x) dp)_vec."""
-        cdef Py_ssize_t si, b, o
-        cdef double w, x, y, z, dw, dx, dy, dz
-        for si in range(self.nslots):
-            b = self.body[si]
-            o = 7 * b
-            out[6 * si] = x_q[o]
-            out[6 * si + 1] = x_q[o + 1]
-            out[6 * si + 2] = x_q[o + 2]
-            w, x, y, z = self.q0[o + 3], self.q0[o + 4], self.q0[o + 5], self.q0[o + 6]
-            dw, dx, dy, dz = x_q[o + 3], x_q[o + 4], x_q[o + 5], x_q[o + 6]
-            out[6 * si + 3] = 2.0 * (w * dx - dw * x - (y * dz - z * dy))
-            out[6 * si + 4] = 2.0 * (w * dy - dw * y - (z * dx - x * dz))
-            out[6 * si + 5] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
-
-    cdef void _velocities(self, const double[::1] x_v, double* out) noexcept nogil:
-        """E x_v: the slots' coordinates of x_v."""
-        cdef Py_ssize_t si, a
+    cdef void _rows(self, const double[::1] x_v, double* out) noexcept nogil:
+        """E x_v: the slots' velocities of x_v (their own coordinates, or B x_v)."""
+        cdef Py_ssize_t si, a, i, j
+        cdef double s
+        if self.tree:
+            for i in range(self.nd):
+                s = 0.0
+                for j in range(self.nv):
+                    s += self.B[i, j] * x_v[j]
+                out[i] = s
+            return
         for si in range(self.nslots):
             for a in range(6):
                 out[6 * si + a] = x_v[6 * self.body[si] + a]
 
-    cdef void velocity_times(self, const double[::1] x_q, const double[::1] x_v, double[::1] out_v) noexcept nogil:
+    cdef void velocity_times(self, const double[::1] dq, const double[::1] x_v, double[::1] out_v) noexcept nogil:
         cdef Py_ssize_t nd = self.nd, i, j
         cdef double s
-        for i in range(self.F.nv):
+        for i in range(self.nv):
             out_v[i] = 0.0
         if not self.active:
             return
-        self._displacements(x_q, &self.a[0])
-        self._velocities(x_v, &self.b[0])
-        # a <- stiffness G x_q + damping E x_v
+        self._rows(dq, &self.a[0])
+        self._rows(x_v, &self.b[0])
+        # stiffness E dq + damping E x_v
         for i in range(nd):
             s = 0.0
             for j in range(nd):
                 s += self.stiffness[i, j] * self.a[j] + self.damping[i, j] * self.b[j]
             self.x[i] = s
-        for i in range(self.F.nv):
+        for i in range(self.nv):
             s = 0.0
             for j in range(nd):
                 s += self.U[i, j] * self.x[j]
@@ -166,33 +163,35 @@ cdef class ContactJacobian:
 
     cdef bint _factor(self, double tau) noexcept nogil:
         """I + tau E U Z into lu (column-major), Z = damping + tau stiffness."""
-        cdef Py_ssize_t nd = self.nd, i, j, m, si, a
+        cdef Py_ssize_t nd = self.nd, i, j, m
         cdef double s
         for i in range(nd):
             for j in range(nd):
                 self.Z[i, j] = self.damping[i, j] + tau * self.stiffness[i, j]
-        for si in range(self.nslots):
-            for a in range(6):
-                i = 6 * si + a
-                for j in range(nd):
-                    s = 0.0
-                    for m in range(nd):
-                        s += self.U[6 * self.body[si] + a, m] * self.Z[m, j]
-                    self.lu[j * nd + i] = tau * s + (1.0 if i == j else 0.0)
+        # column j: E (U Z e_j)
+        for j in range(nd):
+            for i in range(self.nv):
+                s = 0.0
+                for m in range(nd):
+                    s += self.U[i, m] * self.Z[m, j]
+                self.w[i] = s
+            self._rows(self.w, &self.lu[j * nd])
+            for i in range(nd):
+                self.lu[j * nd + i] = tau * self.lu[j * nd + i] + (1.0 if i == j else 0.0)
         if lu_factor_raw(nd, &self.lu[0], &self.pivots[0]) != 0:
             return False
         self.tau = tau
         return True
 
-    cdef bint velocity_solve(self, double tau, const double[::1] r_q, double[::1] r_v) noexcept nogil:
-        cdef Py_ssize_t nd = self.nd, nv = self.F.nv, i, j
+    cdef bint velocity_solve(self, double tau, const double[::1] dq, double[::1] r_v) noexcept nogil:
+        cdef Py_ssize_t nd = self.nd, nv = self.nv, i, j
         cdef double s
         if not self.active:
             return True
         if not (tau == self.tau) and not self._factor(tau):
             return False
-        # r' = r_v - tau U stiffness G r_q
-        self._displacements(r_q, &self.a[0])
+        # r' = r_v - tau U stiffness E dq
+        self._rows(dq, &self.a[0])
         for i in range(nd):
             s = 0.0
             for j in range(nd):
@@ -204,7 +203,7 @@ cdef class ContactJacobian:
                 s += self.U[i, j] * self.b[j]
             r_v[i] -= tau * s
         # (I + tau E U Z) z = E r'
-        self._velocities(r_v, &self.a[0])
+        self._rows(r_v, &self.a[0])
         if lu_solve_raw(nd, &self.lu[0], &self.pivots[0], &self.a[0]) != 0:
             return False
         # x_v = r' - tau U Z z

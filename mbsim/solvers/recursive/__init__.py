@@ -465,6 +465,23 @@ class Solver(SolverBase):
         """Whether :meth:`advance` runs blocks of steps in compiled code (rows recorded by Python)."""
         return self._compiled is not None
 
+    @property
+    def implicit_contact(self) -> str:
+        """Why solver.contact_integration implicit cannot be taken ("": it is): the Rosenbrock-W
+        step exists in the compiled blocks of fixed steps (recursive_kernels.tree_steps)."""
+        if self._adaptive is not None:
+            return (
+                f"integrator {self.integrator_label} is adaptive (the implicit contact step is a fixed step; try rk4)"
+            )
+        if not self.block_stepping:
+            return "the run does not step in compiled blocks"
+        if self.model.contact_step is not None:
+            return (
+                "with time.contact_step it steps one step at a time in Python (drop time.contact_step: the "
+                "implicit step needs none)"
+            )
+        return ""
+
     def load_compiled(self) -> None:
         """A call of the compiled step that takes no step (compiled ahead of time: it checks the buffers' types)."""
         if self._compiled is None:
@@ -486,7 +503,7 @@ class Solver(SolverBase):
         data = self.data
         code = rk.advance(
             flat, data.flat, tree, data.tree, state.t, q, v, state.work, h, t_end, every, done, max_steps, len(rows),
-            BLOCK_STEPS, rows, out, pair,
+            BLOCK_STEPS, rows, out, pair, self.model.contact_implicit and not self.implicit_contact,
         )  # fmt: skip
         if self._adaptive is not None:  # a step handed to Python starts its pair where the compiled one stood
             self._h_carried = pair.h_abs if code != rk.OK and pair.started else None

@@ -17,6 +17,7 @@ import numpy as np
 
 from libc.math cimport fabs, isfinite, sqrt
 
+from mbsim.model.contact.compliant_kernels cimport frames_near
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.record_kernels cimport (
     contact_columns_into,
@@ -47,7 +48,9 @@ from mbsim.solvers.ode.integrate cimport (
     adaptive_start,
     adaptive_step,
     fixed_step,
+    implicit_step,
 )
+from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian
 from mbsim.solvers.recursive.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
 
@@ -357,19 +360,54 @@ cdef void q_rate_into(Tree T, const double[::1] q, const double[::1] v, double[:
         out[a3] = 0.5 * (p0 * w2 + (p1 * w1 - p2 * w0))
 
 
+cdef void increment_velocities(Tree T, const double[::1] q, const double[::1] dq, double[::1] out) noexcept nogil:
+    """N(q)^+ dq: the joint velocities whose q_rate_into at q is dq along the unit quaternions
+    (scalar coordinates: dq; a quaternion p: the rotation vector 2 (p* (x) dp)_vec)."""
+    cdef Py_ssize_t i, a0, a1, a2, a3
+    cdef double w, x, y, z, dw, dx, dy, dz
+    for i in range(T.scalar_q.shape[0]):
+        out[T.scalar_v[i]] = dq[T.scalar_q[i]]
+    for i in range(T.quat_q.shape[0]):
+        a0, a1, a2, a3 = T.quat_q[i, 0], T.quat_q[i, 1], T.quat_q[i, 2], T.quat_q[i, 3]
+        w, x, y, z = q[a0], q[a1], q[a2], q[a3]
+        dw, dx, dy, dz = dq[a0], dq[a1], dq[a2], dq[a3]
+        out[T.quat_v[i, 0]] = 2.0 * (w * dx - dw * x - (y * dz - z * dy))
+        out[T.quat_v[i, 1]] = 2.0 * (w * dy - dw * y - (z * dx - x * dz))
+        out[T.quat_v[i, 2]] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
+
+
 cdef class TreeSystem(System):
     """The method's right-hand side (derivative) of F, D, T into W as the integrators' System
     (mbsim.solvers.ode.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
-    after the step (tree_steps)."""
+    after the step (tree_steps). ``implicit``: the steps near compliant contact are implicit
+    (solver.contact_integration), with the contacts' Jacobian in joint coordinates
+    (stiff_kernels.ContactJacobian with E = B, the contact bodies' Jacobian, and U = M^-1 B^T,
+    the articulated-body responses to unit wrenches)."""
 
     cdef FlatModel F
     cdef FlatData D
     cdef Tree T
     cdef TreeData W
+    cdef bint implicit
+    cdef bint has_jac
+    cdef bint probing
+    cdef ContactJacobian jac
+    cdef double[::1] q0
+    cdef double[::1] dq
+    cdef double[::1] qrate
+    cdef double[::1] unit
+    cdef double[::1] qdd0
 
-    def __init__(self, FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None):
+    def __init__(self, FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None,
+                 bint implicit=False):
         self.F, self.D, self.T, self.W = F, D, T, W
         self.nq, self.nv, self.n = T.nq, T.nv, T.nq + T.nv + 1
+        self.implicit = implicit
+        self.has_jac = implicit and F.ncc > 0 and F.dim == 3
+        self.probing = False
+        self.jac = ContactJacobian(F, T.nv, True) if self.has_jac else None
+        self.q0, self.qrate = np.zeros(T.nq), np.zeros(T.nq)
+        self.dq, self.unit, self.qdd0 = np.zeros(T.nv), np.zeros(T.nv), np.zeros(T.nv)
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
         derivative(self.F, self.D, self.T, self.W, t, y, out)
@@ -389,6 +427,125 @@ cdef class TreeSystem(System):
 
     cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
         q_rate_into(self.T, q, v, out)
+
+    cdef void _aba_at_rest(self) noexcept nogil:
+        """The articulated-body accelerations at q0, v = 0 with the wrenches in self.W.ext only (no
+        joint forces; gravity, drives and armatures as always) into self.W.qdd."""
+        cdef Py_ssize_t k
+        for k in range(self.T.nv):
+            self.W.tau[k] = 0.0
+        articulated_body_into_c(
+            self.T.order, self.T.parent, self.T.vadr, self.T.nvj, self.T.mass, self.T.inertia, self.T.gravity, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.Hs, self.W.acor,
+            self.W.ext, self.W.tau, self.T.presc, self.T.qdd_presc, self.T.armature, self.W.aba, self.W.qdd, self.W.f, self.W.alpha,
+        )
+
+    cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
+        """f(t, y) with the compliant contacts' slopes taken on the way (D.cc_linear), then their
+        Jacobian in joint coordinates: B (the slots' centre-of-mass velocity, world, and angular
+        velocity, body axes, of each unit joint velocity: the kinematics sweep at q0) and U = M^-1
+        B^T (the articulated-body accelerations of unit wrenches at rest, less those of none)."""
+        cdef Py_ssize_t nb = self.T.order.shape[0]
+        cdef Py_ssize_t j, k, si, b, a, r, col
+        self.W.k1_valid[0] = 0
+        if not self.has_jac:
+            derivative(self.F, self.D, self.T, self.W, t, y, out)
+            return True
+        self.D.cc_linear[0] = 1.0
+        derivative(self.F, self.D, self.T, self.W, t, y, out)
+        self.D.cc_linear[0] = 1.0 if self.probing else 0.0
+        for k in range(self.T.nq):
+            self.q0[k] = y[k]
+        self.jac.prepare(self.D)
+        if not self.jac.active:
+            return True
+        # B column by column: the kinematics of a unit joint velocity
+        for j in range(self.T.nv):
+            for k in range(self.T.nv):
+                self.unit[k] = 1.0 if k == j else 0.0
+            kinematics_into_c(
+                self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.q0,
+                self.unit, self.W.quat, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.vcom, self.W.angle, self.W.Hs, self.W.acor, self.W.rel,
+            )
+            for si in range(self.jac.nslots):
+                b = self.jac.body[si]
+                for a in range(3):
+                    self.jac.B[6 * si + a, j] = self.W.vcom[b, a]
+                    self.jac.B[6 * si + 3 + a, j] = self.W.rot[b, 0, a] * self.W.V[b, 0] + self.W.rot[b, 1, a] * self.W.V[b, 1] + self.W.rot[b, 2, a] * self.W.V[b, 2]
+        # U: at rest, the accelerations of each slot's unit force (world) and torque (body axes)
+        for k in range(self.T.nv):
+            self.unit[k] = 0.0
+        kinematics_into_c(
+            self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.q0,
+            self.unit, self.W.quat, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.vcom, self.W.angle, self.W.Hs, self.W.acor, self.W.rel,
+        )
+        for k in range(nb):
+            for r in range(6):
+                self.W.ext[k, r] = 0.0
+        self._aba_at_rest()
+        for k in range(self.T.nv):
+            self.qdd0[k] = self.W.qdd[k]
+        for si in range(self.jac.nslots):
+            b = self.jac.body[si]
+            for a in range(6):
+                col = 6 * si + a
+                # self.W.ext rows: (torque, force) at the centre of mass, world
+                for r in range(6):
+                    self.W.ext[b, r] = 0.0
+                if a < 3:
+                    self.W.ext[b, 3 + a] = 1.0
+                else:
+                    for r in range(3):
+                        self.W.ext[b, r] = self.W.rot[b, r, a - 3]
+                self._aba_at_rest()
+                for k in range(self.T.nv):
+                    self.jac.U[k, col] = self.W.qdd[k] - self.qdd0[k]
+                for r in range(6):
+                    self.W.ext[b, r] = 0.0
+        return True
+
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        if not self.has_jac:
+            for k in range(out.shape[0]):
+                out[k] = 0.0
+            return
+        q_rate_into(self.T, self.q0, x[nq : nq + nv], out[:nq])
+        increment_velocities(self.T, self.q0, x[:nq], self.dq)
+        self.jac.velocity_times(self.dq, x[nq : nq + nv], out[nq : nq + nv])
+        out[nq + nv] = 0.0
+
+    cdef double stiff_measure(self, double h) noexcept nogil:
+        return self.jac.measure(self.D, h) if self.has_jac else 0.0
+
+    cdef void stiff_probe(self, bint on) noexcept nogil:
+        self.probing = on
+        if self.has_jac:
+            self.D.cc_linear[0] = 1.0 if on else 0.0
+
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        if not self.has_jac:
+            return True
+        increment_velocities(self.T, self.q0, x[:nq], self.dq)
+        if not self.jac.velocity_solve(tau, self.dq, x[nq : nq + nv]):
+            return False
+        # x_q = r_q + tau N(q0) x_v
+        q_rate_into(self.T, self.q0, x[nq : nq + nv], self.qrate)
+        for k in range(nq):
+            x[k] += tau * self.qrate[k]
+        return True
+
+    cdef bint near(self, const double[::1] q, const double[::1] v, double h) noexcept nogil:
+        """Whether some compliant pair's boxes overlap at (q, v) or may within h (the kinematics
+        sweep, then compliant_kernels.frames_near)."""
+        if not self.has_jac:
+            return False
+        kinematics_into_c(
+            self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, q, v,
+            self.W.quat, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.vcom, self.W.angle, self.W.Hs, self.W.acor, self.W.rel,
+        )
+        frames_into(self.D, self.W)
+        return frames_near(self.F, self.D, h)
 
 
 cdef bint _same(const double[::1] a, const double[::1] b) noexcept nogil:
@@ -449,6 +606,12 @@ cdef int tree_steps(
             for k in range(ny):
                 ynew[k] = K.y[k]
             t_new = K.t
+        elif S.implicit and S.near(q, v, h_try):
+            # solver.contact_integration implicit: a Rosenbrock-W step near compliant contact
+            if not implicit_step(S, K, t, h_try, y, ynew):
+                status = S_NOT_FINITE
+                break
+            t_new = t + h_try
         else:
             fixed_step(S, K, K.method, t, h_try, y, ynew)
             t_new = t + h_try
@@ -621,6 +784,7 @@ def advance(
     FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None, double t, double[::1] q,
     double[::1] v, double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,
     Py_ssize_t max_rows, Py_ssize_t max_block, double[:, ::1] rows, double[::1] out, Work work_=None,
+    bint implicit=False,
 ):
     """Steps and recorded rows, q and v updated in place, as mbsim.solvers.ode.ode_kernels.advance
     (without constraint violations to watch: joint coordinates meet the joints by construction):
@@ -632,9 +796,10 @@ def advance(
 
     ``work_`` (integrate.Work): the integrator's buffers and, for an embedded pair (RK45, DOP853),
     its state across calls (the next step size, the derivative at the last state). None: a fixed
-    step of T.integrator with buffers of this call."""
+    step of T.integrator with buffers of this call. ``implicit``: Rosenbrock-W steps near compliant
+    contact (solver.contact_integration; TreeSystem)."""
     cdef int status
-    cdef TreeSystem S = TreeSystem(F, D, T, W)
+    cdef TreeSystem S = TreeSystem(F, D, T, W, implicit)
     cdef Work K = work_ if work_ is not None else Work(S.n, <int>T.integrator)
     with nogil:
         status = _advance(
