@@ -8,11 +8,12 @@ is conserved by the exact solution. The relative energy drift of a run is
 and the scene (:func:`energy_scale`): ``max(|T0|, |V0|, |T0 + V0|, sum_i m_i |g| l)``, l the
 extent of the mechanism at t = 0. A blow-up therefore reads as the large number it is (a scale
 that grew with the run's own kinetic energy would cap it near 1). A scene without any of these
-(everything at rest, no gravity: a motor spins it up) is measured against the largest |work|.
+(everything at rest, no gravity: a motor spins it up) is measured against the largest work (what the inputs delivered).
 
 Divergence (CONTRACT §4): a run whose energy error or kinetic energy passes ``solver.divergence``
 times the energy that its initial state and inputs can supply by then (the scale above, the
-largest |work| so far, and what gravity can give a free fall in the elapsed time) has diverged.
+largest positive work so far (dissipation supplies nothing), and what gravity can give a free
+fall in the elapsed time) has diverged.
 """
 
 from __future__ import annotations
@@ -93,8 +94,11 @@ class RunStats:
 
         The divergence ratio of a row is how many times the energy the scene can supply by its
         time its energy error or kinetic energy is: the supply is the largest of the energy
-        scale, the largest |work| so far and what gravity can give a free fall by then."""
-        max_work = np.fmax.accumulate(np.fmax(np.abs(work), self.max_work))
+        scale, the largest work so far (positive: what the inputs delivered) and what gravity can
+        give a free fall by then."""
+        # what the inputs supplied: the largest positive work so far (dissipation supplies none: a
+        # run whose explicit contact blew up books its dampers' garbage as |work| of the blow-up's size)
+        max_work = np.fmax.accumulate(np.fmax(work, self.max_work))
         error = np.abs(kinetic + potential - work - self.energy0)
         # an energy that overflowed (inf - inf) has an unbounded error, never none (fmax skips NaN)
         error[np.isnan(error)] = np.inf
