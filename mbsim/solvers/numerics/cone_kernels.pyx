@@ -274,12 +274,13 @@ def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const
 # ---------------------------------------------------------------------- the active-set solve
 
 # Its constants (mbsim.solvers.numerics.cone): active-set rounds per solve, fixed-point updates of the
-# sliding directions per round, the relative Tikhonov shift of the least squares and its refinements
-# (the error falls by ~TIKHONOV / cond each).
+# sliding directions per round, the relative Tikhonov shift of the least squares and its refinements at
+# most (the error falls by TIKHONOV / (lambda / max L_ii + TIKHONOV) on an eigenvalue lambda each: at
+# once where L is well conditioned, slowly on a nearly redundant direction; they stop when met).
 cdef enum:
     ROUNDS = 12
     FIXED_POINT = 4
-    REFINEMENTS = 3
+    REFINEMENTS = 30
 cdef double TIKHONOV = 1e-10
 
 
@@ -315,9 +316,10 @@ cdef inline void _dense_w(const double* A, const double* b, const double* x, Py_
 # the products too; else (or when that fails) by LU (lu, m^2), ~20 times cheaper than the SVD of a
 # least-squares driver. first, last: 2 m slots. False: LAPACK failed.
 cdef bint _least_squares(const double* L, const double* r, Py_ssize_t m, double* z, double* lu, double* res,
-                         int* pivots, bint symmetric, long long* first) noexcept nogil:
+                         int* pivots, bint symmetric, long long* first, double goal) noexcept nogil:
     cdef Py_ssize_t i, j, it
-    cdef double eps = 0.0, s
+    cdef double eps = 0.0, s, size, change
+    cdef bint done
     cdef long long* last = &first[m]
     cdef bint envelope = symmetric
     for i in range(m):
@@ -357,13 +359,23 @@ cdef bint _least_squares(const double* L, const double* r, Py_ssize_t m, double*
         cholesky_envelope_solve_ptr(m, lu, first, last, z)
     else:
         lu_solve_raw(m, lu, pivots, z)
+    size = 1e300
     for it in range(REFINEMENTS):
         # (row i of a symmetric L is zero outside columns first[i] .. last[i])
+        done = True
+        change = 0.0
         for i in range(m):
             s = r[i]
             for j in range(first[i], last[i] + 1):
                 s -= L[i * m + j] * z[j]
             res[i] = s
+            done = done and fabs(s) <= goal * fabs(L[i * m + i])
+            change = max(change, fabs(s))
+        # met (each row's velocity within ``goal`` of its impulse units), or no longer falling (the
+        # round-off, or what a least-squares answer of an inconsistent L leaves)
+        if done or change >= size:
+            break
+        size = change
         if envelope:
             cholesky_envelope_solve_ptr(m, lu, first, last, res)
         else:
@@ -441,7 +453,7 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     cdef Py_ssize_t nt = d - 1, first = k * d, nb = n - k * d - nu
     cdef Py_ssize_t c, a, i, j, m, ns, row, rnd, fp, e
     cdef double scale = 0.0, dscale = 0.0, size, norm, change, step
-    cdef bint any_pull
+    cdef bint changed
     cdef int attempt
     # the work buffers
     cdef double* lhs = work
@@ -558,7 +570,7 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
                             step = mu[c] * direction[c * nt + a]
                             for i in range(m):
                                 lhs[i * m + slide[e]] += A[E[i] * n + k + a * k + c] * step
-                    if not _least_squares(lhs, rhs, m, z, lu, res, pivots, ns == 0, <long long*>&unit[nt]):
+                    if not _least_squares(lhs, rhs, m, z, lu, res, pivots, ns == 0, <long long*>&unit[nt], 1e-3 * tol):
                         return False
                     for i in range(n):
                         out[i] = x0[i]
@@ -591,48 +603,62 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
                         c = E[slide[e]]
                         for a in range(nt):
                             direction[c * nt + a] = res[e * nt + a]
-            # a solve that pulls on contacts or stops: those leave, nothing else changes
-            any_pull = False
+            # a solve that pulls on contacts or stops (by more than the tolerance: a redundant corner's
+            # share of nothing comes out as round-off of either sign): those leave, nothing else changes
+            # (one contact at a time, the one pulled on most, as in Lawson and Hanson's algorithm: a
+            # face whose minimum-norm shares pull on two corners may need only one of them gone)
+            changed = False
+            e = -1
             for c in range(k):
-                if touching[c] and out[c] < 0.0:
-                    touching[c] = False
-                    any_pull = True
+                if touching[c] and out[c] < -tol and (e < 0 or out[c] < out[e]):
+                    e = c
+            if e >= 0:
+                touching[e] = False
+                changed = True
             for j in range(nu):
-                if stop_on[j] and out[first + j] < 0.0:
+                if stop_on[j] and out[first + j] < -tol:
                     stop_on[j] = False
-                    any_pull = True
-            if any_pull:
+                    changed = True
+            if changed:
                 continue
             _dense_w(A, b, out, n, w)
             if natural_residual(out, w, n, k, d, mu, lo, hi, diag) <= tol:
                 return True
             # admissible impulses: penetrating contacts and stops join, friction switches
             for c in range(k):
-                if w[c] < -tol and movable[c]:
+                if w[c] < -tol and movable[c] and not touching[c]:
                     touching[c] = True
+                    changed = True
             for j in range(nu):
-                if w[first + j] < -tol and movable[first + j]:
+                if w[first + j] < -tol and movable[first + j] and not stop_on[j]:
                     stop_on[j] = True
+                    changed = True
             for c in range(k):
                 size = 0.0
                 for a in range(nt):
                     size += out[k + a * k + c] * out[k + a * k + c]
                 size = sqrt(size)
-                if sticking[c] and size > mu[c] * out[c]:  # past the rim: sliding along its impulse
+                # past the rim (by more than the tolerance): sliding along its impulse
+                if sticking[c] and size > mu[c] * max(out[c], 0.0) + tol:
                     for a in range(nt):
                         direction[c * nt + a] = out[k + a * k + c] / size
                     sliding[c] = True
+                    changed = True
                 elif sliding[c]:  # slip reversed: sticking
                     norm = 0.0
                     for a in range(nt):
                         norm += w[k + a * k + c] * direction[c * nt + a]
                     if norm > 0.0:
                         sliding[c] = False
+                        changed = True
             for j in range(nb):
                 i = first + nu + j
                 if inside[j] and fabs(out[i]) > hi[i]:
                     sign[j] = 1.0 if out[i] > 0.0 else -1.0
                     inside[j] = False
+                    changed = True
+            if not changed:  # the same sets would give the same answer: this attempt is over
+                break
     return False
 
 
