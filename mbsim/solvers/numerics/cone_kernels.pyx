@@ -605,13 +605,16 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
                             direction[c * nt + a] = res[e * nt + a]
             # a solve that pulls on contacts or stops (by more than the tolerance: a redundant corner's
             # share of nothing comes out as round-off of either sign): those leave, nothing else changes
-            # (one contact at a time, the one pulled on most, as in Lawson and Hanson's algorithm: a
-            # face whose minimum-norm shares pull on two corners may need only one of them gone)
+            # (all at once in the first attempt; one at a time in the second, the one pulled on most,
+            # as in Lawson and Hanson's algorithm: a face whose minimum-norm shares pull on two corners
+            # may need only one of them gone)
             changed = False
             e = -1
             for c in range(k):
                 if touching[c] and out[c] < -tol and (e < 0 or out[c] < out[e]):
                     e = c
+                    if not attempt:
+                        touching[c] = False
             if e >= 0:
                 touching[e] = False
                 changed = True
