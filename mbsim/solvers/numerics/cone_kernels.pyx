@@ -435,6 +435,11 @@ cdef Py_ssize_t polish_doubles(Py_ssize_t n) noexcept nogil:
     return 2 * n * n + 10 * n + 4
 
 
+# w = A out + b of polish_into's answer, in its work buffer (after it returned True)
+cdef const double* polish_w(const double* work, Py_ssize_t n) noexcept nogil:
+    return &work[2 * n * n + 4 * n]
+
+
 cdef Py_ssize_t polish_ints(Py_ssize_t n) noexcept nogil:
     return 8 * n + 1
 
@@ -488,8 +493,9 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     # the start (attempt 0): the sets x gives, with two amendments for the sweeps' answer on a stack:
     # a closed contact that carries nothing (w_N ~ 0: a redundant corner the sweeps left unloaded)
     # touches, so that a face's corners share the load from the first round; a contact on its rim
-    # that does not slip (w_T ~ 0) sticks. Attempt 1 (when attempt 0 failed, as from the far from
-    # converged sweeps of a cold start): every contact touching and sticking, the stops closed.
+    # that does not slip (w_T ~ 0) or carries next to nothing sticks. Attempt 1 (when attempt 0 failed
+    # within half the rounds, as from the far from converged sweeps of a cold start): every contact
+    # touching and sticking, the stops closed.
     _dense_w(A, b, x, n, w)
     for attempt in range(2):
         for c in range(k):
@@ -505,7 +511,7 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
                 norm += w[k + a * k + c] * w[k + a * k + c]
             size = sqrt(size)
             sliding[c] = (touching[c] and mu[c] > 0.0 and size >= mu[c] * x[c] * (1.0 - 1e-9) and size > 0.0
-                          and sqrt(norm) > 1e-6 * scale * diag[k + c])
+                          and sqrt(norm) > 1e-6 * scale * diag[k + c] and x[c] > 1e-9 * scale)
             for a in range(nt):
                 direction[c * nt + a] = x[k + a * k + c] / size if sliding[c] else 0.0
         for j in range(nu):
@@ -514,7 +520,7 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
             i = first + nu + j
             inside[j] = fabs(x[i]) < hi[i] * (1.0 - 1e-9) and movable[i]
             sign[j] = -1.0 if x[i] < 0.0 else 1.0
-        for rnd in range(ROUNDS):
+        for rnd in range(ROUNDS if attempt else ROUNDS // 2):
             for c in range(k):
                 sticking[c] = touching[c] and mu[c] > 0.0 and not sliding[c]
             # unknowns (their rows of x, each with its own equation w = 0): the touching normals (a

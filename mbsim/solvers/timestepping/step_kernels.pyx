@@ -30,7 +30,7 @@ from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.model.step_kernels cimport forces_into, frames_into, inverse_mass_times
 from mbsim.solvers.numerics.cone_kernels cimport (Rows, natural_residual, polish_doubles, polish_ints, polish_into,
-                                                  sweeps_into)
+                                                  polish_w, sweeps_into)
 
 
 # Newton's law and the stabilisation (the module docstring of mbsim.solvers.timestepping): the target
@@ -451,28 +451,32 @@ cdef class FreeStep:
     # J v_free - targets, the warm start made feasible (ContactProblem, BodySpace, Solver._solve_lcp)
     cdef void _problem(self, FlatModel F, FlatData D) noexcept nogil:
         cdef Py_ssize_t k = self.k, n = self.n, d = self.d, w = self.w, r, e, c, i, j, body, p1, p2
-        cdef double rate, rate_free, acc, scale = 0.0, radius, norm, f
+        cdef double rate, rate_free, acc, acc_diag, scale = 0.0, radius, norm, f
+        cdef const double* inv_mass
+        cdef const double* row
         rows_into(<const long long*>&self.body_i[0], <const long long*>&self.body_j[0], &self.point_i[0, 0],
                   &self.point_j[0, 0], &self.normal[0, 0], k, d, &D.pos[0, 0], 3, &D.rot[0, 0, 0],
                   self.nbody, &self.indptr[0], &self.indices[0], &self.data[0])
         for r in range(n):
             # U's blocks J_r,b M_b^-1 and the diagonal J_r . U_r; the rates J v, J v_free
-            self.diag[r] = 0.0
+            acc_diag = 0.0
             rate = 0.0
             rate_free = 0.0
             e = self.indptr[r]
             while e < self.indptr[r + 1]:  # whole blocks of w, body by body
                 body = self.indices[e] // w
+                inv_mass = &F.body_inv_mass[body, 0, 0]
+                row = &self.data[e]
                 for i in range(w):
                     acc = 0.0
                     for j in range(w):
-                        acc += self.data[e + j] * F.body_inv_mass[body, j, i]
+                        acc += row[j] * inv_mass[j * w + i]
                     self.u[e + i] = acc
+                    acc_diag += row[i] * acc
+                    rate += row[i] * self.v_start[self.indices[e + i]]
+                    rate_free += row[i] * self.v_free[self.indices[e + i]]
                 e += w
-            for e in range(self.indptr[r], self.indptr[r + 1]):
-                self.diag[r] += self.data[e] * self.u[e]
-                rate += self.data[e] * self.v_start[self.indices[e]]
-                rate_free += self.data[e] * self.v_free[self.indices[e]]
+            self.diag[r] = acc_diag
             self.b[r] = rate_free
             if r < k:
                 self.b[r] -= target_velocity(rate, rate_free, self.gap[r], self.restitution[self.entry[r]],
@@ -571,38 +575,17 @@ cdef class FreeStep:
             if polish_into(&self.dense[0], &self.b[0], n, self.k, <int>self.d, 0, &self.mu[0], &self.xlo[0],
                            &self.xhi[0], &self.diag[0], &self.x[0], self.tight, &self.answer[0],
                            &self.polish_work[0], &self.polish_iwork[0]):
-                # the answer's residual with w = A x + b (as ContactProblem.residual after a polish)
+                # the answer's residual with w = A x + b (as ContactProblem.residual after a polish),
+                # w as the active-set solve left it
                 for i in range(n):
                     self.x[i] = self.answer[i]
-                self._dense_residual()
+                self.residual = natural_residual(&self.x[0], polish_w(&self.polish_work[0], n), n, self.k,
+                                                 <int>self.d, &self.mu[0], &self.xlo[0], &self.xhi[0], &self.diag[0])
                 return
             if self.iterations >= self.max_iterations:
                 return
             self.chunk = min(max(2 * self.chunk, self.first_sweeps), self.max_iterations - self.iterations)
             self.iterations += self._sweeps(self.chunk)
-
-    # the residual of x with w = A x + b over the assembled A (dense; four partial sums, as
-    # cone_kernels' products)
-    cdef void _dense_residual(self) noexcept nogil:
-        cdef Py_ssize_t n = self.n, r, j, n4 = n - n % 4
-        cdef double s0, s1, s2, s3
-        cdef const double* row
-        for r in range(n):
-            row = &self.dense[r * n]
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for j in range(0, n4, 4):
-                s0 += row[j] * self.x[j]
-                s1 += row[j + 1] * self.x[j + 1]
-                s2 += row[j + 2] * self.x[j + 2]
-                s3 += row[j + 3] * self.x[j + 3]
-            for j in range(n4, n):
-                s0 += row[j] * self.x[j]
-            self.wv[r] = ((s0 + s1) + (s2 + s3)) + self.b[r]
-        self.residual = natural_residual(&self.x[0], &self.wv[0], n, self.k, <int>self.d, &self.mu[0], &self.xlo[0],
-                                         &self.xhi[0], &self.diag[0])
 
     # A = J M^-1 J^T (n, n) from the body-space rows: A_rs = sum over the bodies b of both rows of
     # J_r,b . U_s,b (rows come in whole blocks of w per body; the blocks of each body listed first)
