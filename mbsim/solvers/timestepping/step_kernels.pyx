@@ -295,8 +295,7 @@ cdef class FreeStep:
         """One step from (q, v) at t (module docstring): q_new, v_new, work, ... of its end."""
         cdef FlatModel F = self.F
         cdef FlatData D = self.D
-        cdef Py_ssize_t nv = self.nv, i, npair = 0, total = 0, rows, m, k
-        cdef int axis = 0
+        cdef Py_ssize_t nv = self.nv, i, k
         cdef double reach
         self.t, self.h, self.work0 = t, h, work
         with nogil:
@@ -313,7 +312,32 @@ cdef class FreeStep:
             # can move, (|v| + |omega| R) h, at the larger of the start and the forces' velocity
             reach = max(self._reach(v), self._reach(self.v_free))
             self.reach_margin = self.margin + h * reach
-            self._world(D)
+        k = self._detect()
+        with nogil:
+            self.k = k
+            self.n = k * self.d
+            self.iterations, self.residual, self.solves = 0, 0.0, 0
+            if k:
+                self._problem(F, D)
+                self.chunk = self.max_iterations
+                if self.polish and self.n <= self.polish_max:
+                    self.chunk = min(self.first_sweeps, self.max_iterations)
+                self._solve()
+        if k and self.polish and self.n <= self.polish_max and self.residual > self.tight:
+            if self.n > self.polish_room:
+                self._polish_room(2 * self.n)
+            with nogil:
+                self._polish_loop()
+        with nogil:
+            self._end(F, D)
+
+    # The detection at the frames in D with margin reach_margin (world poses and boxes, broad and narrow
+    # phase) into the contact buffers (body_i, ..., gap, feature); returns the contact count.
+    cdef Py_ssize_t _detect(self) except -1:
+        cdef Py_ssize_t npair = 0, total = 0, rows, m, k
+        cdef int axis = 0
+        with nogil:
+            self._world(self.D)
             if self.nbounded >= 2:
                 axis = sweep_axis(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, &self.order[0],
                                   &self.ends[0], &self.tmp[0], &total)
@@ -341,22 +365,23 @@ cdef class FreeStep:
                            &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.reach_margin, self.nbody,
                            self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
                            &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
-            self.k = k
-            self.n = k * self.d
-            self.iterations, self.residual, self.solves = 0, 0.0, 0
-            if k:
-                self._problem(F, D)
-                self.chunk = self.max_iterations
-                if self.polish and self.n <= self.polish_max:
-                    self.chunk = min(self.first_sweeps, self.max_iterations)
-                self._solve()
-        if k and self.polish and self.n <= self.polish_max and self.residual > self.tight:
-            if self.n > self.polish_room:
-                self._polish_room(2 * self.n)
-            with nogil:
-                self._polish_loop()
+        return k
+
+    def contacts(self, const double[::1] q, const double[::1] v, double touch):
+        """(touching, penetration) at (q, v): the contacts without margin (Solver.evaluate's record: those
+        of gap <= touch, and the deepest penetration, 0 without any), by the step's detection. Leaves the
+        warm-start memory and the last step's problem as they were."""
+        cdef Py_ssize_t k, c, touching = 0
+        cdef double deepest = 0.0, saved = self.reach_margin
         with nogil:
-            self._end(F, D)
+            frames_into(self.F, self.D, q, v)
+        self.reach_margin = 0.0
+        k = self._detect()
+        self.reach_margin = saved
+        for c in range(k):
+            touching += self.gap[c] <= touch
+            deepest = max(deepest, -self.gap[c])
+        return int(touching), float(deepest)
 
     @property
     def problem(self):
