@@ -36,7 +36,10 @@ sink and the correction adds no bounce). Open at the midpoint but closing within
 the step (gap <= u h/2) it is an impact now, r_N = e u (the bounce speed is exact; the
 position is off by at most the gap, so apex heights are first order in h), or for e = 0 the
 landing r_N = -gap/(h/2); open and not closing it is -gap/(h/2), which only acts if the step
-would otherwise end in penetration. Contacts are searched within ``margin`` plus the distance
+would otherwise end in penetration. A gap within 1e-12 m of zero (step_kernels.RESTING_GAP) is
+resting contact: Newton's law alone, without correction or landing, so that a stack's redundant
+corners, whose gaps wander by ~1e-13 m, ask for consistent velocities and its contact problem
+stays the same from step to step. Contacts are searched within ``margin`` plus the distance
 the bodies can travel in the step, (|v| + |omega| R) h, with v the larger of the step's start
 velocity and the velocity the forces alone would give.
 

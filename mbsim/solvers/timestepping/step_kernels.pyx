@@ -37,10 +37,20 @@ from mbsim.solvers.numerics.cone_kernels cimport (Rows, natural_residual, polish
 # normal velocity of a row of gap ``gap`` approached at ``approach`` (J_N v), ``approach_free`` (J_N
 # v_free), restitution e; Newton's law r_N = e max(u, 0), e = 0 at or below the threshold
 # (mbsim.model.contact.laws.newton_kernels).
+# m: a gap or penetration at most this far from zero is resting contact, whose target is Newton's law
+# alone (no stabilisation, no landing): the stabilisation's -gap/(h/2) on one side of zero and
+# beta (-gap)/h on the other would otherwise keep a face's redundant corners asking for slightly
+# different velocities at the 1e-13 m its fixed point wanders by, and the contact problem changing
+# every step (a ten-box tower needs the active-set solve on one step in seven with it, none without)
+cdef double RESTING_GAP = 1e-12
+
+
 cdef inline double target_velocity(double approach, double approach_free, double gap, double e, double threshold,
                                    double beta, double h) noexcept nogil:
     cdef double speed = -approach
     cdef double bounce = newton_velocity(speed, e, threshold)
+    if fabs(gap) <= RESTING_GAP:
+        return bounce
     if gap <= 0.0:  # closed: restitution, or the penetration correction if larger
         return max(bounce, beta * max(-gap, 0.0) / h)
     # open, closing within the step: an impact now, or (e = 0) a landing on the surface
