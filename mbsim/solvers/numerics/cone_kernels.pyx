@@ -459,7 +459,7 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     cdef Py_ssize_t c, a, i, j, m, ns, row, rnd, fp, e
     cdef double scale = 0.0, dscale = 0.0, size, norm, change, step
     cdef bint changed
-    cdef int attempt
+    cdef int attempt, mode, swap
     # the work buffers
     cdef double* lhs = work
     cdef double* lu = &work[n * n]
@@ -494,12 +494,16 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     # a closed contact that carries nothing (w_N ~ 0: a redundant corner the sweeps left unloaded)
     # touches, so that a face's corners share the load from the first round; a contact on its rim
     # that does not slip (w_T ~ 0) or carries next to nothing sticks. Attempt 1 (when attempt 0 failed
-    # within half the rounds, as from the far from converged sweeps of a cold start): every contact
-    # touching and sticking, the stops closed.
+    # within half the rounds, as from the far from converged sweeps of a cold start, which try it
+    # first): every contact touching and sticking, the stops closed.
     _dense_w(A, b, x, n, w)
+    # (a start far from converged, a residual above 1e-3 of its largest impulse, as a cold start's
+    # sweeps leave: the all-sticking attempt first)
+    swap = natural_residual(x, w, n, k, d, mu, lo, hi, diag) > 1e-3 * scale
     for attempt in range(2):
+        mode = attempt ^ swap
         for c in range(k):
-            if attempt:
+            if mode:
                 touching[c] = movable[c]
                 sliding[c] = False
                 continue
@@ -515,12 +519,12 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
             for a in range(nt):
                 direction[c * nt + a] = x[k + a * k + c] / size if sliding[c] else 0.0
         for j in range(nu):
-            stop_on[j] = (x[first + j] > 1e-12 * scale or attempt) and movable[first + j]
+            stop_on[j] = (x[first + j] > 1e-12 * scale or mode) and movable[first + j]
         for j in range(nb):
             i = first + nu + j
             inside[j] = fabs(x[i]) < hi[i] * (1.0 - 1e-9) and movable[i]
             sign[j] = -1.0 if x[i] < 0.0 else 1.0
-        for rnd in range(ROUNDS if attempt else ROUNDS // 2):
+        for rnd in range(ROUNDS if mode else ROUNDS // 2):
             for c in range(k):
                 sticking[c] = touching[c] and mu[c] > 0.0 and not sliding[c]
             # unknowns (their rows of x, each with its own equation w = 0): the touching normals (a
@@ -611,15 +615,15 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
                             direction[c * nt + a] = res[e * nt + a]
             # a solve that pulls on contacts or stops (by more than the tolerance: a redundant corner's
             # share of nothing comes out as round-off of either sign): those leave, nothing else changes
-            # (all at once in the first attempt; one at a time in the second, the one pulled on most,
-            # as in Lawson and Hanson's algorithm: a face whose minimum-norm shares pull on two corners
-            # may need only one of them gone)
+            # (all at once from the sweeps' sets; from every contact touching one at a time, the one
+            # pulled on most, as in Lawson and Hanson's algorithm: a face whose minimum-norm shares
+            # pull on two corners may need only one of them gone)
             changed = False
             e = -1
             for c in range(k):
                 if touching[c] and out[c] < -tol and (e < 0 or out[c] < out[e]):
                     e = c
-                    if not attempt:
+                    if not mode:
                         touching[c] = False
             if e >= 0:
                 touching[e] = False
