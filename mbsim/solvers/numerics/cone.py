@@ -33,9 +33,10 @@ Two stages (method ``active_set``; ``pgs`` is stage 1 alone):
    a time, as in Lawson and Hanson's non-negative least squares), or, when none pulls, penetrating
    ones join it, sticking ones past the rim start sliding, and it is solved again (at most ROUNDS
    times: cone_kernels); a second attempt starts from every contact touching and sticking (the
-   sweeps' answer of a cold start can be far from the sets), then back to more sweeps. On a stack
-   the sweeps barely reduce the residual's slow part (the load travelling the stack), which grows
-   from step to step until the active-set solve clears it. Problems of more than ``POLISH_MAX``
+   sweeps' answer of a cold start can be far from the sets: such a start tries it first), then back
+   to more sweeps. On a stack the sweeps barely reduce the residual's slow part (the load travelling
+   the stack): when the problem changes from step to step, the active-set solve clears what
+   accumulates. Problems of more than ``POLISH_MAX``
    unknowns (piles of hundreds of bodies) skip it: their sweeps converge fast enough, and the dense
    solve would not be cheaper.
 
@@ -57,7 +58,7 @@ from mbsim.solvers.numerics.cone_kernels import polish as cone_polish
 from mbsim.solvers.numerics.cone_kernels import residual as cone_residual
 
 POLISH_MAX = 1500  # unknowns; above this the active-set solve is skipped (a dense least squares)
-FIRST_SWEEPS = 2  # sweeps before the first polish (on a stack more barely reduce the residual a warm start leaves)
+FIRST_SWEEPS = 8  # sweeps before the first polish (a warm start often has the right active set)
 
 
 @dataclass(frozen=True)
