@@ -182,6 +182,35 @@ def test_free_bodies_take_the_compiled_step_and_meet_closed_forms(run_scene, tmp
     np.testing.assert_allclose((p - p[0]) @ down, 0.5 * 5 / 7 * g * np.sin(theta) * t**2, rtol=1e-9, atol=1e-12)
 
 
+def test_recorded_contacts_of_the_compiled_step_meet_the_geometry(tmp_path):
+    """The recorded contact count and penetration of the compiled step (FreeStep.contacts): a 0.2 m
+    cube tilted 0.3 rad about x, its lowest edge 1e-4 m below the floor, touches at that edge's two
+    corners with penetration 1e-4 m (the box's geometry); raised 1e-3 m above the floor, none; a
+    cube resting flat 2e-5 m deep, its four corners, 2e-5 m."""
+    a, tilt = 0.1, 0.3
+    low = a * float(np.cos(tilt) + np.sin(tilt))  # the centre's height above its lowest edge
+    turn = {"axis_angle": {"axis": [1, 0, 0], "angle": tilt}}
+
+    def contacts(z: float, orientation: dict) -> tuple[int, float]:
+        scene = {
+            "mbsim": 1, "name": "tilted", "gravity": [0, 0, -9.81], "time": {"end": 0.01, "step": 1e-3},
+            "solver": {"method": "timestepping"},
+            "ground": {"shapes": [{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}]},
+            "bodies": [{"name": "box", "density": 500, "position": [0, 0, z], "orientation": orientation,
+                        "shapes": [{"type": "box", "size": [2 * a, 2 * a, 2 * a]}]}],
+            "contacts": [{"type": "rigid", "body1": "ground", "body2": "box", "friction": 0.5}],
+        }  # fmt: skip
+        solver = _solver(scene, tmp_path)
+        assert solver.compiled
+        return solver.evaluate(solver.initial_state()).contacts
+
+    touching, depth = contacts(low - 1e-4, turn)
+    assert touching == 2 and depth == pytest.approx(1e-4, rel=1e-9)
+    assert contacts(low + 1e-3, turn) == (0, 0.0)
+    touching, depth = contacts(a - 2e-5, {"quaternion": [1, 0, 0, 0]})
+    assert touching == 4 and depth == pytest.approx(2e-5, rel=1e-9)
+
+
 def _pendulum_at_a_wall(e: float, end: float) -> dict:
     """A 1 kg bob (sphere, radius 0.1) on a weightless 1 m hinge about y, released horizontal; at the
     bottom it touches the wall x = 0 moving straight into it."""

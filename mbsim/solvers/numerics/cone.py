@@ -21,15 +21,24 @@ Two stages (method ``active_set``; ``pgs`` is stage 1 alone):
    this kind, but on a stack of n bodies at a rate that falls with n (the load must travel the
    stack), so that a tight tolerance costs thousands of sweeps;
 2. an active-set solve, the step that makes stacks exact: from the sweeps' answer, the touching
-   contacts (x_N > 0) are split into sticking (w_N = 0, w_T = 0) and sliding (w_N = 0, x_T = mu x_N s
-   with s the friction's direction), the stops and box rows likewise; those equations are linear
-   in the remaining unknowns and are solved at once (least squares, minimum norm: redundant contact
-   points of a face share the load evenly); the sliding directions are then updated from w_T
-   (a fixed point, quadratic in practice). The answer is accepted when its natural residual is
-   below the tolerance; else contacts that pull leave the set, penetrating ones join it, sticking
-   ones past the rim start sliding, and it is solved again (at most ROUNDS times: cone_kernels), then back to
-   more sweeps. Problems of more than ``POLISH_MAX`` unknowns (piles of hundreds of bodies) skip it:
-   their sweeps converge fast enough, and the dense solve would not be cheaper.
+   contacts (x_N > 0, or closed and unloaded: w_N ~ 0, a redundant corner the sweeps left without
+   load) are split into sticking (w_N = 0, w_T = 0) and sliding (on the rim and slipping: w_N = 0,
+   x_T = mu x_N s with s the friction's direction), the stops and box rows likewise; those equations
+   are linear in the remaining unknowns and are solved at once (least squares, minimum norm:
+   redundant contact points of a face share the load evenly; iterated Tikhonov regularisation,
+   by an envelope Cholesky factorisation with the contacts in reverse Cuthill-McKee order when
+   nothing slides, so that a stack's banded system costs ~n b^2 and not n^3); the sliding directions
+   are then updated from w_T (a fixed point, quadratic in practice). The answer is accepted when its
+   natural residual is below the tolerance; else the contact pulled on most leaves the set (one at
+   a time, as in Lawson and Hanson's non-negative least squares), or, when none pulls, penetrating
+   ones join it, sticking ones past the rim start sliding, and it is solved again (at most ROUNDS
+   times: cone_kernels); a second attempt starts from every contact touching and sticking (the
+   sweeps' answer of a cold start can be far from the sets: such a start tries it first), then back
+   to more sweeps. On a stack the sweeps barely reduce the residual's slow part (the load travelling
+   the stack): when the problem changes from step to step, the active-set solve clears what
+   accumulates. Problems of more than ``POLISH_MAX``
+   unknowns (piles of hundreds of bodies) skip it: their sweeps converge fast enough, and the dense
+   solve would not be cheaper.
 
 The natural residual (impulse units, the rows' velocities scaled by their inverse diagonal) is
 |x_N - max(0, x_N - w_N / A_NN)| for a normal row, |x_T - proj(x_T - w_T / a_T)| for a tangent pair

@@ -24,6 +24,8 @@ cdef double natural_residual(const double* x, const double* w, Py_ssize_t n, Py_
 # polish_ints(n) entries (allocated by the caller, once)
 cdef Py_ssize_t polish_doubles(Py_ssize_t n) noexcept nogil
 cdef Py_ssize_t polish_ints(Py_ssize_t n) noexcept nogil
+# w = A out + b of its answer, in its work buffer (after it returned True)
+cdef const double* polish_w(const double* work, Py_ssize_t n) noexcept nogil
 cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t k, int d, Py_ssize_t nu,
                       const double* mu, const double* lo, const double* hi, const double* diag, const double* x,
                       double tol, double* out, double* work, int* iwork) noexcept nogil

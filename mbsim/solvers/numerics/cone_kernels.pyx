@@ -22,7 +22,8 @@ import numpy as np
 
 from libc.math cimport fabs, sqrt
 
-from mbsim.solvers.numerics.lapack_kernels cimport lu_factor_raw, lu_solve_raw
+from mbsim.solvers.numerics.lapack_kernels cimport (cholesky_envelope_raw, cholesky_envelope_solve_ptr, lu_factor_raw,
+                                                    lu_solve_raw)
 
 
 # w_i = (A x + b)_i, or J_i v + b_i in body space.
@@ -273,68 +274,174 @@ def cone_sweeps(const long long[::1] indptr, const long long[::1] indices, const
 # ---------------------------------------------------------------------- the active-set solve
 
 # Its constants (mbsim.solvers.numerics.cone): active-set rounds per solve, fixed-point updates of the
-# sliding directions per round, the relative Tikhonov shift of the least squares and its refinements
-# (the error falls by ~TIKHONOV / cond each).
+# sliding directions per round, the relative Tikhonov shift of the least squares and its refinements at
+# most (the error falls by TIKHONOV / (lambda / max L_ii + TIKHONOV) on an eigenvalue lambda each: at
+# once where L is well conditioned, slowly on a nearly redundant direction; they stop when met).
 cdef enum:
     ROUNDS = 12
     FIXED_POINT = 4
-    REFINEMENTS = 3
+    REFINEMENTS = 30
 cdef double TIKHONOV = 1e-10
 
 
-# w = A x + b over the dense (n, n) C-order A.
+# w = A x + b over the dense (n, n) C-order A (four partial sums: the products do not wait on
+# one another's additions).
 cdef inline void _dense_w(const double* A, const double* b, const double* x, Py_ssize_t n, double* w) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef double s
+    cdef Py_ssize_t i, j, n4 = n - n % 4
+    cdef double s0, s1, s2, s3
     cdef const double* row
     for i in range(n):
         row = &A[i * n]
-        s = 0.0
-        for j in range(n):
-            s += row[j] * x[j]
-        w[i] = s + b[i]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(0, n4, 4):
+            s0 += row[j] * x[j]
+            s1 += row[j + 1] * x[j + 1]
+            s2 += row[j + 2] * x[j + 2]
+            s3 += row[j + 3] * x[j + 3]
+        for j in range(n4, n):
+            s0 += row[j] * x[j]
+        w[i] = ((s0 + s1) + (s2 + s3)) + b[i]
 
 
 # The minimum-norm solution z (m,) of L z = r for a consistent, possibly rank-deficient L (m, m)
 # (redundant contact points) by iterated Tikhonov regularisation: z <- z + (L + eps I)^-1 (r - L z)
-# from z = 0 on one LU factorisation (lu, m^2); each iteration shrinks the error by eps / (lambda + eps)
+# from z = 0 on one factorisation of L + eps I; each iteration shrinks the error by eps / (lambda + eps)
 # on every nonzero eigenvalue lambda and the iterates stay in L's range (symmetric L: no null-space
-# part). An LU is ~20 times cheaper than the SVD of a least-squares driver. False: LAPACK failed.
+# part). A symmetric L (no sliding contact: L is a principal block of A, positive semidefinite) is
+# factored by Cholesky inside its envelope (lapack_kernels.cholesky_envelope: a stack's system,
+# its contacts' rows together, is banded: ~m b^2 / 2 operations for a band b, against LU's 2 m^3 / 3),
+# the products too; else (or when that fails) by LU (lu, m^2), ~20 times cheaper than the SVD of a
+# least-squares driver. first, last: 2 m slots. False: LAPACK failed.
 cdef bint _least_squares(const double* L, const double* r, Py_ssize_t m, double* z, double* lu, double* res,
-                         int* pivots) noexcept nogil:
+                         int* pivots, bint symmetric, long long* first, double goal) noexcept nogil:
     cdef Py_ssize_t i, j, it
-    cdef double eps = 0.0, s
+    cdef double eps = 0.0, s, size, change
+    cdef bint done
+    cdef long long* last = &first[m]
+    cdef bint envelope = symmetric
     for i in range(m):
         eps = max(eps, fabs(L[i * m + i]))
     eps = TIKHONOV * max(eps, 1e-300)
-    # (L + eps I)^T in C order: LAPACK's column-major L + eps I, as scipy's lu_factor factors it
-    for i in range(m):
-        for j in range(m):
-            lu[j * m + i] = L[i * m + j]
-        lu[i * m + i] += eps
-    if lu_factor_raw(m, lu, pivots) < 0:
-        return False
+    if envelope:
+        # row i's first nonzero column (its envelope) and the last row reaching column i
+        for i in range(m):
+            first[i] = i
+            for j in range(i):
+                if L[i * m + j] != 0.0:
+                    first[i] = j
+                    break
+            last[i] = i
+        for i in range(m):
+            for j in range(first[i], i):
+                last[j] = max(last[j], <long long>i)
+        for i in range(m):
+            for j in range(first[i], i + 1):
+                lu[i * m + j] = L[i * m + j]
+            lu[i * m + i] += eps
+        envelope = cholesky_envelope_raw(m, lu, first)
+    if not envelope:
+        for i in range(m):
+            first[i] = 0
+            last[i] = m - 1
+        # (L + eps I)^T in C order: LAPACK's column-major L + eps I, as scipy's lu_factor factors it
+        for i in range(m):
+            for j in range(m):
+                lu[j * m + i] = L[i * m + j]
+            lu[i * m + i] += eps
+        if lu_factor_raw(m, lu, pivots) < 0:
+            return False
     for i in range(m):
         z[i] = r[i]
-    lu_solve_raw(m, lu, pivots, z)
+    if envelope:
+        cholesky_envelope_solve_ptr(m, lu, first, last, z)
+    else:
+        lu_solve_raw(m, lu, pivots, z)
+    size = 1e300
     for it in range(REFINEMENTS):
+        # (row i of a symmetric L is zero outside columns first[i] .. last[i])
+        done = True
+        change = 0.0
         for i in range(m):
             s = r[i]
-            for j in range(m):
+            for j in range(first[i], last[i] + 1):
                 s -= L[i * m + j] * z[j]
             res[i] = s
-        lu_solve_raw(m, lu, pivots, res)
+            done = done and fabs(s) <= goal * fabs(L[i * m + i])
+            change = max(change, fabs(s))
+        # met (each row's velocity within ``goal`` of its impulse units), or no longer falling (the
+        # round-off, or what a least-squares answer of an inconsistent L leaves)
+        if done or change >= size:
+            break
+        size = change
+        if envelope:
+            cholesky_envelope_solve_ptr(m, lu, first, last, res)
+        else:
+            lu_solve_raw(m, lu, pivots, res)
         for i in range(m):
             z[i] += res[i]
     return True
 
 
+# The contacts in reverse Cuthill-McKee order (George and Liu, "Computer Solution of Large Sparse
+# Positive Definite Systems", 1981, §4.3) of the graph whose edges are A's nonzero normal-normal
+# entries (contacts that share a body): breadth first from a contact of least degree, neighbours by
+# increasing degree, reversed. A stack comes out bottom to top (or top to bottom) whatever order the
+# detection gave, so that the active-set solve's matrix is banded. order, mark: (k,).
+cdef void contact_order(const double* A, Py_ssize_t n, Py_ssize_t k, int* order, int* mark) noexcept nogil:
+    cdef Py_ssize_t c, e, head = 0, tail = 0, start, best, lo, i, tmp
+    cdef int* degree = mark  # degree while unvisited, -1 once queued
+    for c in range(k):
+        degree[c] = 0
+        for e in range(k):
+            if e != c and A[c * n + e] != 0.0:
+                degree[c] += 1
+    while tail < k:
+        # a new component: its unvisited contact of least degree
+        start = -1
+        for c in range(k):
+            if degree[c] >= 0 and (start < 0 or degree[c] < degree[start]):
+                start = c
+        order[tail] = <int>start
+        degree[start] = -1
+        tail += 1
+        while head < tail:
+            c = order[head]
+            head += 1
+            lo = tail
+            for e in range(k):
+                if degree[e] >= 0 and e != c and A[c * n + e] != 0.0:
+                    order[tail] = <int>e
+                    tail += 1
+            # the new neighbours by increasing degree (insertion sort: a few each); marked queued after
+            for i in range(lo + 1, tail):
+                tmp = order[i]
+                best = i
+                while best > lo and degree[order[best - 1]] > degree[tmp]:
+                    order[best] = order[best - 1]
+                    best -= 1
+                order[best] = <int>tmp
+            for i in range(lo, tail):
+                degree[order[i]] = -1
+    for c in range(k // 2):
+        tmp = order[c]
+        order[c] = order[k - 1 - c]
+        order[k - 1 - c] = <int>tmp
+
+
 cdef Py_ssize_t polish_doubles(Py_ssize_t n) noexcept nogil:
-    return 2 * n * n + 8 * n + 4
+    return 2 * n * n + 10 * n + 4
+
+
+# w = A out + b of polish_into's answer, in its work buffer (after it returned True)
+cdef const double* polish_w(const double* work, Py_ssize_t n) noexcept nogil:
+    return &work[2 * n * n + 4 * n]
 
 
 cdef Py_ssize_t polish_ints(Py_ssize_t n) noexcept nogil:
-    return 6 * n + 1
+    return 8 * n + 1
 
 
 # The active-set solve from x (mbsim.solvers.numerics.cone, module docstring): set changes as in
@@ -351,7 +458,8 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     cdef Py_ssize_t nt = d - 1, first = k * d, nb = n - k * d - nu
     cdef Py_ssize_t c, a, i, j, m, ns, row, rnd, fp, e
     cdef double scale = 0.0, dscale = 0.0, size, norm, change, step
-    cdef bint any_pull
+    cdef bint changed
+    cdef int attempt, mode, swap
     # the work buffers
     cdef double* lhs = work
     cdef double* lu = &work[n * n]
@@ -372,6 +480,8 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     cdef int* stop_on = &slide[k]
     cdef int* inside = &stop_on[nu]
     cdef int* movable = &inside[nb]
+    cdef int* order = &movable[n]  # (k,) the contacts in the unknowns' order
+    cdef int* mark = &order[k]  # (k,) scratch of contact_order
     for i in range(n):
         scale = max(scale, fabs(x[i]))
         dscale = max(dscale, diag[i])
@@ -379,151 +489,189 @@ cdef bint polish_into(const double* A, const double* b, Py_ssize_t n, Py_ssize_t
     # rows x cannot move (a direction the joints lock) stay out (ContactProblem.movable)
     for i in range(n):
         movable[i] = diag[i] > 1e-12 * max(dscale, 1e-300)
-    # the start: the sets x gives
-    for c in range(k):
-        touching[c] = x[c] > 1e-12 * scale and movable[c]
-        size = 0.0
-        for a in range(nt):
-            size += x[k + a * k + c] * x[k + a * k + c]
-        size = sqrt(size)
-        sliding[c] = touching[c] and mu[c] > 0.0 and size >= mu[c] * x[c] * (1.0 - 1e-9) and size > 0.0
-        for a in range(nt):
-            direction[c * nt + a] = x[k + a * k + c] / size if sliding[c] else 0.0
-    for j in range(nu):
-        stop_on[j] = x[first + j] > 1e-12 * scale and movable[first + j]
-    for j in range(nb):
-        i = first + nu + j
-        inside[j] = fabs(x[i]) < hi[i] * (1.0 - 1e-9) and movable[i]
-        sign[j] = -1.0 if x[i] < 0.0 else 1.0
-    for rnd in range(ROUNDS):
+    contact_order(A, n, k, order, mark)
+    # the start (attempt 0): the sets x gives, with two amendments for the sweeps' answer on a stack:
+    # a closed contact that carries nothing (w_N ~ 0: a redundant corner the sweeps left unloaded)
+    # touches, so that a face's corners share the load from the first round; a contact on its rim
+    # that does not slip (w_T ~ 0) or carries next to nothing sticks. Attempt 1 (when attempt 0 failed
+    # within half the rounds, as from the far from converged sweeps of a cold start, which try it
+    # first): every contact touching and sticking, the stops closed.
+    _dense_w(A, b, x, n, w)
+    # (a start far from converged, a residual above 1e-3 of its largest impulse, as a cold start's
+    # sweeps leave: the all-sticking attempt first)
+    swap = natural_residual(x, w, n, k, d, mu, lo, hi, diag) > 1e-3 * scale
+    for attempt in range(2):
+        mode = attempt ^ swap
         for c in range(k):
-            sticking[c] = touching[c] and mu[c] > 0.0 and not sliding[c]
-        # unknowns (their rows of x, each with its own equation w = 0): the touching normals (a
-        # sliding contact's friction follows its normal impulse), the sticking tangents, the closed
-        # stops and the free box rows; x = x0 elsewhere (the box rows at a bound)
-        m = 0
-        ns = 0
-        for c in range(k):
-            if touching[c]:
-                if sliding[c]:
-                    slide[ns] = <int>m
-                    ns += 1
-                E[m] = <int>c
-                m += 1
-        for a in range(nt):
-            for c in range(k):
-                if sticking[c]:
-                    E[m] = <int>(k + a * k + c)
-                    m += 1
-        for j in range(nu):
-            if stop_on[j]:
-                E[m] = <int>(first + j)
-                m += 1
-        for j in range(nb):
-            if inside[j]:
-                E[m] = <int>(first + nu + j)
-                m += 1
-        for i in range(n):
-            x0[i] = 0.0
-        for j in range(nb):
-            if not inside[j]:
-                x0[first + nu + j] = sign[j] * hi[first + nu + j]
-        for i in range(n):
-            out[i] = x0[i]
-        if m:
-            for i in range(m):
-                row = E[i]
-                step = b[row]
-                for j in range(n):
-                    step += A[row * n + j] * x0[j]
-                rhs[i] = -step
-            for fp in range(FIXED_POINT):
-                for i in range(m):
-                    row = E[i]
-                    for j in range(m):
-                        lhs[i * m + j] = A[row * n + E[j]]
-                # d w / d x_N of a sliding contact: its normal column plus mu s along its tangents
-                for e in range(ns):
-                    c = E[slide[e]]
-                    for a in range(nt):
-                        step = mu[c] * direction[c * nt + a]
-                        for i in range(m):
-                            lhs[i * m + slide[e]] += A[E[i] * n + k + a * k + c] * step
-                if not _least_squares(lhs, rhs, m, z, lu, res, pivots):
-                    return False
-                for i in range(n):
-                    out[i] = x0[i]
-                for i in range(m):
-                    out[E[i]] = z[i]
-                for e in range(ns):
-                    c = E[slide[e]]
-                    for a in range(nt):
-                        out[k + a * k + c] = mu[c] * direction[c * nt + a] * z[slide[e]]
-                if ns == 0:
-                    break
-                # the sliding directions from the tangential velocities they give (fixed point)
-                _dense_w(A, b, out, n, w)
-                change = 0.0
-                for e in range(ns):
-                    c = E[slide[e]]
-                    size = 0.0
-                    for a in range(nt):
-                        size += w[k + a * k + c] * w[k + a * k + c]
-                    size = sqrt(size)
-                    for a in range(nt):
-                        unit[a] = -w[k + a * k + c] / size if size > 0.0 else direction[c * nt + a]
-                        change = max(change, fabs(unit[a] - direction[c * nt + a]))
-                    # (stored below only when the fixed point moved: as the Python path did)
-                    for a in range(nt):
-                        res[e * nt + a] = unit[a]
-                if change <= 1e-12:
-                    break
-                for e in range(ns):
-                    c = E[slide[e]]
-                    for a in range(nt):
-                        direction[c * nt + a] = res[e * nt + a]
-        # a solve that pulls on contacts or stops: those leave, nothing else changes
-        any_pull = False
-        for c in range(k):
-            if touching[c] and out[c] < 0.0:
-                touching[c] = False
-                any_pull = True
-        for j in range(nu):
-            if stop_on[j] and out[first + j] < 0.0:
-                stop_on[j] = False
-                any_pull = True
-        if any_pull:
-            continue
-        _dense_w(A, b, out, n, w)
-        if natural_residual(out, w, n, k, d, mu, lo, hi, diag) <= tol:
-            return True
-        # admissible impulses: penetrating contacts and stops join, friction switches
-        for c in range(k):
-            if w[c] < -tol and movable[c]:
-                touching[c] = True
-        for j in range(nu):
-            if w[first + j] < -tol and movable[first + j]:
-                stop_on[j] = True
-        for c in range(k):
+            if mode:
+                touching[c] = movable[c]
+                sliding[c] = False
+                continue
+            touching[c] = (x[c] > 1e-12 * scale or w[c] <= 1e-6 * scale * diag[c]) and movable[c]
             size = 0.0
+            norm = 0.0
             for a in range(nt):
-                size += out[k + a * k + c] * out[k + a * k + c]
+                size += x[k + a * k + c] * x[k + a * k + c]
+                norm += w[k + a * k + c] * w[k + a * k + c]
             size = sqrt(size)
-            if sticking[c] and size > mu[c] * out[c]:  # past the rim: sliding along its impulse
-                for a in range(nt):
-                    direction[c * nt + a] = out[k + a * k + c] / size
-                sliding[c] = True
-            elif sliding[c]:  # slip reversed: sticking
-                norm = 0.0
-                for a in range(nt):
-                    norm += w[k + a * k + c] * direction[c * nt + a]
-                if norm > 0.0:
-                    sliding[c] = False
+            sliding[c] = (touching[c] and mu[c] > 0.0 and size >= mu[c] * x[c] * (1.0 - 1e-9) and size > 0.0
+                          and sqrt(norm) > 1e-6 * scale * diag[k + c] and x[c] > 1e-9 * scale)
+            for a in range(nt):
+                direction[c * nt + a] = x[k + a * k + c] / size if sliding[c] else 0.0
+        for j in range(nu):
+            stop_on[j] = (x[first + j] > 1e-12 * scale or mode) and movable[first + j]
         for j in range(nb):
             i = first + nu + j
-            if inside[j] and fabs(out[i]) > hi[i]:
-                sign[j] = 1.0 if out[i] > 0.0 else -1.0
-                inside[j] = False
+            inside[j] = fabs(x[i]) < hi[i] * (1.0 - 1e-9) and movable[i]
+            sign[j] = -1.0 if x[i] < 0.0 else 1.0
+        for rnd in range(ROUNDS if mode else ROUNDS // 2):
+            for c in range(k):
+                sticking[c] = touching[c] and mu[c] > 0.0 and not sliding[c]
+            # unknowns (their rows of x, each with its own equation w = 0): the touching normals (a
+            # sliding contact's friction follows its normal impulse), the sticking tangents, the closed
+            # stops and the free box rows; x = x0 elsewhere (the box rows at a bound)
+            m = 0
+            ns = 0
+            # (a contact's rows together, in contact_order: a stack's system is then banded, its
+            # Cholesky envelope narrow)
+            for e in range(k):
+                c = order[e]
+                if touching[c]:
+                    if sliding[c]:
+                        slide[ns] = <int>m
+                        ns += 1
+                    E[m] = <int>c
+                    m += 1
+                if sticking[c]:
+                    for a in range(nt):
+                        E[m] = <int>(k + a * k + c)
+                        m += 1
+            for j in range(nu):
+                if stop_on[j]:
+                    E[m] = <int>(first + j)
+                    m += 1
+            for j in range(nb):
+                if inside[j]:
+                    E[m] = <int>(first + nu + j)
+                    m += 1
+            for i in range(n):
+                x0[i] = 0.0
+            for j in range(nb):
+                if not inside[j]:
+                    x0[first + nu + j] = sign[j] * hi[first + nu + j]
+            for i in range(n):
+                out[i] = x0[i]
+            if m:
+                for i in range(m):
+                    row = E[i]
+                    step = b[row]
+                    for j in range(first + nu, n):  # (x0 is zero but at the box rows)
+                        step += A[row * n + j] * x0[j]
+                    rhs[i] = -step
+                for fp in range(FIXED_POINT):
+                    for i in range(m):
+                        row = E[i]
+                        for j in range(m):
+                            lhs[i * m + j] = A[row * n + E[j]]
+                    # d w / d x_N of a sliding contact: its normal column plus mu s along its tangents
+                    for e in range(ns):
+                        c = E[slide[e]]
+                        for a in range(nt):
+                            step = mu[c] * direction[c * nt + a]
+                            for i in range(m):
+                                lhs[i * m + slide[e]] += A[E[i] * n + k + a * k + c] * step
+                    if not _least_squares(lhs, rhs, m, z, lu, res, pivots, ns == 0, <long long*>&unit[nt], 1e-3 * tol):
+                        return False
+                    for i in range(n):
+                        out[i] = x0[i]
+                    for i in range(m):
+                        out[E[i]] = z[i]
+                    for e in range(ns):
+                        c = E[slide[e]]
+                        for a in range(nt):
+                            out[k + a * k + c] = mu[c] * direction[c * nt + a] * z[slide[e]]
+                    if ns == 0:
+                        break
+                    # the sliding directions from the tangential velocities they give (fixed point)
+                    _dense_w(A, b, out, n, w)
+                    change = 0.0
+                    for e in range(ns):
+                        c = E[slide[e]]
+                        size = 0.0
+                        for a in range(nt):
+                            size += w[k + a * k + c] * w[k + a * k + c]
+                        size = sqrt(size)
+                        for a in range(nt):
+                            unit[a] = -w[k + a * k + c] / size if size > 0.0 else direction[c * nt + a]
+                            change = max(change, fabs(unit[a] - direction[c * nt + a]))
+                        # (stored below only when the fixed point moved: as the Python path did)
+                        for a in range(nt):
+                            res[e * nt + a] = unit[a]
+                    if change <= 1e-12:
+                        break
+                    for e in range(ns):
+                        c = E[slide[e]]
+                        for a in range(nt):
+                            direction[c * nt + a] = res[e * nt + a]
+            # a solve that pulls on contacts or stops (by more than the tolerance: a redundant corner's
+            # share of nothing comes out as round-off of either sign): those leave, nothing else changes
+            # (all at once from the sweeps' sets; from every contact touching one at a time, the one
+            # pulled on most, as in Lawson and Hanson's algorithm: a face whose minimum-norm shares
+            # pull on two corners may need only one of them gone)
+            changed = False
+            e = -1
+            for c in range(k):
+                if touching[c] and out[c] < -tol and (e < 0 or out[c] < out[e]):
+                    e = c
+                    if not mode:
+                        touching[c] = False
+            if e >= 0:
+                touching[e] = False
+                changed = True
+            for j in range(nu):
+                if stop_on[j] and out[first + j] < -tol:
+                    stop_on[j] = False
+                    changed = True
+            if changed:
+                continue
+            _dense_w(A, b, out, n, w)
+            if natural_residual(out, w, n, k, d, mu, lo, hi, diag) <= tol:
+                return True
+            # admissible impulses: penetrating contacts and stops join, friction switches
+            for c in range(k):
+                if w[c] < -tol and movable[c] and not touching[c]:
+                    touching[c] = True
+                    changed = True
+            for j in range(nu):
+                if w[first + j] < -tol and movable[first + j] and not stop_on[j]:
+                    stop_on[j] = True
+                    changed = True
+            for c in range(k):
+                size = 0.0
+                for a in range(nt):
+                    size += out[k + a * k + c] * out[k + a * k + c]
+                size = sqrt(size)
+                # past the rim (by more than the tolerance): sliding along its impulse
+                if sticking[c] and size > mu[c] * max(out[c], 0.0) + tol:
+                    for a in range(nt):
+                        direction[c * nt + a] = out[k + a * k + c] / size
+                    sliding[c] = True
+                    changed = True
+                elif sliding[c]:  # slip reversed: sticking
+                    norm = 0.0
+                    for a in range(nt):
+                        norm += w[k + a * k + c] * direction[c * nt + a]
+                    if norm > 0.0:
+                        sliding[c] = False
+                        changed = True
+            for j in range(nb):
+                i = first + nu + j
+                if inside[j] and fabs(out[i]) > hi[i]:
+                    sign[j] = 1.0 if out[i] > 0.0 else -1.0
+                    inside[j] = False
+                    changed = True
+            if not changed:  # the same sets would give the same answer: this attempt is over
+                break
     return False
 
 

@@ -50,17 +50,27 @@ from mbsim.solvers.numerics.lapack_kernels cimport cholesky_envelope_solve_ptr
 from mbsim.solvers.ode.ode_kernels cimport (P_NPARAMS, P_PROJ_ITERATIONS, P_PROJ_POSITION, P_PROJ_TOL,
                                            P_PROJ_VELOCITY, P_RANK_TOL, P_ROBUST, certified_full_rank, project)
 from mbsim.solvers.numerics.cone_kernels cimport (Rows, natural_residual, polish_doubles, polish_ints, polish_into,
-                                                  sweeps_into)
+                                                  polish_w, sweeps_into)
 
 
 # Newton's law and the stabilisation (the module docstring of mbsim.solvers.timestepping): the target
 # normal velocity of a row of gap ``gap`` approached at ``approach`` (J_N v), ``approach_free`` (J_N
 # v_free), restitution e; Newton's law r_N = e max(u, 0), e = 0 at or below the threshold
 # (mbsim.model.contact.laws.newton_kernels).
+# m: a gap or penetration at most this far from zero is resting contact, whose target is Newton's law
+# alone (no stabilisation, no landing): the stabilisation's -gap/(h/2) on one side of zero and
+# beta (-gap)/h on the other would otherwise keep a face's redundant corners asking for slightly
+# different velocities at the 1e-13 m its fixed point wanders by, and the contact problem changing
+# every step (a ten-box tower needs the active-set solve on one step in seven with it, none without)
+cdef double RESTING_GAP = 1e-12
+
+
 cdef inline double target_velocity(double approach, double approach_free, double gap, double e, double threshold,
                                    double beta, double h) noexcept nogil:
     cdef double speed = -approach
     cdef double bounce = newton_velocity(speed, e, threshold)
+    if fabs(gap) <= RESTING_GAP:
+        return bounce
     if gap <= 0.0:  # closed: restitution, or the penetration correction if larger
         return max(bounce, beta * max(-gap, 0.0) / h)
     # open, closing within the step: an impact now, or (e = 0) a landing on the surface
@@ -150,7 +160,7 @@ cdef class FreeStep:
     cdef FlatData D
     cdef dict buf
     cdef readonly Py_ssize_t nbody, d, w, nv, nq, nshape, nbounded, ntype, nhalf, nkeys, nsets
-    cdef readonly Py_ssize_t k, n, iterations, chunk, nc
+    cdef readonly Py_ssize_t k, n, iterations, chunk, nc, solves
     cdef readonly double residual, normal_total, work, tight, violation
     cdef double margin, beta, threshold, tol, omega, h, t, work0, reach_margin
     cdef Py_ssize_t max_iterations, polish_max, first_sweeps, nwarm
@@ -390,8 +400,7 @@ cdef class FreeStep:
         projection's SVD failed (the caller takes it in Python)."""
         cdef FlatModel F = self.F
         cdef FlatData D = self.D
-        cdef Py_ssize_t nv = self.nv, i, npair = 0, total = 0, rows, m, k, used = 0
-        cdef int axis = 0
+        cdef Py_ssize_t nv = self.nv, i, k, used = 0
         cdef double reach
         cdef bint full = True, projected = True, more
         self.t, self.h, self.work0 = t, h, work
@@ -418,39 +427,12 @@ cdef class FreeStep:
             # can move, (|v| + |omega| R) h, at the larger of the start and the forces' velocity
             reach = max(self._reach(v), self._reach(self.v_free))
             self.reach_margin = self.margin + h * reach
-            self._world(D)
-            if self.nbounded >= 2:
-                axis = sweep_axis(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, &self.order[0],
-                                  &self.ends[0], &self.tmp[0], &total)
-        if total + 1 + self.nhalf > self.sa.shape[0]:
-            self._pairs(2 * (total + 1 + self.nhalf))
+        k = self._detect()
         with nogil:
-            if self.nbounded >= 2:
-                npair = sweep_pairs(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, axis,
-                                    &self.order[0], &self.ends[0], &self.box[0], &self.sa[0], &self.sb[0])
-            m = keep_candidates(&self.sa[0], &self.sb[0], npair, &self.shape_body[0], &self.keys[0],
-                                &self.key_entry[0], self.nkeys, &self.set_index[0], &self.set_in1[0, 0],
-                                &self.set_in2[0, 0], self.nsets, self.nbody, &self.half_plane[0],
-                                &self.half_shape[0], &self.half_entry[0], self.nhalf, &self.pos[0, 0],
-                                &self.rot[0, 0, 0], &self.half[0, 0], <int>self.d, self.reach_margin, &self.ca[0],
-                                &self.cb[0], &self.ce[0])
-            rows = batch_rows(&self.ca[0], &self.cb[0], m, &self.shape_type[0], &self.pair_kernel[0],
-                              <int>self.ntype)
-        if rows < 0:  # compile refuses such pairs; reaching this is an internal error
-            raise RuntimeError("a candidate pair of shapes has no rigid contact rule")
-        if rows > self.gap.shape[0]:
-            self._contacts(2 * rows)
-        if self.dense_rows and rows * self.d + self.nx > self.polish_room:  # A is assembled
-            self._polish_room(2 * (rows * self.d + self.nx))
-        with nogil:
-            k = batch_into(&self.ca[0], &self.cb[0], &self.ce[0], m, &self.shape_type[0], &self.shape_body[0],
-                           &self.pair_kernel[0], &self.pair_swap[0], <int>self.ntype, self.nshape, <int>self.d,
-                           &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.reach_margin, self.nbody,
-                           self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
-                           &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
             self.k = k
             if self.nx:
                 self._coordinate_state(F, D, t + 0.5 * h)
+        self.solves = 0
         # the stops left out that the solved impulses would still close within the step are taken in
         # and the problem solved again (the Python path's loop)
         while True:
@@ -484,6 +466,60 @@ cdef class FreeStep:
                 self._end(F, D)
         # the projection's SVD failed (a non-finite state): the caller takes the step, which reports it
         return projected
+
+    # The detection at the frames in D with margin reach_margin (world poses and boxes, broad and narrow
+    # phase) into the contact buffers (body_i, ..., gap, feature); returns the contact count.
+    cdef Py_ssize_t _detect(self) except -1:
+        cdef Py_ssize_t npair = 0, total = 0, rows, m, k
+        cdef int axis = 0
+        with nogil:
+            self._world(self.D)
+            if self.nbounded >= 2:
+                axis = sweep_axis(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, &self.order[0],
+                                  &self.ends[0], &self.tmp[0], &total)
+        if total + 1 + self.nhalf > self.sa.shape[0]:
+            self._pairs(2 * (total + 1 + self.nhalf))
+        with nogil:
+            if self.nbounded >= 2:
+                npair = sweep_pairs(&self.lo[0, 0], &self.hi[0, 0], self.nbounded, <int>self.d, axis,
+                                    &self.order[0], &self.ends[0], &self.box[0], &self.sa[0], &self.sb[0])
+            m = keep_candidates(&self.sa[0], &self.sb[0], npair, &self.shape_body[0], &self.keys[0],
+                                &self.key_entry[0], self.nkeys, &self.set_index[0], &self.set_in1[0, 0],
+                                &self.set_in2[0, 0], self.nsets, self.nbody, &self.half_plane[0],
+                                &self.half_shape[0], &self.half_entry[0], self.nhalf, &self.pos[0, 0],
+                                &self.rot[0, 0, 0], &self.half[0, 0], <int>self.d, self.reach_margin, &self.ca[0],
+                                &self.cb[0], &self.ce[0])
+            rows = batch_rows(&self.ca[0], &self.cb[0], m, &self.shape_type[0], &self.pair_kernel[0],
+                              <int>self.ntype)
+        if rows < 0:  # compile refuses such pairs; reaching this is an internal error
+            raise RuntimeError("a candidate pair of shapes has no rigid contact rule")
+        if rows > self.gap.shape[0]:
+            self._contacts(2 * rows)
+        if self.dense_rows and rows * self.d + self.nx > self.polish_room:  # A is assembled
+            self._polish_room(2 * (rows * self.d + self.nx))
+        with nogil:
+            k = batch_into(&self.ca[0], &self.cb[0], &self.ce[0], m, &self.shape_type[0], &self.shape_body[0],
+                           &self.pair_kernel[0], &self.pair_swap[0], <int>self.ntype, self.nshape, <int>self.d,
+                           &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.reach_margin, self.nbody,
+                           self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
+                           &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
+        return k
+
+    def contacts(self, const double[::1] q, const double[::1] v, double touch):
+        """(touching, penetration) at (q, v): the contacts without margin (Solver.evaluate's record: those
+        of gap <= touch, and the deepest penetration, 0 without any), by the step's detection. Leaves the
+        warm-start memory and the last step's problem as they were."""
+        cdef Py_ssize_t k, c, touching = 0
+        cdef double deepest = 0.0, saved = self.reach_margin
+        with nogil:
+            frames_into(self.F, self.D, q, v)
+        self.reach_margin = 0.0
+        k = self._detect()
+        self.reach_margin = saved
+        for c in range(k):
+            touching += self.gap[c] <= touch
+            deepest = max(deepest, -self.gap[c])
+        return int(touching), float(deepest)
 
     def set_warm(self, const int64_t[::1] keys, const double[:, ::1] values, const double[:, ::1] points):
         """The warm-start memory from a step the caller took (sorted keys (n,), impulses, points (n, d))."""
@@ -605,7 +641,9 @@ cdef class FreeStep:
     # (ContactProblem, BodySpace, Solver._solve_lcp)
     cdef void _problem(self, FlatModel F, FlatData D) noexcept nogil:
         cdef Py_ssize_t k = self.k, n = self.n, d = self.d, w = self.w, r, e, c, i, j, body, p1, p2, first
-        cdef double rate, rate_free, acc, scale = 0.0, radius, norm, f
+        cdef double rate, rate_free, acc, acc_diag, scale = 0.0, radius, norm, f
+        cdef const double* inv_mass
+        cdef const double* row
         rows_into(<const long long*>&self.body_i[0], <const long long*>&self.body_j[0], &self.point_i[0, 0],
                   &self.point_j[0, 0], &self.normal[0, 0], k, d, &D.pos[0, 0], 3, &D.rot[0, 0, 0],
                   self.nbody, &self.indptr[0], &self.indices[0], &self.data[0])
@@ -614,22 +652,24 @@ cdef class FreeStep:
         first = k * d
         for r in range(n):
             # U's blocks J_r,b M_b^-1 and the diagonal J_r . U_r; the rates J v, J v_free
-            self.diag[r] = 0.0
+            acc_diag = 0.0
             rate = 0.0
             rate_free = 0.0
             e = self.indptr[r]
             while e < self.indptr[r + 1]:  # whole blocks of w, body by body
                 body = self.indices[e] // w
+                inv_mass = &F.body_inv_mass[body, 0, 0]
+                row = &self.data[e]
                 for i in range(w):
                     acc = 0.0
                     for j in range(w):
-                        acc += self.data[e + j] * F.body_inv_mass[body, j, i]
+                        acc += row[j] * inv_mass[j * w + i]
                     self.u[e + i] = acc
+                    acc_diag += row[i] * acc
+                    rate += row[i] * self.v_start[self.indices[e + i]]
+                    rate_free += row[i] * self.v_free[self.indices[e + i]]
                 e += w
-            for e in range(self.indptr[r], self.indptr[r + 1]):
-                self.diag[r] += self.data[e] * self.u[e]
-                rate += self.data[e] * self.v_start[self.indices[e]]
-                rate_free += self.data[e] * self.v_free[self.indices[e]]
+            self.diag[r] = acc_diag
             self.b[r] = rate_free
             if r < k:
                 self.b[r] -= target_velocity(rate, rate_free, self.gap[r], self.restitution[self.entry[r]],
@@ -894,13 +934,16 @@ cdef class FreeStep:
         while True:
             if self.residual <= self.tight:
                 return
+            self.solves += 1
             if polish_into(&self.dense[0], &self.b[0], n, self.k, <int>self.d, self.nu, &self.mu[0], &self.xlo[0],
                            &self.xhi[0], &self.diag[0], &self.x[0], self.tight, &self.answer[0],
                            &self.polish_work[0], &self.polish_iwork[0]):
-                # the answer's residual with w = A x + b (as ContactProblem.residual after a polish)
+                # the answer's residual with w = A x + b (as ContactProblem.residual after a polish),
+                # w as the active-set solve left it
                 for i in range(n):
                     self.x[i] = self.answer[i]
-                self._dense_residual()
+                self.residual = natural_residual(&self.x[0], polish_w(&self.polish_work[0], n), n, self.k,
+                                                 <int>self.d, &self.mu[0], &self.xlo[0], &self.xhi[0], &self.diag[0])
                 return
             if self.iterations >= self.max_iterations:
                 return
