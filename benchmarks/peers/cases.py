@@ -497,14 +497,15 @@ PANDA_URDF = SCENES / "robots" / "panda_description" / "urdf" / "panda.urdf"
 # extents, its centre HAND_BOX_Z along the hand's axis), the floor's top face (z, m) and slab
 # thickness, the compliant Hertz contact (k g^n + chi g^m dg/dt: a hard contact), the joints'
 # viscous damping (N m s/rad: the arm comes to rest within the 2 s), the explicit baseline's contact
-# step (the largest stable one of 5e-4, 2e-4, 1e-4 that gives the converged rest: 2e-4 lands the
-# hand on another face) and the time of the contact-free check
+# step (5e-4 diverges at 0.34 s; 2e-4 runs, 1e-4 is the issue's) and the time of the contact-free check
 HAND_BOX, HAND_BOX_Z = (0.08, 0.2, 0.1), 0.055
 FLOOR_TOP, FLOOR_SLAB = 0.1, 0.1
 FLOOR_K, FLOOR_N, FLOOR_CHI, FLOOR_M, FLOOR_MU = 1.0e9, 1.5, 2.0e9, 1.5, 0.5
 ARM_DAMPING = 1.0
 ARMFLOOR_CONTACT_STEP = 1e-4
 ARMFLOOR_FREE_T = 0.1
+# the rest depth's tolerance (m) against the explicit baseline: Hertz's depth under the hand is 8.5 um
+ARMFLOOR_DEPTH_TOL = 2e-6
 
 
 def _panda_copy(urdf: Path, damping: float | None = None, hand_box: bool = False) -> None:
@@ -706,26 +707,27 @@ def case_arm7_floor(plan: dict, workdir: Path) -> Case:
                 heights[name] = _one_line(f"{type(exc).__name__}: {exc}", 120)
         base = heights[labels[1]]
         at = f"at t = {span:g} s (reference: mbsim {labels[1]}), m"
-        quantity = f"hand box centre and lowest corner above the floor {at}"
+        # the face the hand comes to rest on is chaotic (explicit contact_step 2e-4 and 5e-5 and MuJoCo
+        # rest it on another face than 1e-4): the lowest corner's height is the rest depth, compared
+        quantity = f"hand box lowest corner above the floor {at}"
         for name in (labels[0], labels[2]):
             got = heights[name]
             if isinstance(base, str) or isinstance(got, str):
                 error = got if isinstance(got, str) else base
                 rows.append({"quantity": quantity, "peer": f"mbsim {name}", "error": error})
             else:
-                rows.append(_check_row(quantity, f"mbsim {name}", base, got, tol=1e-3))
+                rows.append(_check_row(quantity, f"mbsim {name}", base[1:], got[1:], tol=ARMFLOOR_DEPTH_TOL))
         if mj is not None and not isinstance(base, str):
             data = mj.simulate(steps)
             box = int(np.nonzero(mj.model.geom_bodyid == mj.model.body("panda_link7").id)[0][0])
-            got = _box_heights(data.geom_xpos[box], data.geom_xmat[box].reshape(3, 3))
-            # the resting face may differ (the contact laws differ): the lowest corner is the sink
-            rows.append(_check_row(f"hand box lowest corner above the floor {at}", "mujoco", base[1:], got[1:],
-                                   tol=5e-3))  # fmt: skip
-            halves = " / ".join(f"{0.5 * x:g}" for x in HAND_BOX)
-            case.notes.append(
-                f"arm7_floor: the hand box's centre at t = {span:g} s is {base[0]:.4f} m above the floor in mbsim's "
-                f"explicit run and {got[0]:.4f} m in MuJoCo's (its half extents {halves} m tell the face it rests on)"
-            )
+            heights["MuJoCo"] = _box_heights(data.geom_xpos[box], data.geom_xmat[box].reshape(3, 3))
+            rows.append(_check_row(quantity, "mujoco", base[1:], heights["MuJoCo"][1:], tol=5e-3))
+        halves = " / ".join(f"{0.5 * x:g}" for x in HAND_BOX)
+        centres = ", ".join(f"{name} {v[0]:.4f} m" for name, v in heights.items() if not isinstance(v, str))
+        case.notes.append(
+            f"arm7_floor: the hand box's centre above the floor at t = {span:g} s (its half extents {halves} m tell "
+            f"the face it rests on): {centres}"
+        )
         # per simulated second: each contender's median over the steps it took
         timed = {c.label: c for c in case.contenders if c.median is not None}
         mj_ms = next((1e-3 * c.median * c.steps / span for c in case.contenders
