@@ -90,3 +90,33 @@ def test_rolling_cases_roll_at_five_sevenths_in_both_codes(benchmark_module, tmp
     assert v == pytest.approx(5 / 7 * peers.ROLL_V0) and rows[0]["mbsim"][1] == pytest.approx(v, rel=2e-3)
     assert any("per simulated second" in n for n in case.notes)
     assert peers.markdown(peers.rows_of(case)).count("| sphere rolling on") == 1
+
+
+def test_arm7_floor_case_hand_box_and_free_fall_agree_with_mujoco(benchmark_module, tmp_path):
+    """Issue 31's Panda target: the hand's collision box (URDF <collision> on panda_hand, welded
+    into panda_link7) sits where MuJoCo's kinematics of the same arm puts its box geom, and before
+    the hand touches the floor (0.1 s) MuJoCo's RK4 with the same joint dampers follows mbsim's
+    implicit-contact run; the case times and renders its three mbsim runs against MuJoCo."""
+    pytest.importorskip("mujoco")
+    peers = benchmark_module("peers")
+    plan = dict(peers.QUICK, repeats=1, armfloor_steps=150)
+    case = peers.case_arm7_floor(plan, tmp_path)
+    assert [c.column for c in case.contenders][:4] == ["mbsim"] * 3 + ["mujoco"]
+    mj = case.contenders[3].run.__self__
+    assert 'damping="1.0"' in mj.xml and mj.model.opt.timestep == pytest.approx(1e-3)
+    system = peers.system_of(load_scene(str(tmp_path / "arm7_floor.yaml")))
+    link7 = system.bodies[system.index("panda_link7")]
+    box = link7.shapes[0]
+    assert box["type"] == "box" and np.allclose(box["size"], [0.08, 0.2, 0.1])
+    data = mj.fresh()
+    (geom,) = np.nonzero(mj.model.geom_bodyid == mj.model.body("panda_link7").id)[0]
+    assert np.allclose(data.geom_xpos[geom], link7.pos + link7.rot @ box["pose"]["position"], atol=1e-12)
+    peers.time_case(case, log=lambda _: None)
+    rows = case.check()
+    free = rows[0]
+    assert free["peer"] == "mujoco" and free["ok"] and free["distance"] < 1e-6, free
+    # it fell: panda_link7 is 5 cm lower at 0.1 s than at the start
+    assert link7.pos[2] - free["mbsim"][2] > 0.04
+    assert all("error" not in r for r in rows), rows
+    assert any("per simulated second" in n for n in case.notes)
+    assert peers.markdown(peers.rows_of(case)).count("| Panda hand falling onto a floor") == 3

@@ -56,8 +56,10 @@ from benchmarks.peers.cases import (  # noqa: E402
     PILE_TOL,
     ROLL_V0,
     SLIDER_STEPS,
+    arm7_floor_scene,
     arm7_scene,
     case_arm7,
+    case_arm7_floor,
     case_blocks,
     case_four_box,
     case_pile,
@@ -74,7 +76,14 @@ from benchmarks.peers.exudyn import (  # noqa: E402
     ExudynTreeSim,
 )
 from benchmarks.peers.mbsim_run import MbsimRun, _h5_position  # noqa: E402
-from benchmarks.peers.mujoco import BLOCKS_SOLIMP, MujocoSim, blocks_mjcf, mjcf_tree, pile_mjcf  # noqa: E402
+from benchmarks.peers.mujoco import (  # noqa: E402
+    BLOCKS_SOLIMP,
+    MujocoSim,
+    arm_floor_mjcf,
+    blocks_mjcf,
+    mjcf_tree,
+    pile_mjcf,
+)
 from benchmarks.peers.pinocchio import PinocchioSim  # noqa: E402
 from benchmarks.peers.report import main, markdown, section, versions  # noqa: E402
 from benchmarks.peers.runner import check_case, rows_of, run_peers, time_case  # noqa: E402
@@ -108,7 +117,8 @@ __all__ = [
     "KINEMATIC_TREE_SOLVERS", "PANDA_URDF", "PEERS", "PEER_DISTRIBUTIONS", "PEER_LABELS", "PEER_MODULES",
     "PILE_TOL", "QUICK", "ROLL_V0", "ROOT", "SCENES", "SLIDER_SCENE", "SLIDER_STEPS", "WARMUP_STEPS", "Body", "Case",
     "Contender", "ExudynSim", "ExudynTreeSim", "Joint", "MbsimRun", "MujocoSim", "PinocchioSim", "System",
-    "_h5_position", "arm7_scene", "blocks_mjcf", "case_arm7", "case_blocks", "case_four_box", "case_pile",
+    "_h5_position", "arm7_floor_scene", "arm7_scene", "arm_floor_mjcf", "blocks_mjcf", "case_arm7",
+    "case_arm7_floor", "case_blocks", "case_four_box", "case_pile",
     "case_planar_chain", "case_rolling", "case_slider", "check_case", "main", "markdown", "mjcf_tree", "peer_module",
     "peer_version", "pile_mjcf", "planar_chain_scene", "rolling_scene", "rows_of", "run_peers", "section", "system_of",
     "time_case", "versions",

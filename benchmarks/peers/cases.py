@@ -14,6 +14,7 @@ from benchmarks.peers.mbsim_run import MbsimRun, _h5_position
 from benchmarks.peers.mujoco import (
     BLOCKS_SOLIMP,
     MujocoSim,
+    arm_floor_mjcf,
     blocks_mjcf,
     mjcf_tree,
     pile_mjcf,
@@ -492,14 +493,26 @@ def case_tower(plan: dict, workdir: Path) -> Case:
 
 
 PANDA_URDF = SCENES / "robots" / "panda_description" / "urdf" / "panda.urdf"
+# case arm7_floor: a box around the hand and its welded fingers (m, in panda_hand's frame: x, y, z
+# extents, its centre HAND_BOX_Z along the hand's axis), the floor's top face (z, m) and slab
+# thickness, the compliant Hertz contact (k g^n + chi g^m dg/dt: a hard contact), the joints'
+# viscous damping (N m s/rad: the arm comes to rest within the 2 s), the explicit baseline's contact
+# step (5e-4 diverges at 0.34 s; 2e-4 runs, 1e-4 is the issue's) and the time of the contact-free check
+HAND_BOX, HAND_BOX_Z = (0.08, 0.2, 0.1), 0.055
+FLOOR_TOP, FLOOR_SLAB = 0.1, 0.1
+FLOOR_K, FLOOR_N, FLOOR_CHI, FLOOR_M, FLOOR_MU = 1.0e9, 1.5, 2.0e9, 1.5, 0.5
+ARM_DAMPING = 1.0
+ARMFLOOR_CONTACT_STEP = 1e-4
+ARMFLOOR_FREE_T = 0.1
+# the rest depth's tolerance (m) against the explicit baseline: Hertz's depth under the hand is 8.5 um
+ARMFLOOR_DEPTH_TOL = 2e-6
 
 
-def arm7_scene(workdir: Path, steps: int) -> Path:
-    """The Panda arm (7 revolute axes) imported from its URDF with its fingers welded to the hand
-    (their prismatic joints made fixed and the mimic dropped, in a copy: recursive takes trees
-    without couplings) and without its joint dampers (the peers' models, built from mbsim's
-    bodies and joints, have none; the arm is chaotic enough that 0.003 N m s/rad moves its wrist
-    by 0.2 m in 1 s), released from a bent pose under gravity, recursive + rk4 at 1 ms."""
+def _panda_copy(urdf: Path, damping: float | None = None, hand_box: bool = False) -> None:
+    """Write the benchmarks' copy of the Panda URDF to ``urdf``: the fingers welded to the hand
+    (prismatic joints fixed, mimic dropped), the revolute joints continuous (no limits), the joint
+    dampers removed, or all set to ``damping`` (N m s/rad), and with ``hand_box`` a <collision>
+    box of HAND_BOX on panda_hand around the hand and the welded fingers (the file has none)."""
     from lxml import etree
 
     tree = etree.parse(str(PANDA_URDF))
@@ -507,13 +520,33 @@ def arm7_scene(workdir: Path, steps: int) -> Path:
         for child in list(joint):
             if child.tag == "dynamics":
                 joint.remove(child)
+        if joint.get("type") == "revolute":
+            joint.set("type", "continuous")  # never limited: the peers' models have no joint limits
+            if damping is not None:
+                etree.SubElement(joint, "dynamics", damping=repr(damping))
         if joint.get("name", "").startswith("panda_finger_joint"):
             joint.set("type", "fixed")
             for child in list(joint):
                 if child.tag in ("mimic", "axis", "limit", "dynamics"):
                     joint.remove(child)
-    urdf = workdir / "panda_arm.urdf"
+    if hand_box:
+        hand = next(link for link in tree.getroot().iter("link") if link.get("name") == "panda_hand")
+        collision = etree.SubElement(hand, "collision")
+        etree.SubElement(collision, "origin", xyz=f"0 0 {HAND_BOX_Z!r}", rpy="0 0 0")
+        etree.SubElement(etree.SubElement(collision, "geometry"), "box", size=" ".join(map(repr, HAND_BOX)))
     tree.write(str(urdf), xml_declaration=True, encoding="utf-8")
+
+
+def arm7_scene(workdir: Path, steps: int) -> Path:
+    """The Panda arm (7 revolute axes) imported from its URDF with its fingers welded to the hand
+    (their prismatic joints made fixed and the mimic dropped, in a copy: recursive takes trees
+    without couplings) and without its joint dampers (the peers' models, built from mbsim's
+    bodies and joints, have none; the arm is chaotic enough that 0.003 N m s/rad moves its wrist
+    by 0.2 m in 1 s) and without its joint limits (its revolute joints made continuous: mbsim
+    enforces a URDF's limits since issue 30, the peers' models have none, and the falling arm
+    reaches panda_joint2's upper limit 1.7628 rad at t = 0.397 s, after which the motions part by
+    0.28 m at 1 s), released from a bent pose under gravity, recursive + rk4 at 1 ms."""
+    _panda_copy(workdir / "panda_arm.urdf")
     scene = workdir / "arm7.yaml"
     scene.write_text(
         "mbsim: 1\nname: Panda arm (7 axes, URDF)\ngravity: [0, 0, -9.81]\n"
@@ -563,8 +596,163 @@ def case_arm7(plan: dict, workdir: Path) -> Case:
         "inverse dynamics, energies) every 10th step, as a 100 Hz log; the peers record nothing. The extra row "
         "records every step: the row costs about as much as the RK4 step itself"
     )
+    case.notes.append(
+        "arm7: the benchmark's copy of the URDF makes the revolute joints continuous (no limits): mbsim enforces "
+        "a URDF's joint limits, MuJoCo's and Pinocchio's models built from mbsim's bodies and joints have none, "
+        "and the falling arm reaches panda_joint2's upper limit at t = 0.397 s"
+    )
     if pn is not None:
         case.notes.append(f"arm7: Pinocchio's bare `aba`: {pn.aba_us():.1f} µs per call (4 per RK4 step)")
+    return case
+
+
+def arm7_floor_scene(workdir: Path, steps: int) -> Path:
+    """The Panda of case arm7 (``_panda_copy``) with joint dampers of ARM_DAMPING and the box
+    HAND_BOX on its hand, imported with ``collisions: true``, released from arm7's bent pose: the
+    hand falls onto the floor (a ground box, its top at FLOOR_TOP), lands on a corner at 0.22 s,
+    tips onto an edge and comes to rest on its face; compliant Hertz contact between the floor and
+    the hand only; recursive + rk4 at 1 ms with ``solver.contact_integration: implicit``."""
+    _panda_copy(workdir / "panda_floor.urdf", damping=ARM_DAMPING, hand_box=True)
+    scene = workdir / "arm7_floor.yaml"
+    centre = FLOOR_TOP - 0.5 * FLOOR_SLAB
+    scene.write_text(
+        "mbsim: 1\nname: Panda hand falling onto a floor (URDF)\ngravity: [0, 0, -9.81]\n"
+        f"time: {{end: {steps * 1e-3!r}, step: 0.001}}\n"
+        "solver: {method: recursive, integrator: rk4, contact_integration: implicit}\n"
+        "output: {every: 10}\n"
+        f"ground:\n  shapes: [{{type: box, size: [2, 2, {FLOOR_SLAB!r}], pose: {{position: [0.5, 0, {centre!r}]}}}}]\n"
+        "models:\n  - file: panda_floor.urdf\n    collisions: true\n"
+        "    joint_positions: {panda_joint2: 0.3, panda_joint4: -1.5, panda_joint6: 1.2}\n"
+        "contacts:\n"
+        f"  - {{name: floor, type: compliant, body1: ground, body2: panda_link7, stiffness: {FLOOR_K!r}, "
+        f"exponent: {FLOOR_N!r},\n     damping: {FLOOR_CHI!r}, damping_exponent: {FLOOR_M!r}, "
+        f"friction: {FLOOR_MU!r}}}\n",
+        encoding="utf-8",
+    )
+    return scene
+
+
+def _box_heights(centre: np.ndarray, rot: np.ndarray) -> tuple[float, float]:
+    """(centre, lowest corner) heights above the floor's top of a HAND_BOX at ``centre`` with axes ``rot``."""
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    corners = centre + (signs * (0.5 * np.asarray(HAND_BOX))) @ rot.T
+    return float(centre[2] - FLOOR_TOP), float(corners[:, 2].min() - FLOOR_TOP)
+
+
+def _hand_heights(path: Path, pose: dict) -> tuple[float, tuple[float, float]]:
+    """(last recorded time, ``_box_heights`` of the hand's box) of an mbsim result file; ``pose``:
+    the box's compiled pose in panda_link7's body frame (position, rotation)."""
+    import h5py
+    from scipy.spatial.transform import Rotation
+
+    with h5py.File(path, "r") as f:
+        t = float(f["time"][-1])
+        p = np.asarray(f["bodies/panda_link7/position"][-1], dtype=float)
+        quat = np.asarray(f["bodies/panda_link7/orientation"][-1], dtype=float)
+    rot = Rotation.from_quat(quat, scalar_first=True).as_matrix()
+    return t, _box_heights(p + rot @ np.asarray(pose["position"]), rot @ np.asarray(pose["rotation"]))
+
+
+def case_arm7_floor(plan: dict, workdir: Path) -> Case:
+    """Issue 31's Panda target: the arm's hand falling onto a hard compliant floor (k = FLOOR_K),
+    recursive + rk4 at the mechanism's step with the implicit contact step, against the explicit
+    run at ARMFLOOR_CONTACT_STEP (the issue's baseline), lagrange + implicit and MuJoCo's RK4 at the
+    same step with its default soft contact; per step and per simulated second. Checks: panda_link7
+    before contact (ARMFLOOR_FREE_T) against MuJoCo; the hand box's height above the floor at the
+    end (at rest) of each run against the explicit baseline's and MuJoCo's."""
+    from mbsim.scene.spec import load_scene
+
+    steps, h = plan["armfloor_steps"], 1e-3
+    scene = arm7_floor_scene(workdir, steps)
+    system = system_of(load_scene(str(scene)))
+    link7 = system.bodies[system.index("panda_link7")]
+    pose = link7.shapes[0]["pose"]
+    explicit = ("solver.contact_integration=explicit", f"time.contact_step={ARMFLOOR_CONTACT_STEP!r}")
+    variants = (
+        ("recursive + rk4, implicit contact step (h = 1 ms)", ()),
+        (f"recursive + rk4, explicit, contact_step {ARMFLOOR_CONTACT_STEP:g} (the issue's baseline)", explicit),
+        ("lagrange + rk4, implicit contact step (extra)", ("solver.method=lagrange",)),
+    )
+    mbsim = [MbsimRun(scene, ov, workdir, f"armfloor_{k}") for k, (_, ov) in enumerate(variants)]
+    centre = FLOOR_TOP - 0.5 * FLOOR_SLAB
+    floor = f'<geom type="box" size="1 1 {0.5 * FLOOR_SLAB!r}" pos="0.5 0 {centre!r}"/>'
+    xml = lambda: arm_floor_mjcf(system, floor, FLOOR_MU, ARM_DAMPING)  # noqa: E731
+    mj, mj_note = _peer_or_note("mujoco", lambda: MujocoSim(xml(), system))
+    contenders = [Contender("mbsim", label, m.run) for (label, _), m in zip(variants, mbsim, strict=True)]
+    contenders += [
+        _contender("mujoco", "RK4, 7 damped hinges, the hand's box geom on a box floor, default soft contact", mj,
+                   mj_note),
+        _absent("pinocchio", "n/a: no contact dynamics in Pinocchio's aba"),
+        _absent("exudyn", "not set up"),
+    ]  # fmt: skip
+    span = steps * h
+    title = f"Panda hand falling onto a floor, k = {FLOOR_K:g} ({span:g} s, h = {h:g})"
+    case = Case("arm7_floor", title, steps, plan.get("armfloor_repeats", plan["repeats"]), contenders)
+    labels = [label for label, _ in variants]
+
+    def check() -> list[dict]:
+        free = round(ARMFLOOR_FREE_T / h)
+        label, path = _reference_run(list(zip(labels, mbsim, strict=True)), free)
+        t, ref = _h5_position(path, "panda_link7")
+        rows = []
+        if mj is not None:
+            quantity = f"panda_link7 centre of mass at t = {t:g} s, before contact (mbsim {label}), m"
+            rows.append(_check_row(quantity, "mujoco", ref, mj.com(mj.simulate(free), "panda_link7"), tol=1e-3))
+        # the hand at rest at the end: the explicit baseline is the reference of the implicit steps
+        heights = {}
+        for (name, _), m in zip(variants, mbsim, strict=True):
+            try:
+                heights[name] = _hand_heights(m.simulate(steps), pose)[1]
+            except Exception as exc:
+                heights[name] = _one_line(f"{type(exc).__name__}: {exc}", 120)
+        base = heights[labels[1]]
+        at = f"at t = {span:g} s (reference: mbsim {labels[1]}), m"
+        # the face the hand comes to rest on is chaotic (explicit contact_step 2e-4 and 5e-5 and MuJoCo
+        # rest it on another face than 1e-4): the lowest corner's height is the rest depth, compared
+        quantity = f"hand box lowest corner above the floor {at}"
+        for name in (labels[0], labels[2]):
+            got = heights[name]
+            if isinstance(base, str) or isinstance(got, str):
+                error = got if isinstance(got, str) else base
+                rows.append({"quantity": quantity, "peer": f"mbsim {name}", "error": error})
+            else:
+                rows.append(_check_row(quantity, f"mbsim {name}", base[1:], got[1:], tol=ARMFLOOR_DEPTH_TOL))
+        if mj is not None and not isinstance(base, str):
+            data = mj.simulate(steps)
+            box = int(np.nonzero(mj.model.geom_bodyid == mj.model.body("panda_link7").id)[0][0])
+            heights["MuJoCo"] = _box_heights(data.geom_xpos[box], data.geom_xmat[box].reshape(3, 3))
+            rows.append(_check_row(quantity, "mujoco", base[1:], heights["MuJoCo"][1:], tol=5e-3))
+        halves = " / ".join(f"{0.5 * x:g}" for x in HAND_BOX)
+        centres = ", ".join(f"{name} {v[0]:.4f} m" for name, v in heights.items() if not isinstance(v, str))
+        case.notes.append(
+            f"arm7_floor: the hand box's centre above the floor at t = {span:g} s (its half extents {halves} m tell "
+            f"the face it rests on): {centres}"
+        )
+        # per simulated second: each contender's median over the steps it took
+        timed = {c.label: c for c in case.contenders if c.median is not None}
+        mj_ms = next((1e-3 * c.median * c.steps / span for c in case.contenders
+                      if c.column == "mujoco" and c.median is not None), None)  # fmt: skip
+        parts = []
+        for c in timed.values():
+            ms = 1e-3 * c.median * c.steps / span
+            ratio = f" = {ms / mj_ms:.0f}x MuJoCo" if mj_ms and c.column != "mujoco" else ""
+            per = f"{c.median:.1f} µs/step x {c.steps} steps, {ms:.1f} ms{ratio}"
+            parts.append(f"{PEER_LABELS[c.column]} {c.label}: {per}")
+        if parts:
+            case.notes.append(f"arm7_floor: stepping time per simulated second (over {span:g} s): " + "; ".join(parts))
+        return rows
+
+    case.check = check
+    case.notes.append(
+        f"arm7_floor: the arm7 copy of the Panda URDF with joint dampers of {ARM_DAMPING:g} N m s/rad (in MuJoCo's "
+        f"hinges too) and a {' x '.join(f'{x:g}' for x in HAND_BOX)} m collision box on panda_hand; the floor is a "
+        f"ground box with its top at z = {FLOOR_TOP:g} m; Hertz k = {FLOOR_K:g} N/m^{FLOOR_N:g}, damping "
+        f"{FLOOR_CHI:g} g^{FLOOR_M:g} dg/dt, friction {FLOOR_MU:g}, between the floor and the hand only (the other "
+        "links pass through the floor, in both codes); MuJoCo: its default soft contact (solref 0.02 / 1) on the "
+        "same box, with its own rest depth (measured: 52 um, mbsim's Hertz 9 um). "
+        "The hand lands on a corner at 0.22 s, tips onto an edge and "
+        "rests on a face from about 1.4 s (explicit reference)"
+    )
     return case
 
 
@@ -693,7 +881,10 @@ def case_rolling(key: str, plan: dict, workdir: Path) -> Case:
     return case
 
 
-CASES = ("four_box", "slider", "chain10", "chain100", "blocks", "pile", "tower", "arm7", "sphere_floor", "sphere_mesh")
+CASES = (
+    "four_box", "slider", "chain10", "chain100", "blocks", "pile", "tower", "arm7", "arm7_floor", "sphere_floor",
+    "sphere_mesh",
+)  # fmt: skip
 
 
 def _build(key: str, plan: dict, workdir: Path) -> Case:
@@ -713,6 +904,8 @@ def _build(key: str, plan: dict, workdir: Path) -> Case:
         return case_tower(plan, workdir)
     if key == "arm7":
         return case_arm7(plan, workdir)
+    if key == "arm7_floor":
+        return case_arm7_floor(plan, workdir)
     if key in ("sphere_floor", "sphere_mesh"):
         return case_rolling(key, plan, workdir)
     raise ValueError(f"unknown case {key!r}; expected one of {CASES}")

@@ -12,16 +12,22 @@ from benchmarks.peers.shared import Body, Joint, System, _fmt, _tree
 
 
 def _mjcf_geoms(body: Body, attrs: str) -> list[str]:
+    from scipy.spatial.transform import Rotation
+
     out = []
     for s in body.shapes:
         kind = s.get("type")
+        pose, at = s.get("pose"), attrs
+        if pose is not None and np.shape(pose.get("rotation")) == (3, 3):  # 3D: position, rotation in the body frame
+            quat = Rotation.from_matrix(np.asarray(pose["rotation"], dtype=float)).as_quat(scalar_first=True)
+            at = f'pos="{_fmt(pose["position"])}" quat="{_fmt(quat)}" {attrs}'
         if kind == "box":
-            out.append(f'<geom type="box" size="{_fmt(0.5 * np.asarray(s["size"], dtype=float))}" {attrs}/>')
+            out.append(f'<geom type="box" size="{_fmt(0.5 * np.asarray(s["size"], dtype=float))}" {at}/>')
         elif kind == "rectangle":
             a, b = (0.5 * np.asarray(s["size"], dtype=float)).tolist()
-            out.append(f'<geom type="box" size="{_fmt([a, b, 0.5 * min(a, b)])}" {attrs}/>')
+            out.append(f'<geom type="box" size="{_fmt([a, b, 0.5 * min(a, b)])}" {at}/>')
         elif kind == "sphere":
-            out.append(f'<geom type="sphere" size="{float(s["radius"])!r}" {attrs}/>')
+            out.append(f'<geom type="sphere" size="{float(s["radius"])!r}" {at}/>')
     return out
 
 
@@ -33,11 +39,14 @@ def _mjcf_inertial(body: Body) -> str:
     return f'<inertial pos="0 0 0" mass="{body.mass!r}" fullinertia="{_fmt(full)}"/>'
 
 
-def mjcf_tree(system: System, integrator: str = "RK4", geom_attrs: str = 'contype="0" conaffinity="0"') -> str:
+def mjcf_tree(
+    system: System, integrator: str = "RK4", geom_attrs: str = 'contype="0" conaffinity="0"', joint_attrs: str = ""
+) -> str:
     """MJCF of a tree system: nested bodies (frame = mbsim's body frame, origin at the centre of
-    mass), ball / hinge / slide joints at mbsim's joint points, explicit inertials (``diaginertia``
-    when the inertia is diagonal in body axes), geoms of the shapes with ``geom_attrs`` (no
-    contacts by default), bodies without a joint free."""
+    mass), ball / hinge / slide joints at mbsim's joint points (with ``joint_attrs``, e.g. a
+    damping), explicit inertials (``diaginertia`` when the inertia is diagonal in body axes), geoms
+    of the shapes at their poses with ``geom_attrs`` (no contacts by default), bodies without a
+    joint free."""
     from scipy.spatial.transform import Rotation
 
     children = _tree(system)
@@ -58,6 +67,8 @@ def mjcf_tree(system: System, integrator: str = "RK4", geom_attrs: str = 'contyp
             attrs = f'type="{kinds[joint.type]}" pos="{_fmt(body.rot.T @ (joint.point - body.pos))}"'
             if joint.axis is not None:
                 attrs += f' axis="{_fmt(body.rot.T @ joint.axis)}"'
+            if joint_attrs:
+                attrs += f" {joint_attrs}"
             lines.append(f'{indent}  <joint name="{joint.name}" {attrs}/>')
         lines.append(f"{indent}  {_mjcf_inertial(body)}")
         lines += [f"{indent}  {g}" for g in _mjcf_geoms(body, geom_attrs)]
@@ -221,3 +232,14 @@ def rolling_mjcf(system: System, floor: str, friction: float, asset: str = "") -
             "</mujoco>",
         ]
     )
+
+
+def arm_floor_mjcf(system: System, floor: str, friction: float, damping: float) -> str:
+    """The arm of case arm7_floor: ``mjcf_tree`` of the system (hinges with viscous ``damping``,
+    N m s/rad; the hand's box geom colliding, the only geom of a body) and the world geom ``floor``
+    (MJCF text), RK4 at the scene's step, sliding friction ``friction`` (condim 3), MuJoCo's default
+    soft contact (solref 0.02 1): the only contact is the hand's box on the floor."""
+    xml = mjcf_tree(system, integrator="RK4", geom_attrs="", joint_attrs=f'damping="{damping!r}"')
+    default = f'  <default><geom condim="3" friction="{friction!r} 0.005 0.0001"/></default>'
+    xml = xml.replace("  <worldbody>", f"{default}\n  <worldbody>\n    {floor}", 1)
+    return xml

@@ -35,6 +35,8 @@ FULL = {
     "pile_repeats": 3,
     "tower_steps": 400,  # scenes/box_stack.yaml, 2 s at 0.005
     "rolling_steps": 1000,  # the rolling cases: 1 s at 0.001 (slip until 0.19 s, then rolling)
+    "armfloor_steps": 2000,  # 2 s at 0.001: the hand lands at 0.22 s and rests from about 1.4 s
+    "armfloor_repeats": 3,  # the explicit baseline takes about 10 s per run
 }
 QUICK = {
     "repeats": 2,
@@ -48,6 +50,8 @@ QUICK = {
     "pile_repeats": 1,
     "tower_steps": 40,
     "rolling_steps": 200,
+    "armfloor_steps": 300,
+    "armfloor_repeats": 1,
 }
 WARMUP_STEPS = 20  # the untimed first run of every contender
 CHECK_T = 1.0  # s: the cross-check compares positions at this time (or the timed span, if shorter)
