@@ -47,7 +47,8 @@ cdef class Work:
     cdef double[:, ::1] K
     cdef double[::1] ytmp
     cdef double[::1] ynew
-    # the Rosenbrock-W step's stage derivative, its sum of earlier stages, the stiffest stage state (3 rows)
+    # the Rosenbrock-W step's stage derivative, its sum of earlier stages, its error estimate, the
+    # implicit step's current and next sub-step states (5 rows)
     cdef double[:, ::1] R
     # the adaptive integrator's state: (t, y) its current point, f = f(t, y), y_old the step's start
     cdef double[::1] y
@@ -67,10 +68,9 @@ cdef bint fixed_step(System S, Work W, int method, double t, double h, const dou
 # one linearly implicit step (Rosenbrock-W, ROS34PW2) from (t, y) into out with the System's
 # Jacobian (stiff_derivative, stiff_times, stiff_solve); False when a stage or a solve fails
 cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1] y,
-                          double[::1] out, bint prepared, double* used, double* stiffest,
-                          double* t_stiffest) noexcept nogil
-# the implicit contact step: rosenbrock_step with J at (t, y), taken again with J at its end when
-# the stiffness met within the step is larger than the J it took (a contact that began in the step)
+                          double[::1] out, bint prepared, double* used, double* stiffest) noexcept nogil
+# the implicit contact step: the step in rosenbrock_step sub-steps, as many as its error estimate and
+# the stiffness its stages meet ask for
 cdef bint implicit_step(System S, Work W, double t, double h, const double[::1] y,
                         double[::1] out) noexcept nogil
 # the adaptive integrator starts at (t, y): f evaluated, h_abs = first_step (<= 0: scipy's

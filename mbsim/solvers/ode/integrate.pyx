@@ -17,7 +17,7 @@ path of every method, mbsim.solvers.ode.integrators, and the tests) and the def 
 
 import numpy as np
 
-from libc.math cimport INFINITY, fabs, nextafter, pow, sqrt
+from libc.math cimport INFINITY, fabs, isfinite, nextafter, pow, sqrt
 
 INTEGRATORS = {"euler": I_EULER, "semi_implicit_euler": I_SEMI_IMPLICIT_EULER, "rk4": I_RK4,
                "RK45": I_RK45, "DOP853": I_DOP853}
@@ -195,7 +195,7 @@ cdef class Work:
         self.method, self.n = method, n
         self.K = np.zeros((stages, n))
         self.ytmp, self.ynew = np.zeros(n), np.zeros(n)
-        self.R = np.zeros((3, n))
+        self.R = np.zeros((5, n))
         self.y, self.f, self.y_old = np.zeros(n), np.zeros(n), np.zeros(n)
         self.dense = np.zeros((7 if method == I_DOP853 else 4, n))
         self.rtol = max(rtol, 100 * np.finfo(float).eps)
@@ -287,25 +287,27 @@ cdef double[16] ROS_GAMMAS = [
     0.24212380706095346, -1.2232505839045147, 0.54526025533510214, 0.0,
 ]
 cdef double[4] ROS_B = [0.24212380706095346, -1.2232505839045147, 1.5452602553351020, 0.435866521508459]
+# the embedded second-order solution's weights (the local error estimate y_new - y_hat)
+cdef double[4] ROS_BHAT = [0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295]
 ROSENBROCK = {
     "gamma": ROS_GAMMA,
     "alpha": [[ROS_ALPHA[4 * i + j] for j in range(4)] for i in range(4)],
     "Gamma": [[ROS_GAMMAS[4 * i + j] for j in range(4)] for i in range(4)],
     "b": [ROS_B[i] for i in range(4)],
+    "b_hat": [ROS_BHAT[i] for i in range(4)],
 }
 
 
 cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1] y,
-                          double[::1] out, bint prepared, double* used, double* stiffest,
-                          double* t_stiffest) noexcept nogil:
+                          double[::1] out, bint prepared, double* used, double* stiffest) noexcept nogil:
     """One step of the linearly implicit W-method (Hairer & Wanner, Solving ODEs II, IV.7, eq. 7.4'
     with J in place of f'(y)): (I - h gamma J) k_i = h f(t + alpha_i h, y + sum_j alpha_ij k_j)
     + h J sum_j gamma_ij k_j, y_new = y + sum_i b_i k_i. J is the System's stiff part, prepared at
     (t, y) by the first stage (stiff_derivative); the time enters the stages only through f (a
     W-method keeps its order with the time derivative of f left out of J). ``prepared``: J is the
-    one the System holds already (taken elsewhere: any J keeps the order), the first stage is f alone.
-    The stiff part's measure at the start into used (unless prepared), the largest a stage met
-    into stiffest with its time and state (W.R[2]) when it passes stiffest's value on entry."""
+    one the System holds already, the first stage is f alone. The stiff part's measure at the
+    start into used, the largest a stage met into stiffest (stiff_measure); the embedded
+    second-order solution's difference y_new - y_hat into W.R[2] (the local error estimate)."""
     cdef Py_ssize_t ny = y.shape[0], i, j, k
     cdef double[::1] f = W.R[0]
     cdef double[::1] g = W.R[1]
@@ -313,6 +315,7 @@ cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1
     cdef double[::1] ki
     cdef double ci = 0.0, a, tau = h * ROS_GAMMA
     cdef bint ok
+    stiffest[0] = 0.0
     for i in range(4):
         ki = W.K[i]
         if i == 0:
@@ -332,11 +335,7 @@ cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1
         a = S.stiff_measure(h)
         if i == 0 and not prepared:
             used[0] = a
-        if a > stiffest[0]:
-            stiffest[0] = a
-            t_stiffest[0] = t + ci * h if i else t
-            for k in range(ny):
-                W.R[2, k] = yt[k] if i else y[k]
+        stiffest[0] = max(stiffest[0], a)
         if i == 0:
             for k in range(ny):
                 ki[k] = h * f[k]
@@ -357,42 +356,86 @@ cdef bint rosenbrock_step(System S, Work W, double t, double h, const double[::1
         for i in range(4):
             a += ROS_B[i] * W.K[i, k]
         out[k] = a
+        a = 0.0
+        for i in range(4):
+            a += (ROS_B[i] - ROS_BHAT[i]) * W.K[i, k]
+        W.R[2, k] = a
     return True
 
 
-# the implicit step is taken again with J from its end when the end's stiffness measure passes
-# this many times the start's (plus one: a measure below 1 is not stiff on the step)
+# The implicit step's local error control: the coordinates (q, v; not the work) of the embedded
+# solution within ATOL + RTOL |y| in the RMS norm (m, rad, m/s, rad/s): far below the error of a step
+# that resolves its contact (a smooth step's local error is O(h^3)), far above it when the step runs
+# over an impact it cannot resolve (a velocity off by m/s)
+cdef double _IMPLICIT_ATOL = 1e-6
+cdef double _IMPLICIT_RTOL = 1e-3
+# a sub-step is refused when a stage met a contact stiffer than this many times the J it took (plus
+# one: a measure below 1 is not stiff on the sub-step); the smallest sub-step, as a fraction of h
 cdef double _RETAKE_RATIO = 2.0
+cdef double _SMALLEST = 1e-7
+IMPLICIT_ATOL, IMPLICIT_RTOL = _IMPLICIT_ATOL, _IMPLICIT_RTOL
 
 
 cdef bint implicit_step(System S, Work W, double t, double h, const double[::1] y,
                         double[::1] out) noexcept nogil:
-    """rosenbrock_step with J at the step's start; when a stage met a far stiffer contact than J
-    holds (one that began within the step: J at the start cannot hold it, and the stage meets it
-    at full stiffness), the step is taken again from y with J at that stage's state (a W-method:
-    its order holds for that J too). The stages stand in for the step's end (ROS34PW2's last
-    stage is at t + h)."""
-    cdef double used = 0.0, stiffest = 0.0, t_stiffest = t, ignored = 0.0
+    """The step from t to t + h in Rosenbrock-W sub-steps (rosenbrock_step, J at each sub-step's
+    start): one when it is good, else as many as the contact needs. A sub-step is refused and
+    halved-or-less when (1) a stage met a contact far stiffer than its J (one that began within it,
+    which J at its start cannot hold), or (2) its embedded error estimate passes the tolerance
+    (an impact shorter than the sub-step, whose force the linearisation misjudges); after an
+    accepted sub-step the next may grow again. False when a sub-step fails or falls below
+    _SMALLEST h (the caller reports the step)."""
+    cdef Py_ssize_t ny = y.shape[0], nc = S.nq + S.nv, k
+    cdef double[::1] ycur = W.R[3]
+    cdef double[::1] ynext = W.R[4]
+    cdef double tt = t, remaining = h, step = h, used = 0.0, stiffest = 0.0, err, sc, e, factor
     cdef bint ok
+    cdef double scale = max(1.0, fabs(t) + h)
+    for k in range(ny):
+        ycur[k] = y[k]
     S.stiff_probe(True)
-    ok = rosenbrock_step(S, W, t, h, y, out, False, &used, &stiffest, &t_stiffest)
-    if ok and stiffest > _RETAKE_RATIO * used + 1.0:
-        # W.R[2] is the stiffest stage's state: J there, then the step again
-        ok = S.stiff_derivative(t_stiffest, W.R[2], W.R[0])
-        if ok:
-            stiffest = INFINITY
-            ok = rosenbrock_step(S, W, t, h, y, out, True, &used, &stiffest, &ignored)
+    while remaining > 1e-15 * scale:
+        step = min(step, remaining)
+        if remaining - step < 1e-9 * step:  # land on t + h
+            step = remaining
+        ok = rosenbrock_step(S, W, tt, step, ycur, ynext, False, &used, &stiffest)
+        err = INFINITY
+        if ok and not (stiffest > _RETAKE_RATIO * used + 1.0):
+            err = 0.0
+            for k in range(nc):
+                sc = _IMPLICIT_ATOL + _IMPLICIT_RTOL * max(fabs(ycur[k]), fabs(ynext[k]))
+                e = W.R[2, k] / sc
+                err += e * e
+            err = sqrt(err / max(nc, 1))
+            if not isfinite(err):
+                err = INFINITY
+        if err <= 1.0:
+            for k in range(ny):
+                ycur[k] = ynext[k]
+            tt += step
+            remaining -= step
+            # the next sub-step: larger again where this one was easy (third-order error: err^(-1/3))
+            factor = 2.0 if err < 0.1 else 0.9 * pow(err, -1.0 / 3.0) if err > 0.0 else 2.0
+            step = step * min(2.0, max(1.0, factor))
+            continue
+        factor = 0.9 * pow(err, -1.0 / 3.0) if isfinite(err) else 0.25
+        step = step * min(0.5, max(0.1, factor))
+        if step < _SMALLEST * h:
+            S.stiff_probe(False)
+            return False
     S.stiff_probe(False)
-    return ok
+    for k in range(ny):
+        out[k] = ycur[k]
+    return True
 
 
 def rosenbrock_step_of(System S, Work W, double t, double h, const double[::1] y, bint implicit=False):
     """One Rosenbrock-W step (rosenbrock_step; implicit: implicit_step) for Python and the tests:
     y_new, a new array."""
     out = np.empty(y.shape[0])
-    cdef double used = 0.0, stiffest = INFINITY, t_stiffest = t
+    cdef double used = 0.0, stiffest = 0.0
     cdef bint ok = (implicit_step(S, W, t, h, y, out) if implicit
-                    else rosenbrock_step(S, W, t, h, y, out, False, &used, &stiffest, &t_stiffest))
+                    else rosenbrock_step(S, W, t, h, y, out, False, &used, &stiffest))
     _raise_kept(S)
     if not ok:
         raise FloatingPointError("rosenbrock_step: a stage or a linear solve failed")
@@ -808,3 +851,8 @@ def dense(System S, Work W):
     D.y_old = np.asarray(W.y_old).copy()
     D.coefficients = np.asarray(W.dense).copy()
     return D
+
+
+def last_error_estimate(Work W):
+    """The last Rosenbrock-W step's local error estimate y_new - y_hat (a copy; for the tests)."""
+    return np.asarray(W.R[2]).copy()
