@@ -42,3 +42,4 @@ cdef class ContactJacobian:
     cdef Py_ssize_t _slot(self, Py_ssize_t b) noexcept nogil
     cdef void _rows(self, const double[::1] x_v, double* out) noexcept nogil
     cdef bint _factor(self, double tau) noexcept nogil
+    cdef void _subtract(self, const double[:, ::1] Mat, double tau, double[::1] r_v) noexcept nogil

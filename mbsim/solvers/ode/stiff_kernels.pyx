@@ -1,5 +1,5 @@
-"""The implicit contact step's Jacobian in the ODE methods' body coordinates (solver option
-``contact_integration: implicit``; mbsim.solvers.ode.integrate.rosenbrock_step takes the step).
+"""The implicit contact step's Jacobian in a method's coordinates (solver option
+``contact_integration: implicit``; mbsim.solvers.ode.integrate.implicit_step takes the step).
 
 A compliant contact as stiff as real materials (Hertz k g^n with k of 1e8-1e10) and a regularised
 friction law (a damper of slope mu f_N / v_s below the smoothing speed) put eigenvalues of size
@@ -18,9 +18,9 @@ with N the map q' = N(q) v, N^+ its left inverse (quaternion increments to rotat
 the inverse mass matrix (the constrained one with constraints: M^-1 - M^-1 J_c^T S^-1 J_c M^-1). In
 body coordinates E picks the slots' own velocities and U is M^-1's columns (ode_kernels); in joint
 coordinates (recursive_kernels) E is the slots' Jacobian B and U the articulated-body responses to
-unit wrenches. The geometric terms (the normal turning, moment arms moving)
-are left out: the non-stiff part of f stays explicit. Solving (I - tau J) x = r eliminates x_q
-(G N = E), leaving an nd x nd system (nd = 6 slots; Woodbury's identity):
+unit wrenches. The geometric terms (the normal turning, moment arms moving) are left out: the
+non-stiff part of f stays explicit. Solving (I - tau J) x = r eliminates x_q
+(G N = E), leaving an nd x nd system (nd = 6 per slot; Woodbury's identity):
 
     r' = r_v - tau U stiffness E N^+ r_q
     (I + tau E U Z) z = E r',   Z = damping + tau stiffness
@@ -183,38 +183,33 @@ cdef class ContactJacobian:
         self.tau = tau
         return True
 
-    cdef bint velocity_solve(self, double tau, const double[::1] dq, double[::1] r_v) noexcept nogil:
-        cdef Py_ssize_t nd = self.nd, nv = self.nv, i, j
+    cdef void _subtract(self, const double[:, ::1] Mat, double tau, double[::1] r_v) noexcept nogil:
+        """r_v -= tau U Mat a (Mat: nd x nd, a: self.a)."""
+        cdef Py_ssize_t nd = self.nd, i, j
         cdef double s
+        for i in range(nd):
+            s = 0.0
+            for j in range(nd):
+                s += Mat[i, j] * self.a[j]
+            self.b[i] = s
+        for i in range(self.nv):
+            s = 0.0
+            for j in range(nd):
+                s += self.U[i, j] * self.b[j]
+            r_v[i] -= tau * s
+
+    cdef bint velocity_solve(self, double tau, const double[::1] dq, double[::1] r_v) noexcept nogil:
         if not self.active:
             return True
         if not (tau == self.tau) and not self._factor(tau):
             return False
         # r' = r_v - tau U stiffness E dq
         self._rows(dq, &self.a[0])
-        for i in range(nd):
-            s = 0.0
-            for j in range(nd):
-                s += self.stiffness[i, j] * self.a[j]
-            self.b[i] = s
-        for i in range(nv):
-            s = 0.0
-            for j in range(nd):
-                s += self.U[i, j] * self.b[j]
-            r_v[i] -= tau * s
+        self._subtract(self.stiffness, tau, r_v)
         # (I + tau E U Z) z = E r'
         self._rows(r_v, &self.a[0])
-        if lu_solve_raw(nd, &self.lu[0], &self.pivots[0], &self.a[0]) != 0:
+        if lu_solve_raw(self.nd, &self.lu[0], &self.pivots[0], &self.a[0]) != 0:
             return False
         # x_v = r' - tau U Z z
-        for i in range(nd):
-            s = 0.0
-            for j in range(nd):
-                s += self.Z[i, j] * self.a[j]
-            self.b[i] = s
-        for i in range(nv):
-            s = 0.0
-            for j in range(nd):
-                s += self.U[i, j] * self.b[j]
-            r_v[i] -= tau * s
+        self._subtract(self.Z, tau, r_v)
         return True
