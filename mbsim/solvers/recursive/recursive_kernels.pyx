@@ -376,6 +376,11 @@ cdef void increment_velocities(Tree T, const double[::1] q, const double[::1] dq
         out[T.quat_v[i, 2]] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
 
 
+# the implicit contact step's B and U are taken again once a coordinate moved this far (rad, m) from
+# where they were taken (TreeSystem.stiff_derivative)
+cdef double _REUSE = 1e-2
+
+
 cdef class TreeSystem(System):
     """The method's right-hand side (derivative) of F, D, T into W as the integrators' System
     (mbsim.solvers.ode.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
@@ -397,6 +402,8 @@ cdef class TreeSystem(System):
     cdef double[::1] qrate
     cdef double[::1] unit
     cdef double[::1] qdd0
+    cdef double[::1] q_mapped  # the configuration of B and U
+    cdef bint mapped
 
     def __init__(self, FlatModel F not None, FlatData D not None, Tree T not None, TreeData W not None,
                  bint implicit=False):
@@ -408,6 +415,7 @@ cdef class TreeSystem(System):
         self.jac = ContactJacobian(F, T.nv, True) if self.has_jac else None
         self.q0, self.qrate = np.zeros(T.nq), np.zeros(T.nq)
         self.dq, self.unit, self.qdd0 = np.zeros(T.nv), np.zeros(T.nv), np.zeros(T.nv)
+        self.q_mapped, self.mapped = np.zeros(T.nq), False
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
         derivative(self.F, self.D, self.T, self.W, t, y, out)
@@ -444,6 +452,7 @@ cdef class TreeSystem(System):
         Jacobian in joint coordinates: B (the slots' centre-of-mass velocity, world, and angular
         velocity, body axes, of each unit joint velocity: the kinematics sweep at q0) and U = M^-1
         B^T (the articulated-body accelerations of unit wrenches at rest, less those of none)."""
+        cdef double moved
         cdef Py_ssize_t nb = self.T.order.shape[0]
         cdef Py_ssize_t j, k, si, b, a, r, col
         self.W.k1_valid[0] = 0
@@ -458,6 +467,17 @@ cdef class TreeSystem(System):
         self.jac.prepare(self.D)
         if not self.jac.active:
             return True
+        # B and U change with the configuration only: kept while no coordinate moved by more than
+        # _REUSE (the W-method keeps its order with any J; the contacts' slopes are always fresh)
+        if self.mapped:
+            moved = 0.0
+            for k in range(self.T.nq):
+                moved = max(moved, fabs(self.q0[k] - self.q_mapped[k]))
+            if moved <= _REUSE:
+                return True
+        self.mapped = True
+        for k in range(self.T.nq):
+            self.q_mapped[k] = self.q0[k]
         # B column by column: the kinematics of a unit joint velocity
         for j in range(self.T.nv):
             for k in range(self.T.nv):
