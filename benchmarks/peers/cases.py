@@ -510,7 +510,7 @@ ARMFLOOR_DEPTH_TOL = 2e-6
 
 def _panda_copy(urdf: Path, damping: float | None = None, hand_box: bool = False) -> None:
     """Write the benchmarks' copy of the Panda URDF to ``urdf``: the fingers welded to the hand
-    (prismatic joints fixed, mimic dropped), the revolute joints continuous (no limits), the joint
+    (prismatic joints fixed, mimic dropped), the revolute joints' limits at +-1000 rad (none), the joint
     dampers removed, or all set to ``damping`` (N m s/rad), and with ``hand_box`` a <collision>
     box of HAND_BOX on panda_hand around the hand and the welded fingers (the file has none)."""
     from lxml import etree
@@ -521,7 +521,11 @@ def _panda_copy(urdf: Path, damping: float | None = None, hand_box: bool = False
             if child.tag == "dynamics":
                 joint.remove(child)
         if joint.get("type") == "revolute":
-            joint.set("type", "continuous")  # never limited: the peers' models have no joint limits
+            # never limited (the peers' models have none): limits at +-1000 rad; revolute all the same,
+            # since a URDF's continuous joint is a (cos, sin) pair of coordinates to Pinocchio's parser
+            for limit in joint.iter("limit"):
+                limit.set("lower", "-1000")
+                limit.set("upper", "1000")
             if damping is not None:
                 etree.SubElement(joint, "dynamics", damping=repr(damping))
         if joint.get("name", "").startswith("panda_finger_joint"):
@@ -542,7 +546,7 @@ def arm7_scene(workdir: Path, steps: int) -> Path:
     (their prismatic joints made fixed and the mimic dropped, in a copy: recursive takes trees
     without couplings) and without its joint dampers (the peers' models, built from mbsim's
     bodies and joints, have none; the arm is chaotic enough that 0.003 N m s/rad moves its wrist
-    by 0.2 m in 1 s) and without its joint limits (its revolute joints made continuous: mbsim
+    by 0.2 m in 1 s) and without its joint limits (moved to +-1000 rad: mbsim
     enforces a URDF's limits since issue 30, the peers' models have none, and the falling arm
     reaches panda_joint2's upper limit 1.7628 rad at t = 0.397 s, after which the motions part by
     0.28 m at 1 s), released from a bent pose under gravity, recursive + rk4 at 1 ms."""
@@ -597,7 +601,7 @@ def case_arm7(plan: dict, workdir: Path) -> Case:
         "records every step: the row costs about as much as the RK4 step itself"
     )
     case.notes.append(
-        "arm7: the benchmark's copy of the URDF makes the revolute joints continuous (no limits): mbsim enforces "
+        "arm7: the benchmark's copy of the URDF moves the revolute joints' limits to +-1000 rad (none): mbsim enforces "
         "a URDF's joint limits, MuJoCo's and Pinocchio's models built from mbsim's bodies and joints have none, "
         "and the falling arm reaches panda_joint2's upper limit at t = 0.397 s"
     )
