@@ -1,4 +1,5 @@
-# The time integrators, once (integrate.pyx): fixed steps (euler, semi_implicit_euler, rk4) and
+# The time integrators, once (integrate.pyx): fixed steps (euler, semi_implicit_euler, rk4), the
+# Rosenbrock-W step of the implicit contact step, and
 # scipy's embedded Runge-Kutta pairs (RK45, DOP853) with its error control and dense output, over
 # a System (the right-hand side of y' = f(t, y), y = (q, v, rest)) into a Work (the run's stage
 # buffers and the adaptive integrator's state). The ODE methods (ode_kernels) and recursive

@@ -7,6 +7,9 @@ Fixed step (mbsim.solvers.ode.integrators names them): ``euler`` (explicit), ``s
 MAX_FACTOR 10, no growth right after a rejection, the smallest step 10 ulp of t, the first-same-as-
 last stage, the interpolants of dense_output) and scipy's coefficients to the last bit, so that
 for the same right-hand side it takes the same steps as scipy.integrate's solvers to round-off.
+Linearly implicit: the Rosenbrock-W step ROS34PW2 with the System's stiff Jacobian, and the implicit
+contact step of ``solver.contact_integration: implicit`` that takes it in as many sub-steps as its
+error estimate and the contacts' stiffness ask for (rosenbrock_step, implicit_step).
 
 The right-hand side is a :class:`System` (its ``derivative`` a C method called without the GIL);
 the ODE methods (ode_kernels.OdeSystem) and ``recursive`` (recursive_kernels) subclass it. A
