@@ -4,7 +4,7 @@
 
 from mbsim.model.layout cimport FlatModel, FlatData
 from mbsim.solvers.ode.integrate cimport System, Work
-from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian
+from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian, ContactSystem, CoordinateMap
 
 # the parameter vector P (Python reads the same values as METHOD ... NPARAMS)
 cdef enum:
@@ -68,19 +68,13 @@ cdef void update_coordinate_references(FlatModel F, FlatData D, double t, const 
 cdef bint accelerations(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] q,
                         const double[::1] v, double[::1] vdot, double* power) noexcept nogil
 # the right-hand side as the integrators' System (mbsim.solvers.ode.integrate); P writable (the rank cut)
-cdef class OdeSystem(System):
+# (ContactSystem: D, has_jac, jac, the compliant contacts' Jacobian for the implicit contact step)
+cdef class OdeSystem(ContactSystem):
     cdef FlatModel F
-    cdef FlatData D
     cdef double[::1] P
-    cdef ContactJacobian jac  # the compliant contacts' Jacobian (None: no compliant pair)
-    cdef bint has_jac
-    cdef bint probing  # evaluations take the contacts' slopes (stiff_probe)
     cdef double[::1] rows  # nc: a column of U through the constraint rows
     cdef double[::1] minv  # nv: its correction M^-1 J^T S^-1 J U
     cdef double[::1] column  # nv: that column
-    cdef double[::1] qrate  # nq: N(q0) x_v
-    cdef double[::1] q0  # nq: the state the Jacobian was prepared at
-    cdef double[::1] dq  # nv: N(q0)^+ of a q increment
 # the block of steps and recorded rows (Python: advance, which releases the GIL around it)
 cdef int advance_c(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, double t, double[::1] q, double[::1] v,
                    double work, double h, double t_end, Py_ssize_t every, Py_ssize_t done, Py_ssize_t max_steps,

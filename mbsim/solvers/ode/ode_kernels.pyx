@@ -536,7 +536,7 @@ cdef bint _first_stage(FlatModel F, FlatData D, const double[::1] P, double t, c
     return derivative(F, D, P, t, y, k1)
 
 
-cdef class OdeSystem(System):
+cdef class OdeSystem(ContactSystem):
     """The right-hand side (derivative) of a FlatModel into its FlatData with the parameters P, as
     the integrators' System (mbsim.solvers.ode.integrate): y = (q, v, work)."""
 
@@ -544,10 +544,8 @@ cdef class OdeSystem(System):
         self.F, self.D, self.P = F, D, P
         self.nq, self.nv, self.n = F.nq, F.nv, F.nq + F.nv + 1
         self.has_jac = F.ncc > 0 and F.dim == 3
-        self.probing = False
-        self.jac = ContactJacobian(F) if self.has_jac else None
+        self.jac = ContactJacobian(F, BodyCoordinates(F), F.nq, F.nv) if self.has_jac else None
         self.rows, self.minv, self.column = np.zeros(max(F.nc, 1)), np.zeros(F.nv), np.zeros(F.nv)
-        self.qrate, self.q0, self.dq = np.zeros(F.nq), np.zeros(F.nq), np.zeros(F.nv)
 
     cdef bint stiff_derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
         """f(t, y) with the compliant contacts' slopes taken on the way (D.cc_linear), then their
@@ -560,13 +558,13 @@ cdef class OdeSystem(System):
         reset_stats(self.D.solve_stats, 0)
         if not self.has_jac:
             return derivative(self.F, self.D, self.P, t, y, out)
-        self.D.cc_linear[0] = 1.0
+        self.jac.slopes(self.D, True)
         ok = derivative(self.F, self.D, self.P, t, y, out)
-        self.D.cc_linear[0] = 1.0 if self.probing else 0.0
+        self.jac.slopes(self.D, False)
         if not ok:
             return False
         for k in range(self.nq):
-            self.q0[k] = y[k]
+            self.jac.q0[k] = y[k]
         self.jac.prepare(self.D)
         if not self.jac.active or self.F.nc == 0:
             return True
@@ -581,38 +579,6 @@ cdef class OdeSystem(System):
             minv_jt_times(self.F, self.D, self.rows, self.minv)
             for k in range(self.nv):
                 self.jac.U[k, j] -= self.minv[k]
-        return True
-
-    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
-        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
-        if not self.has_jac:
-            for k in range(out.shape[0]):
-                out[k] = 0.0
-            return
-        q_rate_into(self.F, self.q0, x[nq : nq + nv], out[:nq])
-        increment_velocities(self.F, self.q0, x[:nq], self.dq)
-        self.jac.velocity_times(self.dq, x[nq : nq + nv], out[nq : nq + nv])
-        out[nq + nv] = 0.0
-
-    cdef double stiff_measure(self, double h) noexcept nogil:
-        return self.jac.measure(self.D, h) if self.has_jac else 0.0
-
-    cdef void stiff_probe(self, bint on) noexcept nogil:
-        self.probing = on
-        if self.has_jac:
-            self.D.cc_linear[0] = 1.0 if on else 0.0
-
-    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
-        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
-        if not self.has_jac:
-            return True
-        increment_velocities(self.F, self.q0, x[:nq], self.dq)
-        if not self.jac.velocity_solve(tau, self.dq, x[nq : nq + nv]):
-            return False
-        # x_q = r_q + tau N(q0) x_v
-        q_rate_into(self.F, self.q0, x[nq : nq + nv], self.qrate)
-        for k in range(nq):
-            x[k] += tau * self.qrate[k]
         return True
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
@@ -630,6 +596,21 @@ cdef class OdeSystem(System):
 
     cdef void q_rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
         q_rate_into(self.F, q, v, out)
+
+
+cdef class BodyCoordinates(CoordinateMap):
+    """The body coordinates' q' = N(q) v (q_rate_into) and N(q)^+ dq (increment_velocities)."""
+
+    cdef FlatModel F
+
+    def __init__(self, FlatModel F):
+        self.F = F
+
+    cdef void rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        q_rate_into(self.F, q, v, out)
+
+    cdef void increment(self, const double[::1] q, const double[::1] dq, double[::1] out) noexcept nogil:
+        increment_velocities(self.F, q, dq, out)
 
 
 def system(FlatModel F, FlatData D, double[::1] P):

@@ -33,17 +33,34 @@ import numpy as np
 
 from mbsim.model.layout cimport FlatData, FlatModel
 from mbsim.solvers.numerics.lapack_kernels cimport lu_factor_raw, lu_solve_raw
+from mbsim.solvers.ode.integrate cimport System
+
+
+cdef class CoordinateMap:
+    """q' = N(q) v and N(q)^+ dq of a method's coordinates (subclasses: ode_kernels.BodyCoordinates,
+    recursive_kernels.TreeCoordinates); this base: q = v."""
+
+    cdef void rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(out.shape[0]):
+            out[k] = v[k]
+
+    cdef void increment(self, const double[::1] q, const double[::1] dq, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(out.shape[0]):
+            out[k] = dq[k]
 
 
 cdef class ContactJacobian:
-    """The buffers of the contact Jacobian of a FlatModel with compliant pairs (3D): ``nv`` the
-    method's velocities, ``tree`` whether they are joint coordinates (E = B)."""
+    """The buffers of the contact Jacobian of a FlatModel with compliant pairs (3D): ``coords`` the
+    method's coordinate map, ``nq``, ``nv`` its sizes, ``tree`` whether they are joint coordinates
+    (E = B)."""
 
-    def __init__(self, FlatModel F, Py_ssize_t nv=-1, bint tree=False):
+    def __init__(self, FlatModel F, CoordinateMap coords, Py_ssize_t nq, Py_ssize_t nv, bint tree=False):
         bodies = sorted({int(b) for b in np.concatenate((np.asarray(F.cc_master), np.asarray(F.cc_slave))) if b < F.nbody})
-        self.F = F
-        self.nv = F.nv if nv < 0 else nv
-        self.tree = tree
+        self.F, self.coords, self.nq, self.nv, self.tree = F, coords, nq, nv, tree
+        self.q0, self.qrate, self.dq = np.zeros(nq), np.zeros(nq), np.zeros(nv)
+        self.probing = False
         self.nslots = len(bodies)
         self.body = np.asarray(bodies, dtype=np.int64).reshape(-1)
         self.nd = 6 * self.nslots
@@ -183,6 +200,28 @@ cdef class ContactJacobian:
         self.tau = tau
         return True
 
+    cdef void slopes(self, FlatData D, bint on) noexcept nogil:
+        D.cc_linear[0] = 1.0 if on or self.probing else 0.0
+
+    cdef void times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        self.coords.rate(self.q0, x[nq : nq + nv], out[:nq])
+        self.coords.increment(self.q0, x[:nq], self.dq)
+        self.velocity_times(self.dq, x[nq : nq + nv], out[nq : nq + nv])
+        for k in range(nq + nv, out.shape[0]):
+            out[k] = 0.0
+
+    cdef bint solve(self, double tau, double[::1] x) noexcept nogil:
+        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
+        self.coords.increment(self.q0, x[:nq], self.dq)
+        if not self.velocity_solve(tau, self.dq, x[nq : nq + nv]):
+            return False
+        # x_q = r_q + tau N(q0) x_v
+        self.coords.rate(self.q0, x[nq : nq + nv], self.qrate)
+        for k in range(nq):
+            x[k] += tau * self.qrate[k]
+        return True
+
     cdef void _subtract(self, const double[:, ::1] Mat, double tau, double[::1] r_v) noexcept nogil:
         """r_v -= tau U Mat a (Mat: nd x nd, a: self.a)."""
         cdef Py_ssize_t nd = self.nd, i, j
@@ -213,3 +252,25 @@ cdef class ContactJacobian:
         # x_v = r' - tau U Z z
         self._subtract(self.Z, tau, r_v)
         return True
+
+
+cdef class ContactSystem(System):
+    """The stiff methods of a right-hand side with compliant contacts (the subclass sets D, has_jac,
+    jac and takes J in its stiff_derivative)."""
+
+    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
+        if self.has_jac:
+            self.jac.times(x, out)
+        else:
+            System.stiff_times(self, x, out)
+
+    cdef double stiff_measure(self, double h) noexcept nogil:
+        return self.jac.measure(self.D, h) if self.has_jac else 0.0
+
+    cdef void stiff_probe(self, bint on) noexcept nogil:
+        if self.has_jac:
+            self.jac.probing = on
+            self.jac.slopes(self.D, False)
+
+    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
+        return self.jac.solve(tau, x) if self.has_jac else True

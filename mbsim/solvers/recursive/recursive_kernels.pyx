@@ -50,7 +50,7 @@ from mbsim.solvers.ode.integrate cimport (
     fixed_step,
     implicit_step,
 )
-from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian
+from mbsim.solvers.ode.stiff_kernels cimport ContactJacobian, ContactSystem, CoordinateMap
 from mbsim.solvers.recursive.soa_kernels cimport AbaWork, articulated_body_into_c, kinematics_into_c
 
 
@@ -376,12 +376,27 @@ cdef void increment_velocities(Tree T, const double[::1] q, const double[::1] dq
         out[T.quat_v[i, 2]] = 2.0 * (w * dz - dw * z - (x * dy - y * dx))
 
 
+cdef class TreeCoordinates(CoordinateMap):
+    """The joint coordinates' q' = N(q) v (q_rate_into) and N(q)^+ dq (increment_velocities)."""
+
+    cdef Tree T
+
+    def __init__(self, Tree T):
+        self.T = T
+
+    cdef void rate(self, const double[::1] q, const double[::1] v, double[::1] out) noexcept nogil:
+        q_rate_into(self.T, q, v, out)
+
+    cdef void increment(self, const double[::1] q, const double[::1] dq, double[::1] out) noexcept nogil:
+        increment_velocities(self.T, q, dq, out)
+
+
 # the implicit contact step's B and U are taken again once a coordinate moved this far (rad, m) from
 # where they were taken (TreeSystem.stiff_derivative)
 cdef double _REUSE = 1e-2
 
 
-cdef class TreeSystem(System):
+cdef class TreeSystem(ContactSystem):
     """The method's right-hand side (derivative) of F, D, T into W as the integrators' System
     (mbsim.solvers.ode.integrate): y = (q, v, work). It cannot fail: a non-finite state is caught
     after the step (tree_steps). ``implicit``: the steps near compliant contact are implicit
@@ -390,16 +405,9 @@ cdef class TreeSystem(System):
     the articulated-body responses to unit wrenches)."""
 
     cdef FlatModel F
-    cdef FlatData D
     cdef Tree T
     cdef TreeData W
     cdef bint implicit
-    cdef bint has_jac
-    cdef bint probing
-    cdef ContactJacobian jac
-    cdef double[::1] q0
-    cdef double[::1] dq
-    cdef double[::1] qrate
     cdef double[::1] unit
     cdef double[::1] qdd0
     cdef double[::1] q_mapped  # the configuration of B and U
@@ -411,10 +419,8 @@ cdef class TreeSystem(System):
         self.nq, self.nv, self.n = T.nq, T.nv, T.nq + T.nv + 1
         self.implicit = implicit
         self.has_jac = implicit and F.ncc > 0 and F.dim == 3
-        self.probing = False
-        self.jac = ContactJacobian(F, T.nv, True) if self.has_jac else None
-        self.q0, self.qrate = np.zeros(T.nq), np.zeros(T.nq)
-        self.dq, self.unit, self.qdd0 = np.zeros(T.nv), np.zeros(T.nv), np.zeros(T.nv)
+        self.jac = ContactJacobian(F, TreeCoordinates(T), T.nq, T.nv, True) if self.has_jac else None
+        self.unit, self.qdd0 = np.zeros(T.nv), np.zeros(T.nv)
         self.q_mapped, self.mapped = np.zeros(T.nq), False
 
     cdef bint derivative(self, double t, const double[::1] y, double[::1] out) noexcept nogil:
@@ -459,11 +465,11 @@ cdef class TreeSystem(System):
         if not self.has_jac:
             derivative(self.F, self.D, self.T, self.W, t, y, out)
             return True
-        self.D.cc_linear[0] = 1.0
+        self.jac.slopes(self.D, True)
         derivative(self.F, self.D, self.T, self.W, t, y, out)
-        self.D.cc_linear[0] = 1.0 if self.probing else 0.0
+        self.jac.slopes(self.D, False)
         for k in range(self.T.nq):
-            self.q0[k] = y[k]
+            self.jac.q0[k] = y[k]
         self.jac.prepare(self.D)
         if not self.jac.active:
             return True
@@ -472,18 +478,18 @@ cdef class TreeSystem(System):
         if self.mapped:
             moved = 0.0
             for k in range(self.T.nq):
-                moved = max(moved, fabs(self.q0[k] - self.q_mapped[k]))
+                moved = max(moved, fabs(self.jac.q0[k] - self.q_mapped[k]))
             if moved <= _REUSE:
                 return True
         self.mapped = True
         for k in range(self.T.nq):
-            self.q_mapped[k] = self.q0[k]
+            self.q_mapped[k] = self.jac.q0[k]
         # B column by column: the kinematics of a unit joint velocity
         for j in range(self.T.nv):
             for k in range(self.T.nv):
                 self.unit[k] = 1.0 if k == j else 0.0
             kinematics_into_c(
-                self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.q0,
+                self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.jac.q0,
                 self.unit, self.W.quat, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.vcom, self.W.angle, self.W.Hs, self.W.acor, self.W.rel,
             )
             for si in range(self.jac.nslots):
@@ -495,7 +501,7 @@ cdef class TreeSystem(System):
         for k in range(self.T.nv):
             self.unit[k] = 0.0
         kinematics_into_c(
-            self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.q0,
+            self.T.order, self.T.parent, self.T.jtype, self.T.qadr, self.T.vadr, self.T.rp, self.T.rc, self.T.qrel0, self.T.ax1, self.T.ax2, self.T.ang0, self.jac.q0,
             self.unit, self.W.quat, self.W.rot, self.W.o, self.W.com, self.W.V, self.W.vcom, self.W.angle, self.W.Hs, self.W.acor, self.W.rel,
         )
         for k in range(nb):
@@ -521,38 +527,6 @@ cdef class TreeSystem(System):
                     self.jac.U[k, col] = self.W.qdd[k] - self.qdd0[k]
                 for r in range(6):
                     self.W.ext[b, r] = 0.0
-        return True
-
-    cdef void stiff_times(self, const double[::1] x, double[::1] out) noexcept nogil:
-        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
-        if not self.has_jac:
-            for k in range(out.shape[0]):
-                out[k] = 0.0
-            return
-        q_rate_into(self.T, self.q0, x[nq : nq + nv], out[:nq])
-        increment_velocities(self.T, self.q0, x[:nq], self.dq)
-        self.jac.velocity_times(self.dq, x[nq : nq + nv], out[nq : nq + nv])
-        out[nq + nv] = 0.0
-
-    cdef double stiff_measure(self, double h) noexcept nogil:
-        return self.jac.measure(self.D, h) if self.has_jac else 0.0
-
-    cdef void stiff_probe(self, bint on) noexcept nogil:
-        self.probing = on
-        if self.has_jac:
-            self.D.cc_linear[0] = 1.0 if on else 0.0
-
-    cdef bint stiff_solve(self, double tau, double[::1] x) noexcept nogil:
-        cdef Py_ssize_t nq = self.nq, nv = self.nv, k
-        if not self.has_jac:
-            return True
-        increment_velocities(self.T, self.q0, x[:nq], self.dq)
-        if not self.jac.velocity_solve(tau, self.dq, x[nq : nq + nv]):
-            return False
-        # x_q = r_q + tau N(q0) x_v
-        q_rate_into(self.T, self.q0, x[nq : nq + nv], self.qrate)
-        for k in range(nq):
-            x[k] += tau * self.qrate[k]
         return True
 
     cdef bint near(self, const double[::1] q, const double[::1] v, double h) noexcept nogil:
