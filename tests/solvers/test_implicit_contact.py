@@ -115,15 +115,15 @@ def _box_scene(stiffness: float, mass: float, integration: str, v0: float = 1.0)
 def test_box_on_a_steel_stiff_floor_at_the_mechanisms_step(run_scene, method):
     """k = 1e11 N/m^1.5 and a 0.5 kg box: sqrt(k'/m) h is about 3 at h = 1e-3, outside RK4's
     stability region (the explicit run leaves the floor at 1.9 km/s). The implicit step slides the box to Coulomb's
-    v0^2 / (2 mu g) (to 1e-4; measured 1.4e-5) and rests it at Hertz's depth (m g / 4k)^(2/3)
-    per corner (to 1 %; 53 nm), at rest to 1e-9 m/s; in body coordinates (lagrange: U from M^-1)
+    v0^2 / (2 mu g) (to 1e-5; measured 8e-7) and rests it at Hertz's depth (m g / 4k)^(2/3)
+    per corner (to 1e-6; 53 nm, measured 1e-9), at rest to 1e-9 m/s; in body coordinates (lagrange: U from M^-1)
     and in joint coordinates (recursive: B by the kinematics sweep, U by articulated-body solves)."""
     mass, k, v0 = 0.5, 1e11, 1.0
     _, res = run_scene(_box_scene(k, mass, "implicit", v0), [f"solver.method={method}"])
     p, v = res["bodies/box/position"], res["bodies/box/velocity"]
-    assert p[-1, 0] == pytest.approx(v0**2 / (2 * 0.4 * G), rel=1e-4)
+    assert p[-1, 0] == pytest.approx(v0**2 / (2 * 0.4 * G), rel=1e-5)
     depth = (mass * G / 4 / k) ** (1 / 1.5)
-    assert 0.05 - p[-1, 2] == pytest.approx(depth, rel=0.01)
+    assert 0.05 - p[-1, 2] == pytest.approx(depth, rel=1e-6)
     assert np.abs(v[-1]).max() < 1e-9
 
 
