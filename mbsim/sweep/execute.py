@@ -352,23 +352,58 @@ class _Cluster:
         self.description = f"a local Dask cluster of {workers} worker process{'es' if workers != 1 else ''}"
 
     def _start_local(self, workers: int, quiet: int) -> None:
+        """Start the LocalCluster in a helper thread (:func:`mbsim.interrupts.polled`): its worker
+        processes take seconds to import the simulator, more on a loaded machine, and a signal
+        meanwhile ends the start at once instead of when the cluster is up."""
         import dask
         from distributed import Client, LocalCluster
 
         config = {**LOCAL_CLUSTER_CONFIG, LOG_LEVEL_KEY: quiet}  # the workers' log level (preload)
-        with _signals_blocked(), dask.config.set(config):
-            self.cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                # the scheduler's small HTTP server (health, metrics) on a free loopback port, not 8787
-                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                silence_logs=quiet,
-                preload=["mbsim.sweep.preload"],
-            )
-            self.client = Client(self.cluster, set_as_default=False)
+
+        def start() -> tuple[Any, Any]:
+            # the signals are blocked in the starting thread only: the cluster's threads and
+            # worker processes inherit the mask, the main thread keeps handling them
+            with _signals_blocked(), dask.config.set(config):
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    # the scheduler's small HTTP server (health, metrics) on a free loopback port, not 8787
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    silence_logs=quiet,
+                    preload=["mbsim.sweep.preload"],
+                )
+                return cluster, Client(cluster, set_as_default=False)
+
+        try:
+            self.cluster, self.client = interrupts.polled(start)
+        except Interrupted:
+            self._abandon_start()
+            raise
+
+    @staticmethod
+    def _abandon_start(grace: float = 3.0) -> None:
+        """A signal came while the local cluster was starting: kill the worker processes spawned
+        so far (a nanny may spawn one more while its start fails: keep at it while the start
+        runs, for at most ``grace`` seconds), and let nothing wait for the half-started cluster
+        at exit (distributed closes its clusters at exit, with a timeout of its own)."""
+        import psutil
+        from distributed.deploy.spec import SpecCluster
+
+        for cluster in list(SpecCluster._instances):
+            cluster.shutdown_on_close = False
+        deadline = time.monotonic() + grace
+        while True:
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process().children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        if "spawn_main" in " ".join(child.cmdline()):  # not the resource tracker
+                            child.kill()
+            if not interrupts.abandoned() or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
     def threads(self) -> int:
         """Worker threads of the cluster (asked again at most every two seconds)."""

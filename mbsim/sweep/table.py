@@ -16,6 +16,7 @@ import datetime as _dt
 import io
 import json
 import math
+import operator
 import os
 import platform
 import uuid
@@ -109,7 +110,7 @@ class SweepRow:
     def to_dict(self) -> dict[str, Any]:
         """The row as a dict in field order (``dataclasses.asdict`` without its deep copies,
         which cost seconds for 100,000 rows; the values are only read)."""
-        return {name: getattr(self, name) for name in _ROW_FIELDS}
+        return dict(zip(_ROW_FIELDS, _row_values(self), strict=True))
 
     def set_summary(self, summary: dict[str, Any]) -> None:
         for key in SUMMARY_KEYS:
@@ -361,8 +362,19 @@ def _json_chunks(result: SweepResult) -> Iterator[str]:
         yield "[\n"
         last = len(result.rows) - 1
         for k, row in enumerate(result.rows):
-            yield "    " + json.dumps(json_ready(row.to_dict())) + (",\n" if k < last else "\n  ]")
+            yield "    " + _json_row(row.to_dict()) + (",\n" if k < last else "\n  ]")
     yield tail
+
+
+def _json_row(row: dict[str, Any]) -> str:
+    """One row as strict JSON. Most rows hold only finite floats and plain text, which the C
+    encoder writes as they are; a row with NaN, numpy scalars or an escaped byte of a file name
+    (a lone surrogate, written as ``\\udcXX``) goes through :func:`json_ready`."""
+    try:
+        text = json.dumps(row, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(json_ready(row))
+    return text if "\\ud" not in text else json.dumps(json_ready(row))
 
 
 def _csv_value(value: Any) -> Any:
@@ -402,6 +414,7 @@ def write_tables(result: SweepResult) -> None:
 
 
 _ROW_FIELDS = tuple(f.name for f in fields(SweepRow))
+_row_values = operator.attrgetter(*_ROW_FIELDS)
 
 __all__ = [
     "FORMATS",
