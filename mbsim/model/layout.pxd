@@ -202,3 +202,8 @@ cdef class FlatData(Record):
     cdef double[::1] cc_linear
     cdef double[:, :, ::1] cc_stiffness
     cdef double[:, :, ::1] cc_damping
+    cdef long long[::1] cc_cand_idx
+    cdef double[::1] cc_cand_d
+    cdef double[::1] cc_cand_d0
+    cdef double[:, ::1] cc_cand_x
+    cdef double[:, ::1] cc_cache

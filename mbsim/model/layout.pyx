@@ -365,3 +365,8 @@ cdef class FlatData(Record):
         self.cc_linear = self.buffer(fields, 'cc_linear', 'float64')
         self.cc_stiffness = self.buffer(fields, 'cc_stiffness', 'float64')
         self.cc_damping = self.buffer(fields, 'cc_damping', 'float64')
+        self.cc_cand_idx = self.buffer(fields, 'cc_cand_idx', 'int64')
+        self.cc_cand_d = self.buffer(fields, 'cc_cand_d', 'float64')
+        self.cc_cand_d0 = self.buffer(fields, 'cc_cand_d0', 'float64')
+        self.cc_cand_x = self.buffer(fields, 'cc_cand_x', 'float64')
+        self.cc_cache = self.buffer(fields, 'cc_cache', 'float64')

@@ -230,3 +230,49 @@ def test_a_cell_coarser_than_half_the_thickness_is_refused(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "contacts[0].sdf.cell" in proc.stderr and "'floor'" in proc.stderr
     assert "sdf.cell <= 0.02" in proc.stderr
+
+
+def test_the_cache_of_candidate_points_finds_what_looking_up_every_point_finds(tmp_path):
+    """The compiled local detection looks only at a pair's cached candidates (the points whose
+    value was below the cache's margin w where it was made) while sqrt(3) times the slave's largest
+    point displacement since then stays below w. Along a random walk of the ball over the thin
+    floor's face and long edge (steps from 1e-5 to 3e-2 m and rad), it finds the points, distances
+    and gradients that looking up every point finds, to the last bit; the cache is both reused
+    and made again along the walk."""
+    import yaml
+    from scipy.spatial.transform import Rotation
+
+    from mbsim.model.contact.compliant_kernels import cached_contact_points, penetrating_points
+    from mbsim.model.flat import rows_form
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    path = tmp_path / "floor.yaml"
+    path.write_text(yaml.safe_dump(_thin_floor_scene()), encoding="utf-8")
+    model, _ = prepare(load_scene(str(path)))
+    form = rows_form(model)
+    pair = model.compliant.pairs[0]
+    n = len(pair.points)
+    buffers = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros((n, 3))
+    rng = np.random.default_rng(7)
+    R, t = np.eye(3), np.array([1.0, 0.47, R_BALL - 2e-3])  # the ball over the floor's edge at y = 0.5
+    remade = found = 0
+    for _ in range(3000):
+        step = 10 ** rng.uniform(-5, np.log10(3e-2))
+        t = t + rng.normal(scale=step, size=3)
+        t = np.clip(t, [0.5, 0.35, R_BALL - 5e-3], [1.5, 0.6, R_BALL + 2e-3])  # keep it touching
+        R = np.ascontiguousarray(R @ Rotation.from_rotvec(rng.normal(scale=step, size=3)).as_matrix())
+        idx, d, grad, again = cached_contact_points(form.flat, form.data, 0, R, t)
+        count = penetrating_points(
+            pair.points, pair.tree.point_order, pair.tree.node_centre, pair.tree.node_radius,
+            pair.tree.node_child_start, pair.tree.node_child_count, pair.tree.node_point_start,
+            pair.tree.node_point_count, False, R, t, pair.field.values, pair.field_origin, pair.field.cell,
+            pair.mesh_lo, pair.mesh_hi, pair.field.cell, *buffers,
+        )  # fmt: skip
+        np.testing.assert_array_equal(idx, buffers[0][:count])
+        np.testing.assert_array_equal(d, buffers[1][:count])
+        np.testing.assert_array_equal(grad, buffers[2][:count])
+        remade += again
+        found += count
+    assert found > 20_000  # the walk does touch
+    assert 100 < remade < 2500, remade

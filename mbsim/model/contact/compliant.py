@@ -46,6 +46,7 @@ import numpy as np
 
 from mbsim.errors import did_you_mean
 from mbsim.model.contact.compliant_kernels import (
+    CACHE_ROW,
     FRICTION_STRIBECK,
     OBB_EPS,
     LawTable,
@@ -451,6 +452,14 @@ def compliant_buffers(flat: FlatModel) -> dict[str, np.ndarray]:
         "cc_linear": np.zeros(1),
         "cc_stiffness": np.zeros((flat.ncc, 12, 12)),
         "cc_damping": np.zeros((flat.ncc, 12, 12)),
+        # each pair's cache of candidate points (compliant_kernels.CACHE_*): the list at the pair's
+        # point offset with the values and points of their last look-up, then a row per pair (count,
+        # margin, valid, uses, size bound, the pose)
+        "cc_cand_idx": np.zeros(len(flat.cc_points), dtype=np.int64),
+        "cc_cand_d": np.zeros(len(flat.cc_points)),
+        "cc_cand_d0": np.zeros(len(flat.cc_points)),
+        "cc_cand_x": np.zeros((len(flat.cc_points), 3)),
+        "cc_cache": np.zeros((flat.ncc, CACHE_ROW)),
     }
 
 

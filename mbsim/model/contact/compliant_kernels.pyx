@@ -359,27 +359,32 @@ def pair_forces(const double[:, :] p, const double[:] g, const double[:, :] grad
     return potential
 
 
-# Looks up slave point q mapped into the master's frame; a point inside (d < 0) is appended to the
-# outputs at ``count``. Returns the new count. A point whose lower bound base + sum_a min(lo_a s_a,
-# hi_a s_a), s = p - c (c: the master-frame centre of its leaf; lo, hi: bounds of the interpolant's
-# slopes about it, penetrating_points) exceeds ``slack`` is outside without a look-up.
+# Looks up slave point q mapped into the master's frame; a point with d < keep (0: inside) is appended
+# to the outputs at ``count`` (its gradient when inside, else zeros). Returns the new count. A point
+# whose lower bound base + sum_a min(lo_a s_a, hi_a s_a), s = p - c (c: the master-frame centre of its
+# leaf; lo, hi: bounds of the interpolant's slopes about it, penetrating_points) exceeds
+# ``slack + keep`` is skipped without a look-up.
 cdef inline Py_ssize_t _test_point(const double[:, ::1] points, Py_ssize_t q, const double[:, ::1] R, const double[::1] t,
                                    const double* values, const Py_ssize_t* shape, const double* origin, double inv,
                                    double cell, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g,
                                    Py_ssize_t count, const double* c, double base, const double* lo_slope,
-                                   const double* hi_slope, double slack) noexcept nogil:
+                                   const double* hi_slope, double slack, double keep) noexcept nogil:
     cdef double x = points[q, 0], y = points[q, 1], z = points[q, 2]
     cdef double px = R[0, 0] * x + R[0, 1] * y + R[0, 2] * z + t[0]
     cdef double py = R[1, 0] * x + R[1, 1] * y + R[1, 2] * z + t[1]
     cdef double pz = R[2, 0] * x + R[2, 1] * y + R[2, 2] * z + t[2]
     cdef double gx, gy, gz, ext, sx = px - c[0], sy = py - c[1], sz = pz - c[2]
     if (base + min(lo_slope[0] * sx, hi_slope[0] * sx) + min(lo_slope[1] * sy, hi_slope[1] * sy)
-            + min(lo_slope[2] * sz, hi_slope[2] * sz)) > slack:
+            + min(lo_slope[2] * sz, hi_slope[2] * sz)) > slack + keep:
         return count
     # the value first (most points are outside), the gradient of the few inside
     cdef double d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
-    if d < 0.0:
-        d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy, &gz, &ext)
+    if d < keep:
+        if d < 0.0:
+            d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy, &gz,
+                                 &ext)
+        else:
+            gx = gy = gz = 0.0
         out_idx[count] = q
         out_d[count] = d
         out_g[count, 0] = gx
@@ -447,8 +452,8 @@ cdef Py_ssize_t penetrating_points_c(
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
     const double[:, ::1] R, const double[::1] t, const double* values, const Py_ssize_t* shape, const double* origin,
-    double cell, const double* lo, const double* hi, double margin, long long[::1] out_idx, double[::1] out_d,
-    double[:, ::1] out_g, Py_ssize_t* stack,
+    double cell, const double* lo, const double* hi, double margin, double keep, long long[::1] out_idx,
+    double[::1] out_d, double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil:
     cdef double inv = 1.0 / cell, slack = CULL_SLACK * cell
     cdef Py_ssize_t count = 0, top, k, c, a, start, q
@@ -472,11 +477,11 @@ cdef Py_ssize_t penetrating_points_c(
             bx = max(lo[0] - centre[0], 0.0, centre[0] - hi[0])
             by = max(lo[1] - centre[1], 0.0, centre[1] - hi[1])
             bz = max(lo[2] - centre[2], 0.0, centre[2] - hi[2])
-            if bx * bx + by * by + bz * bz > (r + SQRT3 * margin) ** 2:
+            if bx * bx + by * by + bz * bz > (r + SQRT3 * margin + keep) ** 2:
                 continue
             d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, centre[0], centre[1],
                               centre[2], &ext)
-            if d - ext > SQRT3 * r + slack:
+            if d - ext > SQRT3 * r + slack + keep:
                 continue
             n_child = node_child_count[k]
             if n_child > 0:
@@ -491,7 +496,7 @@ cdef Py_ssize_t penetrating_points_c(
                 spread = 0.0
                 for b in range(3):
                     spread += max(-slope_lo[b], slope_hi[b])
-                if d - spread * r > slack:
+                if d - spread * r > slack + keep:
                     continue
             else:  # |dI/dx_a| <= 1: exact distances at the nodes
                 for b in range(3):
@@ -502,7 +507,7 @@ cdef Py_ssize_t penetrating_points_c(
             for a in range(start, start + node_point_count[k]):
                 q = point_order[a]
                 count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
-                                    centre, d - ext, slope_lo, slope_hi, slack)
+                                    centre, d - ext, slope_lo, slope_hi, slack, keep)
     else:
         for b in range(3):
             centre[b] = 0.0
@@ -510,7 +515,7 @@ cdef Py_ssize_t penetrating_points_c(
             slope_hi[b] = 0.0
         for q in range(points.shape[0]):
             count = _test_point(points, q, R, t, values, shape, origin, inv, cell, out_idx, out_d, out_g, count,
-                                centre, -1.0, slope_lo, slope_hi, 0.0)
+                                centre, -1.0, slope_lo, slope_hi, 0.0, keep)
     return count
 
 
@@ -520,13 +525,15 @@ def penetrating_points(
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
     const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
     const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
-    double[:, ::1] out_g,
+    double[:, ::1] out_g, double keep=0.0,
 ):
     """The slave's sample points inside the master, in one pass: the octree walked with a stack
     (a cell is skipped with its subtree when a lower bound of the master's distance at its
     centre exceeds its radius plus ``margin``), then each remaining point mapped into the
     master's frame (x -> R x + t) and looked up in the field. Writes the indices, distances and
-    gradients (master frame) of the points with d < 0; returns how many.
+    gradients (master frame) of the points with d < 0; returns how many. With ``keep`` > 0, the
+    points with d < keep instead (the gradient of those outside left zero): the skip tests then
+    drop only points whose value exceeds ``keep`` (compliant_forces_into's cache of candidates).
 
     Skip tests of a cell of radius r about its centre c (they never drop a point the full look-up
     finds, so the forces are the same to the last bit): (1) the looked-up value E(c) less its
@@ -556,7 +563,7 @@ def penetrating_points(
             count = penetrating_points_c(
                 points, point_order, node_centre, node_radius, node_child_start, node_child_count,
                 node_point_start, node_point_count, use_tree, R, t, &values[0, 0, 0], shape, &origin[0], cell,
-                &lo[0], &hi[0], margin, out_idx, out_d, out_g, stack,
+                &lo[0], &hi[0], margin, keep, out_idx, out_d, out_g, stack,
             )
     finally:
         free(stack)
@@ -601,6 +608,163 @@ cdef inline void _swap_found(long long[::1] idx, double[::1] d, double[:, ::1] g
         x = g[a, c]
         g[a, c] = g[b, c]
         g[b, c] = x
+
+
+# A pair's cache of candidate points, D.cc_cache[k] (the indices and values in D.cc_cand_idx,
+# D.cc_cand_d at the pair's point offset): how many, the margin w, whether it holds, evaluations
+# since it was made, a bound of the slave points' distance from the slave's origin, then the pose
+# (R0 row-major, t0) of the slave in the master's frame it was made at
+cdef enum:
+    CACHE_COUNT = 0
+    CACHE_MARGIN = 1
+    CACHE_VALID = 2
+    CACHE_USES = 3
+    CACHE_REACH = 4
+    CACHE_R = 5
+    CACHE_T = 14
+    CACHE_ROW_C = 17
+CACHE_ROW = CACHE_ROW_C
+# the margin w, in units of the slave's reach: the first one; doubled when a cache held for fewer
+# than CACHE_SHORT evaluations, halved when for more than CACHE_LONG (a smaller w: fewer
+# candidates and a quicker walk; a larger one: fewer walks); between CACHE_LEAST and one reach
+cdef double CACHE_FIRST = 0.1
+cdef double CACHE_LEAST = 0.01
+cdef double CACHE_SHORT = 2.0
+cdef double CACHE_LONG = 8.0
+
+
+# Makes pair k's cache at the pose in D.cc_R, D.cc_t: the octree walk of penetrating_points_c kept
+# to the points whose value is below the margin w, sorted by index (its skip tests drop only points
+# above w, to the same round-off allowance)
+cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1] points,
+                      const Py_ssize_t* shape) noexcept nogil:
+    cdef double* row = &D.cc_cache[k, 0]
+    cdef double cell = F.cc_sdf_cell[k], w = row[CACHE_MARGIN], reach
+    cdef Py_ssize_t p0 = F.cc_point_start[k], p1 = F.cc_point_start[k + 1]
+    cdef Py_ssize_t n0 = F.cc_node_start[k], n1 = F.cc_node_start[k + 1], n, i, q
+    cdef int a, c
+    # the root cell holds every point: |p| <= |c_root| + r_root
+    reach = sqrt(F.cc_node_centre[n0, 0] ** 2 + F.cc_node_centre[n0, 1] ** 2 + F.cc_node_centre[n0, 2] ** 2)
+    reach += F.cc_node_radius[n0]
+    if w == 0.0:
+        w = CACHE_FIRST * reach
+    elif row[CACHE_USES] < CACHE_SHORT:
+        w = 2.0 * w
+    elif row[CACHE_USES] > CACHE_LONG:
+        w = 0.5 * w
+    w = max(CACHE_LEAST * reach, min(w, reach))
+    n = penetrating_points_c(
+        points, F.cc_point_order[p0:p1], F.cc_node_centre[n0:n1], F.cc_node_radius[n0:n1],
+        F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
+        F.cc_node_point_count[n0:n1], True, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]], shape,
+        &F.cc_sdf_origin[k, 0], cell, &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0], cell, w, D.cc_cand_idx[p0:p1],
+        D.cc_cand_d[p0:p1], D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
+    )
+    _sort_found(D.cc_cand_idx[p0:p1], D.cc_cand_d[p0:p1], D.cc_grad, n)
+    # each candidate's value at the cache's pose, and its reference point: where it was looked up
+    for i in range(p0, p0 + n):
+        D.cc_cand_d0[i] = D.cc_cand_d[i]
+        q = D.cc_cand_idx[i]
+        for a in range(3):
+            D.cc_cand_x[i, a] = (D.cc_R[a, 0] * points[q, 0] + D.cc_R[a, 1] * points[q, 1] + D.cc_R[a, 2] * points[q, 2]
+                                 + D.cc_t[a])
+    row[CACHE_COUNT] = n
+    row[CACHE_MARGIN] = w
+    row[CACHE_VALID] = 1.0
+    row[CACHE_USES] = 0.0
+    row[CACHE_REACH] = reach
+    for a in range(3):
+        row[CACHE_T + a] = D.cc_t[a]
+        for c in range(3):
+            row[CACHE_R + 3 * a + c] = D.cc_R[a, c]
+
+
+# The slave's points inside the master (pair k, pose D.cc_R, D.cc_t) through the pair's cache: at
+# the pose (R0, t0) it was made at, every point off the list had a value above the margin w; a point
+# has since moved by at most delta = |t - t0| + |R - R0|_F reach in the master's frame, and the
+# interpolant's value by at most |dx|_1 <= sqrt(3) delta (its slopes are at most 1 in size,
+# penetrating_points), so while sqrt(3) delta < w only the listed points can be inside, and only
+# those whose value d0 there was within sqrt(3) delta of zero. Such a point is looked up only when
+# its last known value d_ref, at x_ref, less |x - x_ref|_1 is not positive; a look-up makes (x, d)
+# its new reference. A cache that no longer holds is made again.
+# The points found, their values and gradients are those of the full walk, in index order, so the
+# forces agree with it to the last bit. Returns how many (into D.cc_idx, D.cc_d, D.cc_grad).
+cdef Py_ssize_t _cached_points(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1] points,
+                               const Py_ssize_t* shape) noexcept nogil:
+    cdef double* row = &D.cc_cache[k, 0]
+    cdef double cell = F.cc_sdf_cell[k], inv = 1.0 / cell, slack = CULL_SLACK * cell
+    cdef double move = 0.0, turn = 0.0, change = 0.0, e, d, ext, gx, gy, gz, px, py, pz, x, y, z
+    cdef const double* values = &F.cc_sdf_values[F.cc_sdf_start[k]]
+    cdef const double* origin = &F.cc_sdf_origin[k, 0]
+    cdef Py_ssize_t p0 = F.cc_point_start[k], i, q, count = 0
+    cdef int a, c
+    if row[CACHE_VALID] != 0.0:
+        for a in range(3):
+            e = D.cc_t[a] - row[CACHE_T + a]
+            move += e * e
+            for c in range(3):
+                e = D.cc_R[a, c] - row[CACHE_R + 3 * a + c]
+                turn += e * e
+        # (1 + 1e-12): the round-off of the bound itself
+        change = SQRT3 * (sqrt(move) + sqrt(turn) * row[CACHE_REACH]) * (1.0 + 1e-12) + slack
+        if change >= row[CACHE_MARGIN]:
+            row[CACHE_VALID] = 0.0
+    if row[CACHE_VALID] == 0.0:
+        _make_cache(F, D, k, points, shape)
+        change = slack
+    row[CACHE_USES] += 1.0
+    # the listed points that may be inside now: those within the change of zero where the cache was
+    # made (no arithmetic for the others), then by their last look-up, looked up as _test_point does
+    for i in range(p0, p0 + <Py_ssize_t>row[CACHE_COUNT]):
+        if D.cc_cand_d0[i] > change:
+            continue
+        q = D.cc_cand_idx[i]
+        x, y, z = points[q, 0], points[q, 1], points[q, 2]
+        px = D.cc_R[0, 0] * x + D.cc_R[0, 1] * y + D.cc_R[0, 2] * z + D.cc_t[0]
+        py = D.cc_R[1, 0] * x + D.cc_R[1, 1] * y + D.cc_R[1, 2] * z + D.cc_t[1]
+        pz = D.cc_R[2, 0] * x + D.cc_R[2, 1] * y + D.cc_R[2, 2] * z + D.cc_t[2]
+        if (D.cc_cand_d[i] - fabs(px - D.cc_cand_x[i, 0]) - fabs(py - D.cc_cand_x[i, 1])
+                - fabs(pz - D.cc_cand_x[i, 2])) > slack:
+            continue
+        d = distance_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &ext)
+        D.cc_cand_d[i] = d
+        D.cc_cand_x[i, 0] = px
+        D.cc_cand_x[i, 1] = py
+        D.cc_cand_x[i, 2] = pz
+        if d < 0.0:
+            d = interpolate_grid(values, shape[0], shape[1], shape[2], origin, inv, cell, px, py, pz, &gx, &gy, &gz,
+                                 &ext)
+            D.cc_idx[count] = q
+            D.cc_d[count] = d
+            D.cc_grad[count, 0] = gx
+            D.cc_grad[count, 1] = gy
+            D.cc_grad[count, 2] = gz
+            count += 1
+    return count
+
+
+def cached_contact_points(FlatModel F not None, FlatData D not None, Py_ssize_t k, const double[:, ::1] R,
+                          const double[::1] t):
+    """Pair k's slave points inside its master with the slave at (R, t) in the master's frame
+    (x_m = R x_s + t), found as compliant_forces_into finds them: through the pair's cache of
+    candidates (octree pairs). Returns (indices, distances, gradients in the master's frame) in
+    index order, and whether the cache was made again for this call."""
+    if not (0 <= k < F.ncc) or not F.cc_tree[k]:
+        raise ValueError(f"cached_contact_points: pair {k} is not an octree pair of the model")
+    cdef Py_ssize_t shape[3]
+    cdef Py_ssize_t p0 = F.cc_point_start[k], p1 = F.cc_point_start[k + 1], n
+    cdef int a, c
+    cdef bint remade = D.cc_cache[k, CACHE_VALID] == 0.0
+    for a in range(3):
+        shape[a] = F.cc_sdf_shape[k, a]
+        D.cc_t[a] = t[a]
+        for c in range(3):
+            D.cc_R[a, c] = R[a, c]
+    uses = D.cc_cache[k, CACHE_USES]
+    n = _cached_points(F, D, k, F.cc_points[p0:p1], shape)
+    remade = remade or D.cc_cache[k, CACHE_USES] <= uses
+    return (np.asarray(D.cc_idx[:n]).copy(), np.asarray(D.cc_d[:n]).copy(), np.asarray(D.cc_grad[:n]).copy(),
+            bool(remade))
 
 
 # the OBB of pair k's side (0 master, 1 slave) in world: centre pos + R c, axes R A
@@ -657,23 +821,24 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
                          + D.rot[m, 2, a] * (D.pos[s, 2] - D.pos[m, 2]))
             for c in range(3):
                 D.cc_R[a, c] = D.rot[m, 0, a] * D.rot[s, 0, c] + D.rot[m, 1, a] * D.rot[s, 1, c] + D.rot[m, 2, a] * D.rot[s, 2, c]
-        # local detection: the octree walk (or every point) and the field lookups
+        # local detection: the octree walk through the pair's cache (or every point) and the lookups
         p0, p1 = F.cc_point_start[k], F.cc_point_start[k + 1]
         n0, n1 = F.cc_node_start[k], F.cc_node_start[k + 1]
         points = F.cc_points[p0:p1]
         for a in range(3):
             shape[a] = F.cc_sdf_shape[k, a]
-        n = penetrating_points_c(
-            points, F.cc_point_order[p0:p1], F.cc_node_centre[n0:n1], F.cc_node_radius[n0:n1],
-            F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
-            F.cc_node_point_count[n0:n1], F.cc_tree[k] != 0, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]],
-            shape, &F.cc_sdf_origin[k, 0], F.cc_sdf_cell[k], &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0],
-            F.cc_sdf_cell[k], D.cc_idx, D.cc_d, D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
-        )
+        if F.cc_tree[k]:
+            n = _cached_points(F, D, k, points, shape)
+        else:
+            n = penetrating_points_c(
+                points, F.cc_point_order[p0:p1], F.cc_node_centre[n0:n1], F.cc_node_radius[n0:n1],
+                F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
+                F.cc_node_point_count[n0:n1], False, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]],
+                shape, &F.cc_sdf_origin[k, 0], F.cc_sdf_cell[k], &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0],
+                F.cc_sdf_cell[k], 0.0, D.cc_idx, D.cc_d, D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
+            )
         if n == 0:
             continue
-        if F.cc_tree[k]:
-            _sort_found(D.cc_idx, D.cc_d, D.cc_grad, n)
         # world points, penetrations g = -d, the field's gradient in world axes
         deepest = 0.0
         for i in range(n):
