@@ -176,7 +176,8 @@ class ContactDetector:
             if function is not None:
                 self._pair_kernel[code] = -1 if function[0] is None else getattr(function[0], "kernel", -3)
                 self._pair_swap[code] = function[1]
-        self._compiled = not np.any(self._pair_kernel == -3)
+        self.python_pairs = [f"{names[c // nt]}-{names[c % nt]}" for c in np.nonzero(self._pair_kernel == -3)[0]]
+        self._compiled = not self.python_pairs
 
     # ------------------------------------------------------------------ per step
 

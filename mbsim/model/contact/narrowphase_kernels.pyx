@@ -1191,6 +1191,7 @@ cdef class MeshTable:
         if self.shapes == NULL:
             raise MemoryError()
         cdef Py_ssize_t s
+        cdef int c
         cdef const double[:, ::1] vertices
         cdef const double[:, :, ::1] values
         for s, mesh in enumerate(meshes):
