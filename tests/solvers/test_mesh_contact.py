@@ -247,3 +247,57 @@ def test_an_open_mesh_in_rigid_contact_is_a_scene_error(tmp_path):
         compile_model(load_scene(str(tmp_path / "open.yaml")))
     message = str(info.value)
     assert "not watertight" in message and "bodies[0].shapes[0].file" in message and "open.yaml:" in message
+
+
+def _stepped(scene: dict, tmp_path: Path, end: float, h: float = 1e-3):
+    """The final state of ``scene`` stepped by its timestepping solver, which must be the compiled
+    one (step_kernels.FreeStep) for every step."""
+    from conftest import write_yaml_scene
+
+    from mbsim.scene.spec import load_scene
+    from mbsim.simulate import prepare
+
+    _, solver = prepare(load_scene(str(write_yaml_scene(scene, tmp_path / "stepped.yaml"))))
+    assert solver.compiled and solver.compiled_reason == "", solver.compiled_reason
+    state = solver.initial_state()
+    while state.t < end - 1e-9:
+        state, _, _ = solver.step(state, h)
+    assert solver.python_steps == 0
+    return state
+
+
+_GROUNDS = {
+    "plane": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]},
+    "mesh slab": {"type": "mesh", "generate": {"kind": "convex_hull", "points": _slab()}},
+}
+
+
+@pytest.mark.parametrize("ground", list(_GROUNDS))
+def test_mesh_contacts_take_the_compiled_step_and_meet_closed_forms(tmp_path, ground):
+    """Rigid mesh contact in the compiled step (no Python step), on the ground plane (PLANE_MESH: the
+    vertices' exact heights) and on a mesh slab (MESH_MESH: the vertices in the slab's field, which is
+    linear, so exact, near the middle of its top face; the slab's cell is 4.4 cm, the blocks stay
+    more than 4 cells from its edges): a mesh cube dropped flat from 5 cm comes to rest at its half
+    height (1e-6 m: the stabilisation's residue), and a 0.2 x 0.2 x 0.1 m mesh block sliding at 2 m/s
+    with mu = 0.5 stops after v^2 / (2 mu g) along its initial direction (0.5 %; 1e-9 m sideways)."""
+    g, v, angle, mu = 9.81, 2.0, 0.4, 0.5
+    block = [[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.05, 0.05)]
+
+    def scene(points, position, velocity):
+        return {
+            "mbsim": 1, "name": "mesh block", "gravity": [0, 0, -g], "time": {"end": 0.5, "step": 1e-3},
+            "solver": {"method": "timestepping"},
+            "ground": {"shapes": [_GROUNDS[ground]]},
+            "bodies": [{"name": "block", "density": 500, "position": position, "velocity": velocity,
+                        "shapes": [{"type": "mesh", "generate": {"kind": "convex_hull", "points": points}}]}],
+            "contacts": [{"type": "rigid", "body1": "ground", "body2": "block", "friction": mu}],
+        }  # fmt: skip
+
+    rest = _stepped(scene(CUBE, [0.0, 0.0, 0.15], [0.0, 0.0, 0.0]), tmp_path, 0.5)
+    assert rest.q[2] == pytest.approx(0.1, abs=1e-6)
+    assert np.abs(rest.v).max() < 1e-6
+    direction = np.array([np.cos(angle), np.sin(angle)])
+    slide = _stepped(scene(block, [0.0, 0.0, 0.05], [*(v * direction).tolist(), 0.0]), tmp_path, 0.45)
+    assert slide.q[:2] @ direction == pytest.approx(v**2 / (2 * mu * g), rel=5e-3)
+    assert abs(slide.q[:2] @ np.array([-direction[1], direction[0]])) < 1e-9
+    assert np.linalg.norm(slide.v) < 1e-9

@@ -12,8 +12,9 @@ margin)`` then runs, with no Python loop over bodies or pairs:
    function vectorised over all candidate pairs of its types;
 5. the batch: the ground is always body i; pairs of one type are ordered by shape id.
 
-When every type pair of the model has a compiled kernel (no meshes), steps 4 and 5 are one
-compiled pass over the candidates (narrowphase_kernels.contact_batch, rows in candidate order).
+When every type pair of the model has a compiled kernel (all do today, meshes too: their
+vertices and fields in ``mesh_table``), steps 4 and 5 are one compiled pass over the candidates
+(narrowphase_kernels.contact_batch, rows in candidate order).
 
 It is not the contact law: restitution and friction are the solver's (method timestepping).
 """
@@ -28,7 +29,7 @@ from mbsim.model.contact import broadphase_kernels
 from mbsim.model.contact.broadphase import all_pairs, candidates
 from mbsim.model.contact.mesh_rigid import MeshData, mesh_data
 from mbsim.model.contact.narrowphase import MAX_FEATURE, Side, pair_function
-from mbsim.model.contact.narrowphase_kernels import contact_batch
+from mbsim.model.contact.narrowphase_kernels import MeshTable, contact_batch
 from mbsim.model.contact.pairs import ContactPairs
 from mbsim.model.model import Frames, Model
 from mbsim.model.shapes import SHAPE_KINDS, ShapeType, base
@@ -144,6 +145,8 @@ class ContactDetector:
                     self.mesh_data[start + k] = mesh_data(kind.surface(model.shape_values[i]), cache_dir())
             start += n
         self.nshape = start
+        # the meshes' vertices and fields as the compiled kernels read them, by shape id
+        self.mesh_table = MeshTable([self.mesh_data.get(s) for s in range(start)])
         self.shape_body = np.concatenate(bodies) if bodies else np.zeros(0, dtype=np.int64)
         self.shape_param = np.concatenate(params) if params else np.zeros((0, 3))
         self.shape_type = np.repeat(np.arange(len(self.tables)), [t.stop - t.start for t in self.tables])
@@ -165,15 +168,16 @@ class ContactDetector:
                     self._functions[ka * nt + kb] = (*pair_function(ta, tb), ta == tb)
                 except KeyError:
                     self._functions[ka * nt + kb] = None
-        # and its compiled kernel (-1 never touch, -2 no rule, -3 a Python function: meshes); the
-        # compiled pass runs when no pair is -3
+        # and its compiled kernel (-1 never touch, -2 no rule, -3 a Python function); the compiled
+        # pass runs when no pair is -3
         self._pair_kernel = np.full(nt * nt, -2, dtype=np.int64)
         self._pair_swap = np.zeros(nt * nt, dtype=np.uint8)
         for code, function in self._functions.items():
             if function is not None:
                 self._pair_kernel[code] = -1 if function[0] is None else getattr(function[0], "kernel", -3)
                 self._pair_swap[code] = function[1]
-        self._compiled = not np.any(self._pair_kernel == -3)
+        self.python_pairs = [f"{names[c // nt]}-{names[c % nt]}" for c in np.nonzero(self._pair_kernel == -3)[0]]
+        self._compiled = not self.python_pairs
 
     # ------------------------------------------------------------------ per step
 
@@ -263,6 +267,7 @@ class ContactDetector:
                     margin,
                     self.nbody,
                     MAX_FEATURE,
+                    self.mesh_table,
                 )
             )
         nt = len(self.tables)

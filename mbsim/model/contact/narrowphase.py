@@ -18,13 +18,14 @@ the half extents; capsule and cylinder (r, half length, 0) with the axis along l
 and line have no parameters: the outward normal is the last column of the rotation.
 
 ``PAIR_FUNCTIONS`` is the collision table keyed by (type_a, type_b) (MuJoCo's collision
-table); ``pair_function`` finds the row of either order. The rows of the primitive shapes
-are compiled kernels (mbsim.model.contact.narrowphase_kernels, one per type pair, each over
-one candidate pair; the row here runs it over the candidate rows). Boxes use the
+table); ``pair_function`` finds the row of either order. Every row is a compiled kernel
+(mbsim.model.contact.narrowphase_kernels, one per type pair, each over one candidate pair; the
+row here runs it over the candidate rows). Meshes' rows look sample points up in signed distance
+fields (mbsim.model.contact.mesh_rigid: the method, and each mesh's data, ``Side.data``). Boxes use the
 separating-axis test (Ericson, Real-Time Collision Detection, §4.4.1, 15 axes) with face
 clipping in the style of Box2D and ODE's dBoxBox, and a manifold reduced to at most four
 points (Bullet's reduceContacts: deepest, farthest, largest triangle, largest quad). A new
-shape type (a mesh through its signed distance field) adds its rows here with ``register``.
+shape type adds its rows here with ``register``.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsim.model.contact.narrowphase_kernels import Kernel, pair_points
+from mbsim.model.contact.narrowphase_kernels import HALF_FEATURE, Kernel, MeshTable, pair_points
 
 MAX_FEATURE = 4096  # local feature numbers are below this (detect packs them into the key)
+if MAX_FEATURE != 2 * HALF_FEATURE:  # the meshes' kernels number b's sample points from the half up
+    raise ImportError("narrowphase_kernels.HALF_FEATURE is not half of narrowphase.MAX_FEATURE")
 
 
 @dataclass
@@ -128,6 +131,8 @@ def _compiled(kernel: Kernel) -> PairFunction:
         c = np.ascontiguousarray
         rot_a = None if a.rot is None else c(a.rot, dtype=float)
         rot_b = None if b.rot is None else c(b.rot, dtype=float)
+        mesh_a = None if a.data is None else MeshTable(list(a.data))
+        mesh_b = None if b.data is None else MeshTable(list(b.data))
         found = pair_points(
             kernel,
             c(a.pos, dtype=float),
@@ -137,6 +142,8 @@ def _compiled(kernel: Kernel) -> PairFunction:
             rot_b,
             c(b.param, dtype=float),
             margin,
+            mesh_a,
+            mesh_b,
         )
         return Found(*found)
 
@@ -159,5 +166,9 @@ for _kernel, _keys in (
     (Kernel.CYLINDER_SPHERE, (("cylinder", "sphere"), ("cylinder", "point"))),
     (Kernel.BOX_BOX, (("box", "box"),)),
     (Kernel.RECTANGLE_RECTANGLE, (("rectangle", "rectangle"),)),
+    (Kernel.PLANE_MESH, (("plane", "mesh"),)),
+    (Kernel.MESH_SPHERE, (("mesh", "sphere"), ("mesh", "point"))),
+    (Kernel.BOX_MESH, (("box", "mesh"),)),
+    (Kernel.MESH_MESH, (("mesh", "mesh"),)),
 ):
     register(*_keys)(_compiled(_kernel))

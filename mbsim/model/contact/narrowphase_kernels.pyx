@@ -10,13 +10,19 @@ Rotations are row-major (d, d) blocks, column j the shape's axis j in world coor
 
 import numpy as np
 
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdint cimport int64_t
+
+from mbsim.model.contact.sdf_kernels cimport interpolate_grid
 
 cdef double TINY = 1e-12  # m: below this two centres coincide and a normal is picked by convention
 cdef double PARALLEL = 1e-6  # sin of the angle below which two box edges count as parallel
 cdef double EPS_REL = 1e-6  # manifold points closer than this (relative to the face size) are one point
 cdef double LEVEL = 1e-3  # manifold points within this depth (relative to the face size) are equally deep
+# mesh features below this number shape a's sample points, above it shape b's (narrowphase.MAX_FEATURE / 2)
+HALF_FEATURE = 2048
+cdef int64_t _HALF = HALF_FEATURE
 
 
 
@@ -130,7 +136,8 @@ cdef inline void _segments(const double* ca, const double* ua, double ha, const 
 # Plane (line) a against sphere, circle or point b: one point below the centre.
 cdef Py_ssize_t halfspace_sphere(const double* pos_a, const double* rot_a, const double* param_a,
                                  const double* pos_b, const double* rot_b, const double* param_b,
-                                 int d, double margin, Out* out) noexcept nogil:
+                                 int d, double margin, Out* out, const MeshShape* mesh_a,
+                                 const MeshShape* mesh_b) noexcept nogil:
     cdef double n[3]
     cdef double rel[3]
     cdef double pa[3]
@@ -154,7 +161,8 @@ cdef Py_ssize_t halfspace_sphere(const double* pos_a, const double* rot_a, const
 # (signs of the half extents, first axis most significant: -1 for a 0 bit) as the feature.
 cdef Py_ssize_t halfspace_box(const double* pos_a, const double* rot_a, const double* param_a,
                               const double* pos_b, const double* rot_b, const double* param_b,
-                              int d, double margin, Out* out) noexcept nogil:
+                              int d, double margin, Out* out, const MeshShape* mesh_a,
+                              const MeshShape* mesh_b) noexcept nogil:
     cdef double n[3]
     cdef double local[3]
     cdef double corner[8][3]
@@ -195,7 +203,8 @@ cdef Py_ssize_t halfspace_box(const double* pos_a, const double* rot_a, const do
 # Plane a against capsule b: both end spheres (features 0 and 1), so that a lying capsule rests on two.
 cdef Py_ssize_t halfspace_capsule(const double* pos_a, const double* rot_a, const double* param_a,
                                   const double* pos_b, const double* rot_b, const double* param_b,
-                                  int d, double margin, Out* out) noexcept nogil:
+                                  int d, double margin, Out* out, const MeshShape* mesh_a,
+                                  const MeshShape* mesh_b) noexcept nogil:
     cdef double end[3]
     cdef Out sub
     cdef Py_ssize_t count = 0
@@ -210,7 +219,7 @@ cdef Py_ssize_t halfspace_capsule(const double* pos_a, const double* rot_a, cons
         sub.normal = out.normal + 3 * count
         sub.gap = out.gap + count
         sub.feature = out.feature + count
-        if halfspace_sphere(pos_a, rot_a, param_a, end, NULL, param_b, 3, margin, &sub):
+        if halfspace_sphere(pos_a, rot_a, param_a, end, NULL, param_b, 3, margin, &sub, NULL, NULL):
             sub.feature[0] = feature
             count += 1
     return count
@@ -222,7 +231,8 @@ cdef Py_ssize_t halfspace_capsule(const double* pos_a, const double* rot_a, cons
 # Features: cap * 5 + (0..3 the fixed rim points, 4 the lowest one).
 cdef Py_ssize_t halfspace_cylinder(const double* pos_a, const double* rot_a, const double* param_a,
                                    const double* pos_b, const double* rot_b, const double* param_b,
-                                   int d, double margin, Out* out) noexcept nogil:
+                                   int d, double margin, Out* out, const MeshShape* mesh_a,
+                                   const MeshShape* mesh_b) noexcept nogil:
     cdef double n[3]
     cdef double u[3]
     cdef double tilt[3]
@@ -275,7 +285,8 @@ cdef Py_ssize_t halfspace_cylinder(const double* pos_a, const double* rot_a, con
 # Two spheres (circles), either of which may be a point (radius zero).
 cdef Py_ssize_t sphere_sphere(const double* pos_a, const double* rot_a, const double* param_a,
                               const double* pos_b, const double* rot_b, const double* param_b,
-                              int d, double margin, Out* out) noexcept nogil:
+                              int d, double margin, Out* out, const MeshShape* mesh_a,
+                              const MeshShape* mesh_b) noexcept nogil:
     cdef double pa[3]
     cdef double pb[3]
     cdef double n[3]
@@ -291,7 +302,8 @@ cdef Py_ssize_t sphere_sphere(const double* pos_a, const double* rot_a, const do
 # codes). Centre inside: pushed out through the nearest face (feature 27 + 2 axis + side).
 cdef Py_ssize_t box_sphere(const double* pos_a, const double* rot_a, const double* param_a,
                            const double* pos_b, const double* rot_b, const double* param_b,
-                           int d, double margin, Out* out) noexcept nogil:
+                           int d, double margin, Out* out, const MeshShape* mesh_a,
+                           const MeshShape* mesh_b) noexcept nogil:
     cdef double rel[3]
     cdef double local[3]
     cdef double clamped[3]
@@ -350,7 +362,8 @@ cdef Py_ssize_t box_sphere(const double* pos_a, const double* rot_a, const doubl
 # Capsule a against sphere or point b: the closest point of the axis segment as a sphere.
 cdef Py_ssize_t capsule_sphere(const double* pos_a, const double* rot_a, const double* param_a,
                                const double* pos_b, const double* rot_b, const double* param_b,
-                               int d, double margin, Out* out) noexcept nogil:
+                               int d, double margin, Out* out, const MeshShape* mesh_a,
+                               const MeshShape* mesh_b) noexcept nogil:
     cdef double u[3]
     cdef double rel[3]
     cdef double c[3]
@@ -377,7 +390,8 @@ cdef Py_ssize_t capsule_sphere(const double* pos_a, const double* rot_a, const d
 # another does not rock on one point.
 cdef Py_ssize_t capsule_capsule(const double* pos_a, const double* rot_a, const double* param_a,
                                 const double* pos_b, const double* rot_b, const double* param_b,
-                                int d, double margin, Out* out) noexcept nogil:
+                                int d, double margin, Out* out, const MeshShape* mesh_a,
+                                const MeshShape* mesh_b) noexcept nogil:
     cdef double ua[3]
     cdef double ub[3]
     cdef double rel[3]
@@ -432,7 +446,8 @@ cdef Py_ssize_t capsule_capsule(const double* pos_a, const double* rot_a, const 
 # Features: 0 side, 1 top cap, 2 bottom cap, 3 top rim, 4 bottom rim (by region).
 cdef Py_ssize_t cylinder_sphere(const double* pos_a, const double* rot_a, const double* param_a,
                                 const double* pos_b, const double* rot_b, const double* param_b,
-                                int d, double margin, Out* out) noexcept nogil:
+                                int d, double margin, Out* out, const MeshShape* mesh_a,
+                                const MeshShape* mesh_b) noexcept nogil:
     cdef double rel[3]
     cdef double local[3]
     cdef double closest[3]
@@ -789,7 +804,8 @@ cdef Py_ssize_t _box_edges(const double* pos_a, const double* A, const double* h
 # axes 864 + ((i*3 + j)*4 + edge of a)*4 + edge of b.
 cdef Py_ssize_t box_box(const double* pos_a, const double* rot_a, const double* param_a,
                         const double* pos_b, const double* rot_b, const double* param_b,
-                        int d, double margin, Out* out) noexcept nogil:
+                        int d, double margin, Out* out, const MeshShape* mesh_a,
+                        const MeshShape* mesh_b) noexcept nogil:
     cdef double t[3]
     cdef double ta[3]
     cdef double tb[3]
@@ -946,7 +962,8 @@ cdef Py_ssize_t _rect_face(const double* c_ref, const double* R_ref, const doubl
 # Features: axis (0-3) * 16 + face contact feature.
 cdef Py_ssize_t rectangle_rectangle(const double* pos_a, const double* rot_a, const double* param_a,
                                     const double* pos_b, const double* rot_b, const double* param_b,
-                                    int d, double margin, Out* out) noexcept nogil:
+                                    int d, double margin, Out* out, const MeshShape* mesh_a,
+                                    const MeshShape* mesh_b) noexcept nogil:
     cdef double t[2]
     cdef double ta[2]
     cdef double tb[2]
@@ -982,6 +999,219 @@ cdef Py_ssize_t rectangle_rectangle(const double* pos_a, const double* rot_a, co
     return _rect_face(pos_b, rot_b, param_b, pos_a, rot_a, param_a, face_axis - 2, margin, True, face_axis * 16, out)
 
 
+# ----------------------------------------------------------------------------- meshes
+
+
+# Mesh points are looked up in the other shape's signed distance field or exact distance
+# (mbsim.model.contact.mesh_rigid's docstring; papers/sdf-octree-contact-dynamics.txt eqs. 5-6):
+# every sample point within the margin is one row. Features below HALF_FEATURE number the sample
+# points of shape a, those above the ones of shape b (vertex i: i mod HALF_FEATURE; box corner k).
+
+
+# World position of vertex i of a mesh at (pos, rot).
+cdef inline void _vertex(const MeshShape* mesh, Py_ssize_t i, const double* pos, const double* rot,
+                         double* out) noexcept nogil:
+    _rotate(rot, 3, &mesh.vertices[3 * i], out)
+    out[0] += pos[0]
+    out[1] += pos[1]
+    out[2] += pos[2]
+
+
+# A world point p in the field of the mesh at (pos, rot), less radius: returns the gap; n the unit
+# outward normal (world) of the field's gradient (eq. 6), on the mesh's surface point p - d n.
+cdef inline double _in_field(const MeshShape* mesh, const double* pos, const double* rot, const double* p,
+                             double radius, double* n, double* on) noexcept nogil:
+    cdef double rel[3]
+    cdef double local[3]
+    cdef double grad[3]
+    cdef double ext, norm, dist
+    cdef int i
+    for i in range(3):
+        rel[i] = p[i] - pos[i]
+    _unrotate(rot, 3, rel, local)
+    dist = interpolate_grid(mesh.values, mesh.n0, mesh.n1, mesh.n2, mesh.origin, 1.0 / mesh.cell, mesh.cell,
+                            local[0], local[1], local[2], &grad[0], &grad[1], &grad[2], &ext)
+    _rotate(rot, 3, grad, n)
+    norm = max(sqrt(_dot(n, n, 3)), 1e-300)
+    for i in range(3):
+        n[i] /= norm
+        on[i] = p[i] - dist * n[i]
+    return dist - radius
+
+
+# Exact signed distance of world point p to the box (pos, rot, half extents h): returned, with the
+# unit outward normal n (world) and the closest surface point on. Inside: through the nearest face
+# (the first of equals; +1 at a zero coordinate); outside: from the clamped point.
+cdef inline double _box_distance(const double* pos, const double* rot, const double* h, const double* p,
+                                 double* n, double* on) noexcept nogil:
+    cdef double rel[3]
+    cdef double local[3]
+    cdef double q[3]
+    cdef double n_local[3]
+    cdef double out_len = 0.0, qmax, dist
+    cdef int i, axis = 0
+    for i in range(3):
+        rel[i] = p[i] - pos[i]
+    _unrotate(rot, 3, rel, local)
+    for i in range(3):
+        q[i] = fabs(local[i]) - h[i]
+        if q[i] > 0.0:
+            out_len += q[i] * q[i]
+        if i == 0 or q[i] > q[axis]:
+            axis = i
+    out_len = sqrt(out_len)
+    if out_len == 0.0:
+        for i in range(3):
+            n_local[i] = 0.0
+        n_local[axis] = _sign(local[axis])
+        dist = q[axis]
+    else:
+        for i in range(3):
+            n_local[i] = (local[i] - _clip(local[i], -h[i], h[i])) / out_len
+        dist = out_len
+    _rotate(rot, 3, n_local, n)
+    for i in range(3):
+        on[i] = p[i] - dist * n[i]
+    return dist
+
+
+# Plane a against mesh b: every vertex within the margin of the plane (feature: the vertex).
+cdef Py_ssize_t plane_mesh(const double* pos_a, const double* rot_a, const double* param_a,
+                           const double* pos_b, const double* rot_b, const double* param_b,
+                           int d, double margin, Out* out, const MeshShape* mesh_a,
+                           const MeshShape* mesh_b) noexcept nogil:
+    cdef double n[3]
+    cdef double v[3]
+    cdef double pa[3]
+    cdef double gap
+    cdef Py_ssize_t i, count = 0
+    cdef int c
+    _column(rot_a, 3, 2, n)
+    for i in range(mesh_b.nvert):
+        _vertex(mesh_b, i, pos_b, rot_b, v)
+        gap = _dot(v, n, 3) - _dot(pos_a, n, 3)
+        if gap < margin:
+            for c in range(3):
+                pa[c] = v[c] - gap * n[c]
+            _put(out, count, 3, pa, v, n, gap, i % _HALF)
+            count += 1
+    return count
+
+
+# Mesh a against sphere (point) b: the centre in a's field (feature 0).
+cdef Py_ssize_t mesh_sphere(const double* pos_a, const double* rot_a, const double* param_a,
+                            const double* pos_b, const double* rot_b, const double* param_b,
+                            int d, double margin, Out* out, const MeshShape* mesh_a,
+                            const MeshShape* mesh_b) noexcept nogil:
+    cdef double n[3]
+    cdef double pa[3]
+    cdef double pb[3]
+    cdef double radius = param_b[0]
+    cdef double gap = _in_field(mesh_a, pos_a, rot_a, pos_b, radius, n, pa)
+    cdef int c
+    if not (gap < margin):
+        return 0
+    for c in range(3):
+        pb[c] = pos_b[c] - radius * n[c]
+    _put(out, 0, 3, pa, pb, n, gap, 0)
+    return 1
+
+
+# Box a against mesh b: b's vertices against the box's exact distance (features: the vertex), then
+# the box's corners in b's field (features HALF_FEATURE + corner k, halfspace_box's numbering).
+cdef Py_ssize_t box_mesh(const double* pos_a, const double* rot_a, const double* param_a,
+                         const double* pos_b, const double* rot_b, const double* param_b,
+                         int d, double margin, Out* out, const MeshShape* mesh_a,
+                         const MeshShape* mesh_b) noexcept nogil:
+    cdef double v[3]
+    cdef double n[3]
+    cdef double on[3]
+    cdef double local[3]
+    cdef double gap
+    cdef Py_ssize_t i, count = 0
+    cdef int k, c
+    for i in range(mesh_b.nvert):
+        _vertex(mesh_b, i, pos_b, rot_b, v)
+        gap = _box_distance(pos_a, rot_a, param_a, v, n, on)
+        if gap < margin:
+            _put(out, count, 3, on, v, n, gap, i % _HALF)
+            count += 1
+    for k in range(8):
+        for c in range(3):
+            local[c] = param_a[c] if (k >> (2 - c)) & 1 else -param_a[c]
+        _rotate(rot_a, 3, local, v)
+        for c in range(3):
+            v[c] += pos_a[c]
+        gap = _in_field(mesh_b, pos_b, rot_b, v, 0.0, n, on)
+        if gap < margin:
+            for c in range(3):
+                n[c] = -n[c]
+            _put(out, count, 3, v, on, n, gap, _HALF + k)
+            count += 1
+    return count
+
+
+# Two meshes: b's vertices in a's field (features: the vertex), then a's vertices in b's field
+# (features HALF_FEATURE + the vertex).
+cdef Py_ssize_t mesh_mesh(const double* pos_a, const double* rot_a, const double* param_a,
+                          const double* pos_b, const double* rot_b, const double* param_b,
+                          int d, double margin, Out* out, const MeshShape* mesh_a,
+                          const MeshShape* mesh_b) noexcept nogil:
+    cdef double v[3]
+    cdef double n[3]
+    cdef double on[3]
+    cdef double gap
+    cdef Py_ssize_t i, count = 0
+    cdef int c
+    for i in range(mesh_b.nvert):
+        _vertex(mesh_b, i, pos_b, rot_b, v)
+        gap = _in_field(mesh_a, pos_a, rot_a, v, 0.0, n, on)
+        if gap < margin:
+            _put(out, count, 3, on, v, n, gap, i % _HALF)
+            count += 1
+    for i in range(mesh_a.nvert):
+        _vertex(mesh_a, i, pos_a, rot_a, v)
+        gap = _in_field(mesh_b, pos_b, rot_b, v, 0.0, n, on)
+        if gap < margin:
+            for c in range(3):
+                n[c] = -n[c]
+            _put(out, count, 3, v, on, n, gap, _HALF + i % _HALF)
+            count += 1
+    return count
+
+
+cdef class MeshTable:
+    """The compiled form of mesh shapes: one MeshShape per entry of ``meshes`` (mesh_rigid.MeshData,
+    or None for a shape that is no mesh), pointing into their arrays, which it keeps."""
+
+    def __cinit__(self, list meshes):
+        self.n = len(meshes)
+        self._arrays = []
+        self.shapes = <MeshShape*>PyMem_Calloc(max(self.n, 1), sizeof(MeshShape))
+        if self.shapes == NULL:
+            raise MemoryError()
+        cdef Py_ssize_t s
+        cdef int c
+        cdef const double[:, ::1] vertices
+        cdef const double[:, :, ::1] values
+        for s, mesh in enumerate(meshes):
+            if mesh is None:
+                continue
+            vertices = np.ascontiguousarray(mesh.vertices, dtype=np.float64).reshape(-1, 3)
+            values = np.ascontiguousarray(mesh.field.values, dtype=np.float64)
+            self._arrays.append((vertices, values))
+            self.shapes[s].nvert = vertices.shape[0]
+            self.shapes[s].vertices = &vertices[0, 0] if vertices.shape[0] else NULL
+            self.shapes[s].values = &values[0, 0, 0]
+            self.shapes[s].n0, self.shapes[s].n1, self.shapes[s].n2 = values.shape[0], values.shape[1], values.shape[2]
+            for c in range(3):
+                self.shapes[s].origin[c] = float(mesh.field.origin[c])
+            self.shapes[s].cell = float(mesh.field.cell)
+
+    def __dealloc__(self):
+        PyMem_Free(self.shapes)
+
+
 # ----------------------------------------------------------------------------- the table
 
 
@@ -998,22 +1228,38 @@ _KERNELS[<int>CAPSULE_CAPSULE] = capsule_capsule
 _KERNELS[<int>CYLINDER_SPHERE] = cylinder_sphere
 _KERNELS[<int>BOX_BOX] = box_box
 _KERNELS[<int>RECTANGLE_RECTANGLE] = rectangle_rectangle
-# the most points of one pair: 4 lowest box corners, 2 capsule ends, 4 rim points per cylinder cap
-_CAP[:] = [1, 4, 2, 8, 1, 1, 1, 2, 1, 4, 2]
+_KERNELS[<int>PLANE_MESH] = plane_mesh
+_KERNELS[<int>MESH_SPHERE] = mesh_sphere
+_KERNELS[<int>BOX_MESH] = box_mesh
+_KERNELS[<int>MESH_MESH] = mesh_mesh
+# the most points of one pair: 4 lowest box corners, 2 capsule ends, 4 rim points per cylinder cap;
+# the meshes' kernels: that plus every vertex of mesh a (_VERTS 1), of mesh b (2) or both (3)
+_CAP[:] = [1, 4, 2, 8, 1, 1, 1, 2, 1, 4, 2, 0, 1, 8, 0]
+cdef int _VERTS[NKERNELS]
+_VERTS[:] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 3]
+# the sides that are meshes (1 a, 2 b): the kernel reads their MeshShape
+cdef int _MESHES[NKERNELS]
+_MESHES[:] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 3]
 
 
 cdef PairKernel kernel_function(int kernel) noexcept nogil:
     return _KERNELS[kernel]
 
 
-cdef Py_ssize_t kernel_cap(int kernel) noexcept nogil:
-    return _CAP[kernel]
+cdef Py_ssize_t pair_cap(int kernel, const MeshShape* mesh_a, const MeshShape* mesh_b) noexcept nogil:
+    cdef Py_ssize_t cap = _CAP[kernel]
+    if _VERTS[kernel] & 1:
+        cap += mesh_a.nvert
+    if _VERTS[kernel] & 2:
+        cap += mesh_b.nvert
+    return cap
 
 
 cdef Py_ssize_t run_pairs_c(int kernel, Py_ssize_t m, int d,
                             const double* pos_a, const double* rot_a, const double* param_a,
-                            const double* pos_b, const double* rot_b, const double* param_b,
-                            double margin, Out out, int64_t* pair) noexcept nogil:
+                            const MeshShape* mesh_a, const double* pos_b, const double* rot_b,
+                            const double* param_b, const MeshShape* mesh_b, double margin, Out out,
+                            int64_t* pair) noexcept nogil:
     cdef PairKernel f = _KERNELS[kernel]
     cdef Py_ssize_t r, k, found, count = 0
     cdef Out at
@@ -1026,7 +1272,7 @@ cdef Py_ssize_t run_pairs_c(int kernel, Py_ssize_t m, int d,
         at.feature = out.feature + count
         found = f(pos_a + r * d, rot_a + r * d * d if rot_a != NULL else NULL, param_a + 3 * r,
                   pos_b + r * d, rot_b + r * d * d if rot_b != NULL else NULL, param_b + 3 * r,
-                  d, margin, &at)
+                  d, margin, &at, mesh_a + r if mesh_a != NULL else NULL, mesh_b + r if mesh_b != NULL else NULL)
         for k in range(found):
             pair[count + k] = r
         count += found
@@ -1035,13 +1281,14 @@ cdef Py_ssize_t run_pairs_c(int kernel, Py_ssize_t m, int d,
 
 def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] rot_a, const double[:, ::1] param_a,
                 const double[:, ::1] pos_b, const double[:, :, ::1] rot_b, const double[:, ::1] param_b,
-                double margin):
+                double margin, MeshTable mesh_a=None, MeshTable mesh_b=None):
     """Contact points of m candidate pairs (row r of a's and b's arrays) through one kernel.
 
     Args:
-        kernel: a kernel id (HALFSPACE_SPHERE ... RECTANGLE_RECTANGLE).
+        kernel: a kernel id (HALFSPACE_SPHERE ... MESH_MESH).
         pos_a, pos_b: (m, d); rot_a, rot_b: (m, d, d) or None (round shapes); param_a, param_b: (m, 3).
         margin: points with gap < margin are returned.
+        mesh_a, mesh_b: the meshes of the rows (m entries each), for the meshes' kernels.
     Returns:
         (pair, point_a, point_b, normal, gap, feature): (k,) int64, (k, d) x 3, (k,), (k,) int64.
     """
@@ -1051,7 +1298,19 @@ def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] 
     cdef int d = pos_a.shape[1]
     if pos_b.shape[0] != m or param_a.shape[0] != m or param_b.shape[0] != m or pos_b.shape[1] != d:
         raise ValueError("pair_points: the candidate arrays differ in length or dimension")
-    cdef Py_ssize_t rows = m * _CAP[kernel]
+    cdef const MeshShape* ma = NULL
+    cdef const MeshShape* mb = NULL
+    cdef Py_ssize_t r, rows = 0
+    if _MESHES[kernel] & 1:
+        if mesh_a is None or mesh_a.n != m:
+            raise ValueError(f"pair_points: kernel {kernel} needs the {m} meshes of side a")
+        ma = mesh_a.shapes
+    if _MESHES[kernel] & 2:
+        if mesh_b is None or mesh_b.n != m:
+            raise ValueError(f"pair_points: kernel {kernel} needs the {m} meshes of side b")
+        mb = mesh_b.shapes
+    for r in range(m):
+        rows += pair_cap(kernel, ma + r if ma != NULL else NULL, mb + r if mb != NULL else NULL)
     point_a = np.empty((rows, d))
     point_b = np.empty((rows, d))
     normal = np.empty((rows, d))
@@ -1077,8 +1336,8 @@ def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] 
     out.gap = &g_v[0]
     out.feature = &f_v[0]
     with nogil:
-        count = run_pairs_c(kernel, m, d, &pos_a[0, 0], ra, &param_a[0, 0], &pos_b[0, 0], rb, &param_b[0, 0],
-                            margin, out, &p_v[0])
+        count = run_pairs_c(kernel, m, d, &pos_a[0, 0], ra, &param_a[0, 0], ma, &pos_b[0, 0], rb, &param_b[0, 0],
+                            mb, margin, out, &p_v[0])
     return pair[:count], point_a[:count], point_b[:count], normal[:count], gap[:count], feature[:count]
 
 
@@ -1088,12 +1347,14 @@ def pair_points(int kernel, const double[:, ::1] pos_a, const double[:, :, ::1] 
 # The most rows the candidates (a, b: k shape ids) can give (each kernel's cap), or -1 - r when
 # candidate r's type pair has no rule (pair_kernel -2).
 cdef Py_ssize_t batch_rows(const int64_t* a, const int64_t* b, Py_ssize_t k, const int64_t* shape_type,
-                           const int64_t* pair_kernel, int ntype) noexcept nogil:
+                           const int64_t* pair_kernel, int ntype, const MeshShape* meshes) noexcept nogil:
     cdef Py_ssize_t r, rows = 0
     cdef int64_t kernel
     for r in range(k):
         kernel = pair_kernel[shape_type[a[r]] * ntype + shape_type[b[r]]]
-        if kernel >= 0:
+        if kernel >= 0 and _VERTS[kernel]:  # a mesh's vertices: the two shapes' sum bounds either order's
+            rows += _CAP[kernel] + meshes[a[r]].nvert + meshes[b[r]].nvert
+        elif kernel >= 0:
             rows += _CAP[kernel]
         elif kernel == -2:
             return -1 - r
@@ -1105,8 +1366,8 @@ cdef Py_ssize_t batch_rows(const int64_t* a, const int64_t* b, Py_ssize_t k, con
 cdef Py_ssize_t batch_into(const int64_t* a, const int64_t* b, const int64_t* entry, Py_ssize_t k,
                            const int64_t* shape_type, const int64_t* shape_body, const int64_t* pair_kernel,
                            const unsigned char* pair_swap, int ntype, Py_ssize_t nshape, int d, const double* pos,
-                           const double* rot, const double* param, double margin, int64_t nbody,
-                           int64_t max_feature, int64_t* body_i, int64_t* body_j, int64_t* entries,
+                           const double* rot, const double* param, const MeshShape* meshes, double margin,
+                           int64_t nbody, int64_t max_feature, int64_t* body_i, int64_t* body_j, int64_t* entries,
                            double* point_i, double* point_j, double* normal, double* gap,
                            int64_t* feature) noexcept nogil:
     cdef Py_ssize_t r, i, found, count = 0
@@ -1133,7 +1394,8 @@ cdef Py_ssize_t batch_into(const int64_t* a, const int64_t* b, const int64_t* en
         out.gap = &gap[count]
         out.feature = &feature[count]
         found = _KERNELS[kernel](&pos[sa * d], &rot[sa * d * d], &param[sa * 3],
-                                 &pos[sb * d], &rot[sb * d * d], &param[sb * 3], d, margin, &out)
+                                 &pos[sb * d], &rot[sb * d * d], &param[sb * 3], d, margin, &out,
+                                 meshes + sa if meshes != NULL else NULL, meshes + sb if meshes != NULL else NULL)
         bi = shape_body[sa]
         bj = shape_body[sb]
         for i in range(count, count + found):
@@ -1158,7 +1420,7 @@ def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1]
                   const int64_t[::1] shape_type, const int64_t[::1] shape_body,
                   const int64_t[::1] pair_kernel, const unsigned char[::1] pair_swap, list type_names,
                   const double[:, ::1] pos, const double[:, :, ::1] rot, const double[:, ::1] param,
-                  double margin, int64_t nbody, int64_t max_feature):
+                  double margin, int64_t nbody, int64_t max_feature, MeshTable meshes=None):
     """The narrow phase and the batch of one detection, in one pass over the candidate pairs.
 
     Each candidate (a[r], b[r]) (shape ids) goes to the kernel of its type pair
@@ -1173,15 +1435,27 @@ def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1]
         pair_kernel, pair_swap: (ntype * ntype,) the table of type pairs.
         pos, rot, param: (nshape, d), (nshape, d, d), (nshape, 3) world poses and parameters.
         margin: points with gap < margin are kept. nbody: the ground's body index.
+        meshes: the meshes among the shapes (nshape entries; needed when a candidate has a mesh).
     Returns:
         (body_i, body_j, entry, point_i, point_j, normal, gap, feature) of the batch.
     """
     cdef Py_ssize_t k = a.shape[0], nshape = pos.shape[0], rows = 0, count = 0
     cdef int d = pos.shape[1], ntype = len(type_names)
     cdef int64_t zero = 0
-    cdef int64_t ta, tb
+    cdef int64_t ta, tb, kernel
+    cdef Py_ssize_t r
+    cdef const MeshShape* mesh = NULL
+    if meshes is not None:
+        if meshes.n != nshape:
+            raise ValueError(f"contact_batch: {meshes.n} meshes for {nshape} shapes")
+        mesh = meshes.shapes
+    for r in range(k):  # a mesh's kernel reads its table
+        kernel = pair_kernel[shape_type[a[r]] * ntype + shape_type[b[r]]]
+        if kernel >= 0 and _MESHES[kernel] and mesh == NULL:
+            raise ValueError("contact_batch: a candidate pair has a mesh, but no meshes were given")
     with nogil:
-        rows = batch_rows(&a[0] if k else &zero, &b[0] if k else &zero, k, &shape_type[0], &pair_kernel[0], ntype)
+        rows = batch_rows(&a[0] if k else &zero, &b[0] if k else &zero, k, &shape_type[0], &pair_kernel[0], ntype,
+                          mesh)
     if rows < 0:  # candidate -1 - rows has no rule
         ta, tb = shape_type[a[-1 - rows]], shape_type[b[-1 - rows]]
         raise RuntimeError(f"no rigid contact rule between '{type_names[ta]}' and '{type_names[tb]}'")
@@ -1200,7 +1474,7 @@ def contact_batch(const int64_t[::1] a, const int64_t[::1] b, const int64_t[::1]
         return body_i, body_j, entries, point_i, point_j, normal, gap, feature
     with nogil:
         count = batch_into(&a[0], &b[0], &entry[0], k, &shape_type[0], &shape_body[0], &pair_kernel[0],
-                           &pair_swap[0], ntype, nshape, d, &pos[0, 0], &rot[0, 0, 0], &param[0, 0], margin, nbody,
+                           &pair_swap[0], ntype, nshape, d, &pos[0, 0], &rot[0, 0, 0], &param[0, 0], mesh, margin, nbody,
                            max_feature, &bi_v[0], &bj_v[0], &e_v[0], &pi_v[0, 0], &pj_v[0, 0], &n_v[0, 0], &g_v[0],
                            &f_v[0])
     return (body_i[:count], body_j[:count], entries[:count], point_i[:count], point_j[:count], normal[:count],

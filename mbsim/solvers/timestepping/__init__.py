@@ -54,11 +54,12 @@ curve F at the step's start rate. Their impulses over h are the recorded limit a
 Where the step runs: compiled (mbsim.solvers.timestepping.step_kernels.FreeStep: the whole step,
 free bodies and bilateral joints, their rows eliminated through S's envelope Cholesky factor, the
 joint limits' and joint friction's rows and the projection compiled) unless ``lcp`` is ``lemke``, a
-shape pair has no compiled narrow phase (meshes), a force group has no compiled form, or a sparse
-model's dense Jacobian would be too large; those steps run in Python (``Solver.compiled_reason``
-says why). With joints, a step whose S is not certified of full rank (redundant joints, a singular
-position: the pseudo-inverse would cut) is handed back by the compiled step and taken in Python,
-whose SVD decides (``Solver.python_steps`` counts them). Both give the same states to round-off.
+shape pair has no compiled narrow phase (every pair has one today, meshes' included), a force group
+has no compiled form, or a sparse model's dense Jacobian would be too large; those steps run in
+Python (``Solver.compiled_reason`` says why). With joints, a step whose S is not certified of full
+rank (redundant joints, a singular position: the pseudo-inverse would cut) is handed back by the
+compiled step and taken in Python, whose SVD decides (``Solver.python_steps`` counts them). Both
+give the same states to round-off.
 
 Recorded diagnostics: contact count (touching points: gap <= 0 or a positive impulse), the
 largest penetration at the recorded state, /diagnostics/contacts/normal_impulse (sum of the
@@ -182,7 +183,7 @@ class Solver(SolverBase):
         if self.lcp == "lemke":
             return "lcp lemke is Python's"
         if not self.detector._compiled:
-            return "a shape pair without a compiled narrow phase (meshes)"
+            return f"shape pairs without a compiled narrow phase: {', '.join(self.detector.python_pairs)}"
         return python_reason(m)
 
     @property

@@ -40,7 +40,7 @@ from libc.stdint cimport int64_t
 from mbsim.model.contact.broadphase_kernels cimport aabb_half_into, keep_candidates, sweep_axis, sweep_pairs
 from mbsim.model.contact.jacobian_kernels cimport rows_into
 from mbsim.model.contact.laws.newton_kernels cimport newton_velocity
-from mbsim.model.contact.narrowphase_kernels cimport batch_into, batch_rows
+from mbsim.model.contact.narrowphase_kernels cimport MeshShape, MeshTable, batch_into, batch_rows
 from mbsim.model.contact.sorting cimport argsort
 from mbsim.model.kernels cimport retract3_into
 from mbsim.model.layout cimport FlatData, FlatModel
@@ -174,6 +174,8 @@ cdef class FreeStep:
     cdef const double[:, ::1] pos_local, param
     cdef const double[:, :, ::1] rot_local
     cdef const double[::1] restitution, friction, radius
+    cdef MeshTable meshes  # the detector's mesh shapes (mesh_table)
+    cdef const MeshShape* mesh  # its table, NULL without meshes
     # per step
     cdef double[::1] q_mid, v_start, v_free, v_new, q_new, impulse, dx, vb
     cdef double[:, ::1] pos, lo, hi, half
@@ -277,6 +279,8 @@ cdef class FreeStep:
         self.param = self._keep("param", np.ascontiguousarray(det.shape_param, dtype=float).reshape(-1, 3)
                                 if n else np.zeros((1, 3)))
         self.pair_kernel = self._keep("pair_kernel", _int(det._pair_kernel, 1))
+        self.meshes = det.mesh_table
+        self.mesh = self.meshes.shapes if self.meshes.n == n and n else NULL
         self.pair_swap = self._keep("pair_swap", np.ascontiguousarray(det._pair_swap, dtype=np.uint8)
                                     if len(det._pair_swap) else np.zeros(1, dtype=np.uint8))
         keys, key_entry, set_index, in1, in2 = det.pairs.lookup
@@ -490,7 +494,7 @@ cdef class FreeStep:
                                 &self.rot[0, 0, 0], &self.half[0, 0], <int>self.d, self.reach_margin, &self.ca[0],
                                 &self.cb[0], &self.ce[0])
             rows = batch_rows(&self.ca[0], &self.cb[0], m, &self.shape_type[0], &self.pair_kernel[0],
-                              <int>self.ntype)
+                              <int>self.ntype, self.mesh)
         if rows < 0:  # compile refuses such pairs; reaching this is an internal error
             raise RuntimeError("a candidate pair of shapes has no rigid contact rule")
         if rows > self.gap.shape[0]:
@@ -500,9 +504,10 @@ cdef class FreeStep:
         with nogil:
             k = batch_into(&self.ca[0], &self.cb[0], &self.ce[0], m, &self.shape_type[0], &self.shape_body[0],
                            &self.pair_kernel[0], &self.pair_swap[0], <int>self.ntype, self.nshape, <int>self.d,
-                           &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.reach_margin, self.nbody,
-                           self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0], &self.point_i[0, 0],
-                           &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0], &self.feature[0])
+                           &self.pos[0, 0], &self.rot[0, 0, 0], &self.param[0, 0], self.mesh, self.reach_margin,
+                           self.nbody, self.max_feature, &self.body_i[0], &self.body_j[0], &self.entry[0],
+                           &self.point_i[0, 0], &self.point_j[0, 0], &self.normal[0, 0], &self.gap[0],
+                           &self.feature[0])
         return k
 
     def contacts(self, const double[::1] q, const double[::1] v, double touch):
