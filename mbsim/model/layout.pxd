@@ -126,6 +126,9 @@ cdef class FlatModel(Record):
     cdef const double[:, ::1] cc_sdf_origin
     cdef const double[::1] cc_sdf_cell
     cdef const double[::1] cc_sdf_values
+    cdef const long long[::1] cc_sdf_bound_start
+    cdef const double[::1] cc_sdf_bound
+    cdef const double[:, ::1] cc_sdf_bound_meta
     cdef const double[:, ::1] cc_mesh_lo
     cdef const double[:, ::1] cc_mesh_hi
     cdef const double[:, :, ::1] cc_box_centre

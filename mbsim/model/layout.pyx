@@ -120,7 +120,9 @@ cdef class FlatModel(Record):
             (ncc + 1) into the octrees' node_centre, node_radius, node_child_start,
             node_child_count, node_point_start, node_point_count (pair-local indices),
             sdf_start into sdf_values (every master's field, C order), sdf_shape (ncc, 3),
-            sdf_origin (ncc, 3), sdf_cell; mesh_lo, mesh_hi (ncc, 3) the master mesh's bounds;
+            sdf_origin (ncc, 3), sdf_cell; sdf_bound_start into sdf_bound and sdf_bound_meta (ncc, m)
+            the fields' slope pyramids (SignedDistanceField.slope_pyramid, meta rows padded with
+            zeros); mesh_lo, mesh_hi (ncc, 3) the master mesh's bounds;
             box_centre (ncc, 2, 3), box_axes (ncc, 2, 3, 3), box_half (ncc, 2, 3) the OBBs of
             master [0] and slave [1] in their body frames; law (ncc, 16) the CONTACT_LAW rows'
             bytes (read as compliant_kernels.ContactLaw); class_start (ncc + 1) into classes
@@ -244,6 +246,9 @@ cdef class FlatModel(Record):
         self.cc_sdf_origin = self.constant(fields, 'cc_sdf_origin', 'float64')
         self.cc_sdf_cell = self.constant(fields, 'cc_sdf_cell', 'float64')
         self.cc_sdf_values = self.constant(fields, 'cc_sdf_values', 'float64')
+        self.cc_sdf_bound_start = self.constant(fields, 'cc_sdf_bound_start', 'int64')
+        self.cc_sdf_bound = self.constant(fields, 'cc_sdf_bound', 'float64')
+        self.cc_sdf_bound_meta = self.constant(fields, 'cc_sdf_bound_meta', 'float64')
         self.cc_mesh_lo = self.constant(fields, 'cc_mesh_lo', 'float64')
         self.cc_mesh_hi = self.constant(fields, 'cc_mesh_hi', 'float64')
         self.cc_box_centre = self.constant(fields, 'cc_box_centre', 'float64')

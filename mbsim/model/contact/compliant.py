@@ -229,6 +229,8 @@ class CompliantPair:
         bounds = np.asarray(self.mesh.bounds, dtype=float) if self.mesh is not None else None
         self.mesh_lo = bounds[0] if bounds is not None else self.field_origin
         self.mesh_hi = bounds[1] if bounds is not None else self.field.upper
+        # the field's slope bounds by region (the octree's skip tests), when the octree culls
+        self.slope_bound, self.slope_meta = self.field.slope_pyramid() if self.tree is not None else (None, None)
 
 
 class CompliantContacts:
@@ -330,7 +332,7 @@ class CompliantContacts:
                 pair.points, tree.point_order, tree.node_centre, tree.node_radius, tree.node_child_start,
                 tree.node_child_count, tree.node_point_start, tree.node_point_count, use_tree, R, t,
                 field.values, pair.field_origin, field.cell, pair.mesh_lo, pair.mesh_hi, field.cell,
-                *buffers,
+                *buffers, 0.0, pair.slope_bound if use_tree else None, pair.slope_meta if use_tree else None,
             )  # fmt: skip
             idx, d, grad_local = buffers[0][:n], buffers[1][:n], buffers[2][:n]
             if use_tree:  # in point order, as without the tree: the same sums to the last bit
@@ -390,6 +392,13 @@ def compliant_arrays(pairs: list[CompliantPair], laws: np.ndarray) -> dict[str, 
     classes = [np.asarray(pair.classes, dtype=float) for pair in pairs if pair.classes is not None]
     class_sizes = [len(pair.classes) if pair.classes is not None else 0 for pair in pairs]
 
+    # the slope pyramids of the octree pairs' fields (an empty one, meta 0 levels, for the others)
+    pyramids = [(pair.slope_bound, pair.slope_meta) if tree is not None else (np.zeros(0), np.zeros(1))
+                for pair, tree in zip(pairs, trees, strict=True)]  # fmt: skip
+    bounds = [b for b, _ in pyramids]
+    metas = [m for _, m in pyramids]
+    width = max((len(m) for m in metas), default=1)
+
     def starts(counts: list[int]) -> np.ndarray:
         return np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64)
 
@@ -420,6 +429,9 @@ def compliant_arrays(pairs: list[CompliantPair], laws: np.ndarray) -> dict[str, 
         "cc_sdf_origin": np.array([pair.field_origin for pair in pairs], dtype=float).reshape(n, 3),
         "cc_sdf_cell": np.array([f.cell for f in fields], dtype=float),
         "cc_sdf_values": np.concatenate([f.values.ravel() for f in fields]) if n else np.zeros(0),
+        "cc_sdf_bound_start": starts([len(b) for b in bounds])[:n],
+        "cc_sdf_bound": np.concatenate([*bounds, np.zeros(1)]),  # one more: a pair without one points at it
+        "cc_sdf_bound_meta": np.array([np.pad(m, (0, width - len(m))) for m in metas], dtype=float).reshape(n, width),
         "cc_mesh_lo": np.array([pair.mesh_lo for pair in pairs], dtype=float).reshape(n, 3),
         "cc_mesh_hi": np.array([pair.mesh_hi for pair in pairs], dtype=float).reshape(n, 3),
         "cc_box_centre": boxes(0).reshape(n, 2, 3),

@@ -57,8 +57,8 @@ cdef Py_ssize_t penetrating_points_c(
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
     const double[:, ::1] R, const double[::1] t, const double* values, const Py_ssize_t* shape, const double* origin,
-    double cell, const double* lo, const double* hi, double margin, double keep, long long[::1] out_idx,
-    double[::1] out_d, double[:, ::1] out_g, Py_ssize_t* stack,
+    double cell, const double* lo, const double* hi, double margin, double keep, const double* bound,
+    const double* meta, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil
 
 # Every compliant pair of the FlatModel at the body frames in D: forces added to Qc (elastic) and

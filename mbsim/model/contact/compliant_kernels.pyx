@@ -441,6 +441,46 @@ cdef bint _slope_bounds(const double* values, const Py_ssize_t* shape, const dou
     return True
 
 
+# A bound of |grad I| over the box c +- r (master frame) from the field's slope pyramid (bound and
+# meta as SignedDistanceField.slope_pyramid gives them): the largest entry of the first level whose
+# blocks the box meets at most two of along each axis; sqrt(3) when the box leaves the grid
+cdef double _region_slope(const double* bound, const double* meta, const double* origin, double inv,
+                          const double* c, double r) noexcept nogil:
+    cdef Py_ssize_t lo[3]
+    cdef Py_ssize_t hi[3]
+    cdef Py_ssize_t i, j, k, base, n1, n2
+    cdef int a, level = 0, nlevel = <int>meta[0]
+    cdef double a0, a1, n, best = 0.0
+    for a in range(3):
+        a0 = (c[a] - r - origin[a]) * inv
+        a1 = (c[a] + r - origin[a]) * inv
+        n = meta[2 + a]  # level 0's blocks are the grid's cells
+        if not (a0 >= 0.0 and a1 <= n):
+            return SQRT3
+        lo[a] = <Py_ssize_t>a0
+        hi[a] = min(<Py_ssize_t>a1, <Py_ssize_t>n - 1)
+    while level < nlevel - 1 and (hi[0] - lo[0] > 1 or hi[1] - lo[1] > 1 or hi[2] - lo[2] > 1):
+        for a in range(3):
+            lo[a] >>= 1
+            hi[a] >>= 1
+        level += 1
+    base = <Py_ssize_t>meta[1 + 4 * level]
+    n1 = <Py_ssize_t>meta[3 + 4 * level]
+    n2 = <Py_ssize_t>meta[4 + 4 * level]
+    for i in range(lo[0], hi[0] + 1):
+        for j in range(lo[1], hi[1] + 1):
+            for k in range(lo[2], hi[2] + 1):
+                best = max(best, bound[base + (i * n1 + j) * n2 + k])
+    return best
+
+
+def region_slope(const double[::1] bound, const double[::1] meta, const double[::1] origin, double cell,
+                 const double[::1] c, double r):
+    """The bound of |grad I| the octree's skip tests take over the box c +- r (master frame) from
+    a field's slope pyramid (SignedDistanceField.slope_pyramid): sqrt(3) outside the grid."""
+    return _region_slope(&bound[0], &meta[0], &origin[0], 1.0 / cell, &c[0], r)
+
+
 # sqrt(3): the trilinear interpolant of exact node distances changes by at most |dx| + |dy| + |dz|
 # between two points; CULL_SLACK (in cells): the round-off allowance of the octree's skip tests
 cdef double SQRT3 = 1.7320508075688772
@@ -452,8 +492,8 @@ cdef Py_ssize_t penetrating_points_c(
     const double[::1] node_radius, const long long[::1] node_child_start, const long long[::1] node_child_count,
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
     const double[:, ::1] R, const double[::1] t, const double* values, const Py_ssize_t* shape, const double* origin,
-    double cell, const double* lo, const double* hi, double margin, double keep, long long[::1] out_idx,
-    double[::1] out_d, double[:, ::1] out_g, Py_ssize_t* stack,
+    double cell, const double* lo, const double* hi, double margin, double keep, const double* bound,
+    const double* meta, long long[::1] out_idx, double[::1] out_d, double[:, ::1] out_g, Py_ssize_t* stack,
 ) noexcept nogil:
     cdef double inv = 1.0 / cell, slack = CULL_SLACK * cell
     cdef Py_ssize_t count = 0, top, k, c, a, start, q
@@ -483,6 +523,10 @@ cdef Py_ssize_t penetrating_points_c(
                               centre[2], &ext)
             if d - ext > SQRT3 * r + slack + keep:
                 continue
+            # the field's own slope bound about the cell (1 on a face, not sqrt(3)), when it may skip it
+            if bound != NULL and d - ext > slack + keep:
+                if d - ext > _region_slope(bound, meta, origin, inv, centre, r) * r + slack + keep:
+                    continue
             n_child = node_child_count[k]
             if n_child > 0:
                 for c in range(n_child):
@@ -525,7 +569,7 @@ def penetrating_points(
     const long long[::1] node_point_start, const long long[::1] node_point_count, bint use_tree,
     const double[:, ::1] R, const double[::1] t, const double[:, :, ::1] values, const double[::1] origin, double cell,
     const double[::1] lo, const double[::1] hi, double margin, long long[::1] out_idx, double[::1] out_d,
-    double[:, ::1] out_g, double keep=0.0,
+    double[:, ::1] out_g, double keep=0.0, const double[::1] bound=None, const double[::1] meta=None,
 ):
     """The slave's sample points inside the master, in one pass: the octree walked with a stack
     (a cell is skipped with its subtree when a lower bound of the master's distance at its
@@ -534,6 +578,9 @@ def penetrating_points(
     gradients (master frame) of the points with d < 0; returns how many. With ``keep`` > 0, the
     points with d < keep instead (the gradient of those outside left zero): the skip tests then
     drop only points whose value exceeds ``keep`` (compliant_forces_into's cache of candidates).
+    With the field's slope pyramid (``bound``, ``meta``: SignedDistanceField.slope_pyramid), a
+    cell is also skipped when E(c) - e(c) exceeds G r, G its largest entry over the cell's box
+    (|grad I| <= G there; 1 on a face, where the 1-norm bound gives sqrt(3)).
 
     Skip tests of a cell of radius r about its centre c (they never drop a point the full look-up
     finds, so the forces are the same to the last bit): (1) the looked-up value E(c) less its
@@ -553,6 +600,10 @@ def penetrating_points(
     cdef Py_ssize_t count
     cdef Py_ssize_t* stack = NULL
     cdef Py_ssize_t shape[3]
+    cdef const double* bound_p = NULL
+    cdef const double* meta_p = NULL
+    if bound is not None and meta is not None and bound.shape[0] > 0:
+        bound_p, meta_p = &bound[0], &meta[0]
     shape[0], shape[1], shape[2] = values.shape[0], values.shape[1], values.shape[2]
     if use_tree:
         stack = <Py_ssize_t*>malloc(max(node_centre.shape[0], 1) * sizeof(Py_ssize_t))
@@ -563,7 +614,7 @@ def penetrating_points(
             count = penetrating_points_c(
                 points, point_order, node_centre, node_radius, node_child_start, node_child_count,
                 node_point_start, node_point_count, use_tree, R, t, &values[0, 0, 0], shape, &origin[0], cell,
-                &lo[0], &hi[0], margin, keep, out_idx, out_d, out_g, stack,
+                &lo[0], &hi[0], margin, keep, bound_p, meta_p, out_idx, out_d, out_g, stack,
             )
     finally:
         free(stack)
@@ -612,8 +663,9 @@ cdef inline void _swap_found(long long[::1] idx, double[::1] d, double[:, ::1] g
 
 # A pair's cache of candidate points, D.cc_cache[k] (the indices and values in D.cc_cand_idx,
 # D.cc_cand_d at the pair's point offset): how many, the margin w, whether it holds, evaluations
-# since it was made, a bound of the slave points' distance from the slave's origin, then the pose
-# (R0 row-major, t0) of the slave in the master's frame it was made at
+# since it was made, a bound of the slave points' distance from the slave's origin, the pose
+# (R0 row-major, t0) of the slave in the master's frame it was made at, and a bound G >= 1 of the
+# interpolant's slope where the slave's points can be while it holds
 cdef enum:
     CACHE_COUNT = 0
     CACHE_MARGIN = 1
@@ -622,20 +674,22 @@ cdef enum:
     CACHE_REACH = 4
     CACHE_R = 5
     CACHE_T = 14
-    CACHE_ROW_C = 17
+    CACHE_SLOPE = 17
+    CACHE_ROW_C = 18
 CACHE_ROW = CACHE_ROW_C
 # the margin w, in units of the slave's reach: the first one; doubled when a cache held for fewer
 # than CACHE_SHORT evaluations, halved when for more than CACHE_LONG (a smaller w: fewer
-# candidates and a quicker walk; a larger one: fewer walks); between CACHE_LEAST and one reach
+# candidates and a quicker walk; a larger one: fewer walks); between CACHE_LEAST and one reach.
+# A ball rolling on a floor settles at about 5 % of its radius, a cache every fourth evaluation.
 cdef double CACHE_FIRST = 0.1
 cdef double CACHE_LEAST = 0.01
 cdef double CACHE_SHORT = 2.0
-cdef double CACHE_LONG = 8.0
+cdef double CACHE_LONG = 16.0
 
 
 # Makes pair k's cache at the pose in D.cc_R, D.cc_t: the octree walk of penetrating_points_c kept
-# to the points whose value is below the margin w, sorted by index (its skip tests drop only points
-# above w, to the same round-off allowance)
+# to the points whose value is below the margin w, in the octree's order (its skip tests drop only
+# points above w, to the same round-off allowance)
 cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1] points,
                       const Py_ssize_t* shape) noexcept nogil:
     cdef double* row = &D.cc_cache[k, 0]
@@ -643,6 +697,7 @@ cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1
     cdef Py_ssize_t p0 = F.cc_point_start[k], p1 = F.cc_point_start[k + 1]
     cdef Py_ssize_t n0 = F.cc_node_start[k], n1 = F.cc_node_start[k + 1], n, i, q
     cdef int a, c
+    cdef double centre[3]
     # the root cell holds every point: |p| <= |c_root| + r_root
     reach = sqrt(F.cc_node_centre[n0, 0] ** 2 + F.cc_node_centre[n0, 1] ** 2 + F.cc_node_centre[n0, 2] ** 2)
     reach += F.cc_node_radius[n0]
@@ -657,10 +712,10 @@ cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1
         points, F.cc_point_order[p0:p1], F.cc_node_centre[n0:n1], F.cc_node_radius[n0:n1],
         F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
         F.cc_node_point_count[n0:n1], True, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]], shape,
-        &F.cc_sdf_origin[k, 0], cell, &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0], cell, w, D.cc_cand_idx[p0:p1],
+        &F.cc_sdf_origin[k, 0], cell, &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0], cell, w,
+        &F.cc_sdf_bound[F.cc_sdf_bound_start[k]], &F.cc_sdf_bound_meta[k, 0], D.cc_cand_idx[p0:p1],
         D.cc_cand_d[p0:p1], D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
     )
-    _sort_found(D.cc_cand_idx[p0:p1], D.cc_cand_d[p0:p1], D.cc_grad, n)
     # each candidate's value at the cache's pose, and its reference point: where it was looked up
     for i in range(p0, p0 + n):
         D.cc_cand_d0[i] = D.cc_cand_d[i]
@@ -668,6 +723,14 @@ cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1
         for a in range(3):
             D.cc_cand_x[i, a] = (D.cc_R[a, 0] * points[q, 0] + D.cc_R[a, 1] * points[q, 1] + D.cc_R[a, 2] * points[q, 2]
                                  + D.cc_t[a])
+    # while the cache holds, every point moves by less than w: the points stay in the root's ball
+    # grown by w, where the field's slope is at most G (its pyramid; sqrt(3), the 1-norm bound,
+    # where the ball leaves the grid)
+    for a in range(3):
+        centre[a] = (D.cc_R[a, 0] * F.cc_node_centre[n0, 0] + D.cc_R[a, 1] * F.cc_node_centre[n0, 1]
+                     + D.cc_R[a, 2] * F.cc_node_centre[n0, 2] + D.cc_t[a])
+    row[CACHE_SLOPE] = max(1.0, _region_slope(&F.cc_sdf_bound[F.cc_sdf_bound_start[k]], &F.cc_sdf_bound_meta[k, 0],
+                                              &F.cc_sdf_origin[k, 0], 1.0 / cell, centre, F.cc_node_radius[n0] + w))
     row[CACHE_COUNT] = n
     row[CACHE_MARGIN] = w
     row[CACHE_VALID] = 1.0
@@ -681,10 +744,10 @@ cdef void _make_cache(FlatModel F, FlatData D, Py_ssize_t k, const double[:, ::1
 
 # The slave's points inside the master (pair k, pose D.cc_R, D.cc_t) through the pair's cache: at
 # the pose (R0, t0) it was made at, every point off the list had a value above the margin w; a point
-# has since moved by at most delta = |t - t0| + |R - R0|_F reach in the master's frame, and the
-# interpolant's value by at most |dx|_1 <= sqrt(3) delta (its slopes are at most 1 in size,
-# penetrating_points), so while sqrt(3) delta < w only the listed points can be inside, and only
-# those whose value d0 there was within sqrt(3) delta of zero. Such a point is looked up only when
+# has since moved by at most delta = |t - t0| + |R - R0|_F reach in the master's frame, within the
+# region where the interpolant's slope is at most G >= 1 (_make_cache), its value by at most G delta,
+# so while G delta < w only the listed points can be inside, and only those whose value d0 there
+# was within G delta of zero. Such a point is looked up only when
 # its last known value d_ref, at x_ref, less |x - x_ref|_1 is not positive; a look-up makes (x, d)
 # its new reference. A cache that no longer holds is made again.
 # The points found, their values and gradients are those of the full walk, in index order, so the
@@ -706,7 +769,7 @@ cdef Py_ssize_t _cached_points(FlatModel F, FlatData D, Py_ssize_t k, const doub
                 e = D.cc_R[a, c] - row[CACHE_R + 3 * a + c]
                 turn += e * e
         # (1 + 1e-12): the round-off of the bound itself
-        change = SQRT3 * (sqrt(move) + sqrt(turn) * row[CACHE_REACH]) * (1.0 + 1e-12) + slack
+        change = row[CACHE_SLOPE] * (sqrt(move) + sqrt(turn) * row[CACHE_REACH]) * (1.0 + 1e-12) + slack
         if change >= row[CACHE_MARGIN]:
             row[CACHE_VALID] = 0.0
     if row[CACHE_VALID] == 0.0:
@@ -740,6 +803,8 @@ cdef Py_ssize_t _cached_points(FlatModel F, FlatData D, Py_ssize_t k, const doub
             D.cc_grad[count, 1] = gy
             D.cc_grad[count, 2] = gz
             count += 1
+    # in index order (the list is in the octree's)
+    _sort_found(D.cc_idx, D.cc_d, D.cc_grad, count)
     return count
 
 
@@ -835,7 +900,7 @@ cdef double compliant_forces_into(FlatModel F, FlatData D, double[::1] Qc, doubl
                 F.cc_node_child_start[n0:n1], F.cc_node_child_count[n0:n1], F.cc_node_point_start[n0:n1],
                 F.cc_node_point_count[n0:n1], False, D.cc_R, D.cc_t, &F.cc_sdf_values[F.cc_sdf_start[k]],
                 shape, &F.cc_sdf_origin[k, 0], F.cc_sdf_cell[k], &F.cc_mesh_lo[k, 0], &F.cc_mesh_hi[k, 0],
-                F.cc_sdf_cell[k], 0.0, D.cc_idx, D.cc_d, D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
+                F.cc_sdf_cell[k], 0.0, NULL, NULL, D.cc_idx, D.cc_d, D.cc_grad, <Py_ssize_t*>&D.cc_stack[0],
             )
         if n == 0:
             continue
@@ -936,3 +1001,4 @@ cdef bint frames_near(FlatModel F, FlatData D, double h) noexcept nogil:
         if _pair_near(F, D, k, h):
             return True
     return False
+

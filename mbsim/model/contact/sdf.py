@@ -111,6 +111,41 @@ class SignedDistanceField:
         """(3,) position of the last node: the grid box is [origin, upper]."""
         return np.asarray(self.origin) + self.cell * (np.asarray(self.shape) - 1)
 
+    def slope_pyramid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the interpolant's slope over regions of the grid, for the octree's skip tests
+        (compliant_kernels.penetrating_points): level 0 holds, per grid cell, G = |(M_0, M_1, M_2)|
+        with M_a the largest size of the cell's four edge differences along axis a over the cell:
+        on the cell each partial derivative of the trilinear interpolant is a blend of those, so
+        |grad I| <= G there and the value changes by at most G |p - c| along a segment in the
+        cell. Level l + 1 holds the largest of each 2 x 2 x 2 block of level l, up to a level of at
+        most two blocks along each axis.
+
+        Returns:
+            (values of every level, concatenated; meta (1 + 4 * levels,): the number of levels, then
+            per level its offset in values and its shape in blocks).
+        """
+        v = np.asarray(self.values, dtype=float)
+        n0, n1, n2 = v.shape
+        edges = [np.abs(np.diff(v, axis=a)) for a in range(3)]
+        # the four edges of a cell along each axis, their largest difference
+        m0 = np.maximum.reduce([edges[0][:, j : n1 - 1 + j, k : n2 - 1 + k] for j in (0, 1) for k in (0, 1)])
+        m1 = np.maximum.reduce([edges[1][i : n0 - 1 + i, :, k : n2 - 1 + k] for i in (0, 1) for k in (0, 1)])
+        m2 = np.maximum.reduce([edges[2][i : n0 - 1 + i, j : n1 - 1 + j, :] for i in (0, 1) for j in (0, 1)])
+        level = np.sqrt(m0 * m0 + m1 * m1 + m2 * m2) / float(self.cell)
+        levels = [level]
+        while max(level.shape) > 2:
+            pad = [(0, n % 2) for n in level.shape]
+            even = np.pad(level, pad, mode="edge")
+            n0, n1, n2 = (n // 2 for n in even.shape)
+            level = even.reshape(n0, 2, n1, 2, n2, 2).max(axis=(1, 3, 5))
+            levels.append(level)
+        meta = [float(len(levels))]
+        start = 0
+        for part in levels:
+            meta += [float(start), *map(float, part.shape)]
+            start += part.size
+        return np.concatenate([part.ravel() for part in levels]), np.array(meta)
+
 
 def _as_points(points: np.ndarray) -> np.ndarray:
     p = np.ascontiguousarray(points, dtype=np.float64)
