@@ -21,9 +21,11 @@ compliant_kernels.pair_forces). This is a force element: every method takes it. 
 paper's (``detection: sdf_octree``): oriented bounding boxes of both bodies and the 15-axis
 separating-axis test first, then the slave's sample points in an octree
 (mbsim.model.contact.octree) whose cells are skipped when the interpolated field at their
-centre exceeds sqrt(3) times their radius (its bound on the interpolant: no point the full
-look-up finds is dropped), the surviving points looked up in the same compiled pass
-(compliant_kernels.penetrating_points); ``sdf`` looks every point up, ``brute_force`` uses
+centre exceeds sqrt(3) times their radius, or G times it with G the field's slope bound over the
+cell (SignedDistanceField.slope_pyramid; no point the full look-up finds is dropped), the
+surviving points looked up in the same compiled pass (compliant_kernels.penetrating_points; the
+compiled step keeps a cache of candidate points per pair between evaluations,
+compliant_kernels._cached_points); ``sdf`` looks every point up, ``brute_force`` uses
 trimesh's exact closest points (for comparisons). ``near`` is the paper's step control
 (mbsim.simulate takes time.contact_step while it holds).
 
