@@ -79,9 +79,11 @@ def output_path(spec: SceneSpec, output: str | Path | None = None) -> Path:
     return Path(spec.output_file) if spec.output_file else default_output(spec.raw.file)
 
 
-def prepare(spec: SceneSpec, strict: bool = False):
+def prepare(spec: SceneSpec, strict: bool = False, initial: str | None = None):
     """Compile, assemble and pick the solver: every scene error surfaces here (exit 2).
 
+    ``initial``: the start, ``given`` or ``equilibrium`` (default: the scene's ``initial``); from
+    the static equilibrium (:func:`start_at_equilibrium`) a SimulationError (exit 3) when there is none.
     Polls the signal flag between its stages (Interrupted)."""
     interrupts.check()
     model = compile_model(spec)
@@ -93,9 +95,28 @@ def prepare(spec: SceneSpec, strict: bool = False):
     except AssemblyError as exc:  # locate the joint in the scene file
         path = next((j.path for j in spec.joints if j.name == exc.joint), ("joints",))
         raise spec.raw.error(path, exc.reason) from None
+    if (initial or spec.initial) == "equilibrium":
+        interrupts.check()
+        start_at_equilibrium(model)
     model.freeze()  # from here on nothing writes the model: a run's state is its solver's Data
     interrupts.check()
     return model, solver
+
+
+def start_at_equilibrium(model: Model) -> None:
+    """The start becomes the static equilibrium nearest the assembled one, at rest (the scene's
+    ``initial: equilibrium``; mbsim.analysis.equilibrium), kept in ``model.equilibrium``.
+
+    Raises:
+        SimulationError: there is none, or Newton did not find it (the reason).
+    """
+    from mbsim.analysis.equilibrium import solve_equilibrium  # here: only a start at equilibrium needs it
+
+    found = solve_equilibrium(model)
+    model.equilibrium = found
+    if not found.converged:
+        raise SimulationError(f"no static equilibrium found (initial: equilibrium): {found.reason}")
+    model.q0, model.v0 = found.q, np.zeros(model.nv)
 
 
 def interval_steps(spec: SceneSpec, model: Model, solver) -> int | None:
@@ -153,17 +174,20 @@ def numerical_failure(exc: BaseException) -> SimulationError | None:
     return None
 
 
-def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -> tuple[Model, object]:
+def prepare_claimed(
+    spec: SceneSpec, claim: ResultClaim, strict: bool = False, initial: str | None = None
+) -> tuple[Model, object]:
     """:func:`prepare` for a run whose result file is claimed already. A scene error releases the
-    claim untouched (a file the claim created is removed again); a signal leaves a result file with
-    status failed and the signal's message (the run ended before its first step), then raises
-    Interrupted."""
+    claim untouched (a file the claim created is removed again); a signal, or a start at a static
+    equilibrium that does not exist, leaves a result file with status failed and the signal's
+    message or the reason (the run ended before its first step), then raises Interrupted or
+    SimulationError."""
     try:
         # compiling the model and the solver's kernels takes minutes on a cold cache: a signal ends
         # the wait at once (nothing here writes the result file; the stub below does)
         with interrupts.handling():
-            return interrupts.polled(lambda: prepare(spec, strict))
-    except Interrupted as exc:
+            return interrupts.polled(lambda: prepare(spec, strict, initial))
+    except (Interrupted, SimulationError) as exc:
         attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": spec.solver.integrator}
         from mbsim.output.hdf5 import write_stub  # here: h5py costs validate's start-up ~30 ms
 
@@ -450,3 +474,44 @@ def run(
         file_failure=writer.failure,
         outputs=stats.output_summary(),
     )
+
+
+def write_start(spec: SceneSpec, claim: ResultClaim, model: Model, solver, attrs: dict) -> tuple[str, str]:
+    """A one-row result file of the prepared start state (mbsim equilibrium): the row a run records
+    first, in the same layout (CONTRACT §3), status completed, ``attrs`` among the root attributes.
+
+    Returns:
+        The final (status, message): failed with the reason when a signal ended it or the file
+        could not take the row.
+    """
+    from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
+
+    base = {"scene_name": spec.name, "method": spec.solver.method, "integrator": solver.integrator_label}
+    writer = ResultWriter(claim, model, base, coordinates=solver.coordinate_names(), columns=solver.row_columns())
+    stats = RunStats()
+    status, message = "failed", ""
+    start = time.perf_counter()
+    try:
+        with interrupts.handling(), np.errstate(all="ignore"):
+            interrupts.polled(lambda: quietly(solver.load_compiled))
+            state = solver.initial_state()
+            row = record_row(model, solver.data, state, solver.evaluate(state), StepInfo(), stats)
+            for name in solver.extra_diagnostics:  # the run's columns, NaN: no step was taken
+                row[f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"] = np.nan
+            writer.append(row)
+        status = "completed"
+    except Interrupted as exc:
+        message = str(exc)
+    finally:
+        status, message = writer.close(
+            status,
+            message,
+            steps=0,
+            wall_time_s=time.perf_counter() - start,
+            max_position_violation=stats.max_position_violation,
+            max_velocity_violation=stats.max_velocity_violation,
+            energy_drift=0.0,
+            energy_scale=stats.scale,
+            **attrs,
+        )
+    return status, message

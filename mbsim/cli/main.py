@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_model",
         "Write MODEL_FILE (URDF or MJCF) as a standalone scene: every body and joint spelled out.",
     ),
+    "equilibrium": (
+        "mbsim.cli.equilibrium",
+        "equilibrium",
+        "Find the static equilibrium of SCENE (residual, iterations, stability) and write it as a one-row result file.",
+    ),
     "export": (
         "mbsim.cli.export",
         "export",

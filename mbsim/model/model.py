@@ -186,6 +186,9 @@ class Model:
     scene_text: str = ""
     shapes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     assembly_report: list[dict[str, Any]] = field(default_factory=list)
+    # the static equilibrium the start was set to (the scene's initial: equilibrium), or None:
+    # mbsim.analysis.equilibrium.Equilibrium (mbsim.simulate.prepare)
+    equilibrium: Any = None
     contacts: list[Any] = field(default_factory=list)
     contact_step: float | None = None  # step while compliant bounding boxes overlap (time.contact_step)
     contact_implicit: bool = False  # Rosenbrock-W steps while they do (solver.contact_integration: implicit)

@@ -291,6 +291,12 @@ SCENE_FIELDS = {
     "dimension": Field(Choice((2, 3)), "3 (default) or 2 (planar: x, y, angle)", 3),
     "parameters": Field(Raw("mapping of names to numbers"), "named numbers usable in every expression", None),
     "gravity": Field(Vector("dim"), "gravitational acceleration, m/s^2", None),
+    "initial": Field(
+        Choice(("given", "equilibrium")),
+        "the start: given (the bodies' positions and velocities, assembled onto the joints) or equilibrium "
+        "(the static equilibrium nearest them, at rest: mbsim equilibrium)",
+        "given",
+    ),
     "time": Field(Sub(TIME_FIELDS, "time"), "end and step"),
     "solver": Field(Raw("mapping"), "method, integrator, tolerances and method options", None),
     "output": Field(Sub(OUTPUT_FIELDS, "output"), "result file and recording", None),
@@ -386,6 +392,7 @@ class SceneSpec:
     couplings: list = field(default_factory=list)  # ItemSpec per couplings: entry (type "coupling")
     actuators: list = field(default_factory=list)  # the raw actuators: entries (mbsim.model.actuators)
     outputs: list = field(default_factory=list)  # the raw outputs: entries (mbsim.model.signals)
+    initial: str = "given"  # the start: given, or equilibrium (mbsim.analysis.equilibrium)
 
 
 def _read_parameters(ctx: Context, value: Any) -> dict[str, float]:
@@ -575,6 +582,7 @@ def build_spec(raw: RawScene) -> SceneSpec:
         couplings=_read_couplings(ctx, top["couplings"]),
         actuators=top["actuators"],
         outputs=top["outputs"],
+        initial=top["initial"],
     )
 
 

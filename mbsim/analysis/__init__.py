@@ -1,0 +1,1 @@
+"""Analyses of a model beside time integration, one module each: equilibrium (static equilibrium)."""
