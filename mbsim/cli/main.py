@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "equilibrium": (
         "mbsim.cli.equilibrium",
         "equilibrium",
-        "Find the static equilibrium of SCENE (residual, iterations, stability) and write it as a one-row result file.",
+        "Find the static equilibrium of SCENE and write it as a one-row result file.",
     ),
     "export": (
         "mbsim.cli.export",

@@ -127,6 +127,14 @@ def run(
     if model.assembly_report and not quiet and not as_json:
         moved = ", ".join(f"{r['body']} {r['distance']:.3g} m / {r['rotation']:.3g} rad" for r in model.assembly_report)
         click.echo(f"mbsim: the initial state was assembled onto the joints: {moved}", err=True)
+    if model.equilibrium is not None and not quiet and not as_json:  # initial: equilibrium
+        found = model.equilibrium
+        kind = "stable" if found.stable else "not stable"
+        click.echo(
+            f"mbsim: the start is the static equilibrium (residual {found.residual:.3g} after "
+            f"{found.iterations} iterations, {kind})",
+            err=True,
+        )
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
     summary = None
     try:

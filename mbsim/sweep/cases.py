@@ -444,7 +444,7 @@ def plan_sweep(
         prepared.add(solver_key)  # one full check per solver section (a misspelt method)
         owners = [(path, p, t) for path, p, (_, t, _) in zip(plan.owners, params, case.assignments, strict=True)]
         try:
-            model, _ = prepare(spec, strict=strict)
+            model, _ = prepare(spec, strict=strict, initial="given")  # each case's run finds its equilibrium
         except SceneError as exc:
             raise _relocate(exc, owners) from None
         if index == 0:
