@@ -302,3 +302,23 @@ def test_initial_must_be_given_or_equilibrium_exit_2(write_scene, mbsim) -> None
     assert result.exit_code == 2
     assert "scene.yaml:5:" in result.stderr and "initial: expected one of given, equilibrium" in result.stderr
     assert "did you mean 'equilibrium'" in result.stderr
+
+
+def test_redundant_parallelogram_has_one_coordinate_and_its_closed_form_rest() -> None:
+    """The shipped parallelogram with a third, redundant crank (12 equations on 12 velocities, rank
+    11): a spring on pivot1 against gravity, k (rest - (theta - 1)) = (3/2 m + mc) g L sin(theta)."""
+    k, rest, th0, m, mc = 40.0, 0.5, 1.0, 1.0, 2.0
+    spec = load_scene(str(ROOT / "scenes" / "parallelogram_redundant_2d.yaml"),
+                      [f"joints.pivot1.spring={{stiffness: {k}, rest: {rest}}}"])  # fmt: skip
+    model, _ = prepare(spec)
+    eq = solve_equilibrium(model)
+    assert eq.converged, eq.reason
+    assert eq.residual < 1e-10
+    assert eq.basis.shape[1] == 1  # the redundant crank takes no coordinate
+    theta = brentq(lambda t: k * (rest - (t - th0)) - (1.5 * m + mc) * G * math.sin(t), 0.0, 2.0, xtol=1e-15)
+    bodies = eq.q.reshape(4, 3)
+    assert np.max(np.abs(bodies[:3, 2] - theta)) < 1e-9
+    assert np.max(np.abs(bodies[3] - [0.5 + math.sin(theta), -math.cos(theta), 0.0])) < 1e-9
+    inertia = 3 * m * (1 / 12 + 1 / 4) + mc  # about the pivots, and the translating coupler
+    expected = (k + (1.5 * m + mc) * G * math.cos(theta)) / inertia
+    assert eq.stable and abs(eq.smallest_eigenvalue - expected) < 1e-6 * expected
