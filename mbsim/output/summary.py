@@ -118,6 +118,9 @@ def _read_info_once(path: str | Path) -> dict[str, Any]:
         if "diagnostics/constraints/quaternion_norm_error" in f:
             out["max_quaternion_norm_error"] = max_of("diagnostics/constraints/quaternion_norm_error")
         out["energy_drift"] = energy_drift(f)
+        for key in ("residual", "iterations", "stable"):  # mbsim equilibrium's one-row file (CONTRACT §9)
+            if key in f.attrs:
+                out[key] = _attr(f, key)
         if "events" in f and "kind" in f["events"]:  # event_driven: how many of each kind
             kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in f["events/kind"][()]]
             out["events"] = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) or "none"

@@ -254,6 +254,8 @@ def test_equilibrium_command_prints_and_writes_the_state(write_scene, mbsim, tmp
     text = mbsim("equilibrium", write_scene(pendulum(2)), "-o", out)
     assert text.exit_code == 0, text.output
     assert "stable     yes" in text.stdout and "bob.angle" in text.stdout
+    info = json.loads(mbsim("info", out, "--json").stdout)
+    assert info["stable"] is True and info["residual"] < 1e-10 and info["iterations"] == summary["iterations"]
 
 
 @pytest.mark.parametrize("method", quick(["lagrange", "null_space", "recursive", "variational"], keep="lagrange"))
