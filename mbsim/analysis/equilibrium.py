@@ -21,8 +21,11 @@ basis of the null space: the line search's measure.
 
 Newton. K dz = r(0) with the reduced stiffness K = -dr/dz; a backtracking line search halves
 the step until |r| falls (Armijo, 1e-4). Singular values of K below its difference error
-count as zero: an r with no part in K's range (a free body under gravity: r does not change
-with z) means that there is no equilibrium, and the reason says so.
+count as zero. Where r has no part in K's range (a pendulum started level: K = 0 there) or
+no Newton step lowers |r|, the step goes along r instead -- the potential's steepest descent,
+a body moving by 0.25 rad or 0.25 L at first, halved as needed; when that cannot lower |r|
+either (a free body under gravity: r does not change with z) there is no equilibrium, and the
+reason says why.
 
 Stiffness by central differences, K[:, j] = -(r(h_j e_j) - r(-h_j e_j)) / (2 h_j), h_j
 moving the mechanism by at most 1e-5 rad or 1e-5 L (L its size: the largest distance of a
@@ -54,6 +57,7 @@ from mbsim.solvers.numerics.projection import project_positions
 STEP = 1e-5  # the differences' step: rad, or a fraction of the mechanism's size
 ARMIJO = 1e-4  # sufficient decrease of |r| per unit of the Newton step
 HALVINGS = 30  # line-search halvings at most
+DESCENT = 0.25  # the first step along the unbalanced force: rad, or a fraction of the size
 PROJECTION_TOL = 1e-13  # max |Phi| the projection iterates to (m, rad)
 PROJECTION_ACCEPT = 1e-10  # max |Phi| of a point the search accepts
 
@@ -140,6 +144,14 @@ class _Problem:
         motion = np.maximum(columns[:, :d].max(axis=(0, 1)) / self.size, columns[:, d:].max(axis=(0, 1)))
         return STEP / np.maximum(motion, 1e-300)
 
+    def along_force(self, point: _Point) -> np.ndarray:
+        """dz along r (minus the potential's gradient in z), moving a body by at most DESCENT rad
+        or DESCENT times the size."""
+        motion = np.abs(point.basis @ point.reduced).reshape(self.model.nbody, self.model.body_width)
+        d = self.model.dimension
+        largest = max(float(motion[:, :d].max()) / self.size, float(motion[:, d:].max()), 1e-300)
+        return point.reduced * (DESCENT / largest)
+
     def stiffness(self, point: _Point) -> tuple[np.ndarray, float]:
         """K = -dr/dz by central differences at steps h and 2 h, and the error estimate."""
         h = self.steps(point)
@@ -215,8 +227,15 @@ def solve_equilibrium(
                     f"{point.residual:.3g} N or N m, tolerance {tol:g})"
                 )
             K, error = problem.stiffness(point)
-            dz = _newton_step(K, error, point)
-            point = _line_search(problem, point, dz)
+            try:
+                point = _line_search(problem, point, _newton_step(K, error, point))
+            except _Failed as newton:
+                # K singular along r (a pendulum started level) or no Newton step that helps: the
+                # potential's steepest descent, along the unbalanced force; a free body finds none
+                try:
+                    point = _line_search(problem, point, problem.along_force(point))
+                except _Failed:
+                    raise newton from None
             update_coordinate_references(model, problem.data, point.q, 0.0)
             iterations += 1
         K, error = problem.stiffness(point)

@@ -102,6 +102,18 @@ def test_inverted_pendulum_is_an_unstable_equilibrium(write_scene) -> None:
     assert abs(eq.smallest_eigenvalue - expected) < 1e-6 * abs(expected)
 
 
+def test_pendulum_started_level_finds_the_bottom(write_scene) -> None:
+    """Level, the stiffness is zero (M g L cos(pi/2)): Newton has no step, the descent along the
+    unbalanced torque takes it down to the stable bottom, M g L / (IC + M L^2)."""
+    model, _ = prepared(write_scene, pendulum(2, spring=False, angle=math.pi / 2))
+    eq = solve_equilibrium(model)
+    assert eq.converged, eq.reason
+    assert eq.residual < 1e-10
+    assert np.max(np.abs(eq.q - [0.0, -L, 0.0])) < 1e-9
+    expected = M * G * L / (IC + M * L**2)
+    assert eq.stable and abs(eq.smallest_eigenvalue - expected) < 1e-6 * expected
+
+
 # four-bar: ground pivots O1 = (0, 0), O2 = (D4, 0); crank a (bar1), coupler b (bar2), rocker c
 # (bar3), uniform bars; gravity -y; a torsion spring on the crank's pivot
 A4, B4, C4, D4 = 0.2, 0.45, 0.3, 0.5
