@@ -57,6 +57,7 @@ from mbsim.solvers.numerics.projection import project_positions
 STEP = 1e-5  # the differences' step: rad, or a fraction of the mechanism's size
 ARMIJO = 1e-4  # sufficient decrease of |r| per unit of the Newton step
 HALVINGS = 30  # line-search halvings at most
+ROUNDOFF = 1e-13  # a residual this small relative to max |Q| is Q's round-off: converged whatever tol
 DESCENT = 0.25  # the first step along the unbalanced force: rad, or a fraction of the size
 PROJECTION_TOL = 1e-13  # max |Phi| the projection iterates to (m, rad)
 PROJECTION_ACCEPT = 1e-10  # max |Phi| of a point the search accepts
@@ -203,7 +204,8 @@ def solve_equilibrium(
     Args:
         model: a compiled, assembled model (mbsim.simulate.prepare); it is not written.
         q0: (nq,) start, body coordinates; projected onto the joints first.
-        tol: the residual to reach, max |Q - J^T lambda|, N and N m.
+        tol: the residual to reach, max |Q - J^T lambda|, N and N m (or 1e-13 max |Q|, the forces'
+            round-off, when that is larger).
         max_iterations: Newton steps at most.
         rank_tol: singular values of J M^-1/2 below this times the largest count as zero.
 
@@ -219,7 +221,7 @@ def solve_equilibrium(
     point = _Point(problem, q)
     iterations = 0
     try:
-        while point.residual > tol:
+        while point.residual > max(tol, ROUNDOFF * float(np.max(np.abs(point.force), initial=0.0))):
             interrupts.check()
             if iterations >= max_iterations:
                 raise _Failed(
