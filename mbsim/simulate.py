@@ -502,6 +502,12 @@ def write_start(spec: SceneSpec, claim: ResultClaim, model: Model, solver, attrs
         status = "completed"
     except Interrupted as exc:
         message = str(exc)
+    except Exception as exc:  # the method cannot evaluate the state (lagrange at a singular position)
+        failure = numerical_failure(exc)
+        if failure is None:
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            raise
+        message = f"the state cannot be evaluated by {spec.solver.method}: {failure.reason}"
     finally:
         status, message = writer.close(
             status,

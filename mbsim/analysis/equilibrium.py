@@ -242,7 +242,11 @@ def solve_equilibrium(
             iterations += 1
         K, error = problem.stiffness(point)
     except _Failed as exc:
-        return Equilibrium(point.q, point.residual, iterations, False, str(exc), basis=point.basis)
+        reason = str(exc)
+        rigid = [c.name for c in model.contacts if c.values.get("enabled", True) and c.values.get("type") == "rigid"]
+        if rigid:  # the LCP methods' contacts are no forces of the model: nothing here stands on them
+            reason += f" (rigid contacts, here {', '.join(rigid[:3])}, hold nothing in a static equilibrium)"
+        return Equilibrium(point.q, point.residual, iterations, False, reason, basis=point.basis)
     if len(K):
         smallest = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0])
         stable = smallest > max(10.0 * error, 1e-12 * float(np.max(np.abs(K))))

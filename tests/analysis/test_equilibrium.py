@@ -335,3 +335,14 @@ def test_redundant_parallelogram_has_one_coordinate_and_its_closed_form_rest() -
     inertia = 3 * m * (1 / 12 + 1 / 4) + mc  # about the pivots, and the translating coupler
     expected = (k + (1.5 * m + mc) * G * math.cos(theta)) / inertia
     assert eq.stable and abs(eq.smallest_eigenvalue - expected) < 1e-6 * expected
+
+
+def test_rigid_contacts_hold_nothing_and_the_reason_says_so(mbsim, tmp_path) -> None:
+    """The shipped bouncing ball over a rigid floor: contacts of the LCP methods are not forces,
+    so the ball has no static equilibrium; the reason names the contact."""
+    out = tmp_path / "ball.h5"
+    result = mbsim("equilibrium", ROOT / "scenes" / "bouncing_ball.yaml", "-o", out)
+    assert result.exit_code == 3
+    assert "no static equilibrium" in result.stderr and "rigid contacts, here floor" in result.stderr
+    with h5py.File(out, "r") as f:
+        assert f.attrs["status"] == "failed" and "rigid contacts" in f.attrs["message"]
