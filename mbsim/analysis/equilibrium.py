@@ -70,7 +70,7 @@ class Equilibrium:
     Attributes:
         q: (nq,) the model's body coordinates at the equilibrium (the last iterate when none).
         residual: max |Q - J^T lambda| there, N and N m: the force the reactions leave unbalanced.
-        iterations: Newton steps taken.
+        iterations: steps taken (Newton, or along the unbalanced force where Newton has none).
         stable: the reduced stiffness is positive definite (a minimum of the potential).
         reason: why no equilibrium was found; "" when one was.
         stiffness: (f, f) reduced stiffness K in the mass-normalised coordinates of ``basis``, s^-2.
