@@ -1,0 +1,1 @@
+"""Analyses about one state of a mechanism: static equilibrium, linearisation and modes."""
