@@ -72,6 +72,7 @@ class Linearization:
         mass, damping, stiffness: (dof, dof) M_r, C_r, K_r (M_r = I up to round-off).
         rank: numerical rank of the constraint Jacobian; dof = nv - rank.
         force_residual: max |N0^T Q| at the point, N (or N m) per sqrt(kg): 0 at an equilibrium.
+        force_scale: sqrt(Q^T M^-1 Q), the residual's scale (|N0^T Q| <= it: N0 is M-orthonormal).
         model: the compiled model.
     """
 
@@ -84,11 +85,19 @@ class Linearization:
     stiffness: np.ndarray
     rank: int
     force_residual: float
+    force_scale: float
     model: Model = field(repr=False)
 
     @property
     def dof(self) -> int:
         return self.basis.shape[1]
+
+    @property
+    def equilibrium(self) -> bool:
+        """At rest with the reduced forces balanced to 1e-8 of their scale: K_r is then the unique
+        tangent stiffness (elsewhere a frozen linearisation that depends on the coordinates)."""
+        at_rest = float(np.max(np.abs(self.v), initial=0.0)) <= 1e-12
+        return at_rest and self.force_residual <= 1e-8 * max(self.force_scale, 1e-300)
 
     def state_matrix(self) -> np.ndarray:
         """A (2 dof, 2 dof) of z_dot = A z, z = (x, x_dot)."""
@@ -263,6 +272,7 @@ def linearize(
         stiffness=K,
         rank=rank,
         force_residual=float(np.max(np.abs(N0.T @ Q0))) if dof else 0.0,
+        force_scale=float(np.sqrt(Q0 @ (w @ (w @ Q0)))),
         model=model,
     )
 

@@ -175,6 +175,20 @@ def _prepared(scene: str, overrides: tuple[str, ...]):
     return spec, model
 
 
+def _frozen_note(lin) -> str | None:
+    """What the user must know about a linearisation away from an equilibrium, or None."""
+    import numpy as np
+
+    if lin.equilibrium:
+        return None
+    moving = " and moving" if float(np.max(np.abs(lin.v), initial=0.0)) > 1e-12 else ""
+    return (
+        f"the state is not an equilibrium{moving} (max |N^T Q| = {lin.force_residual:.3g}, "
+        f"{lin.force_residual / max(lin.force_scale, 1e-300):.2g} of the forces): a frozen linearisation, "
+        "whose stiffness depends on the coordinates; --at equilibrium gives the modes about the rest state"
+    )
+
+
 def _default_output(scene: str, command: str) -> Path:
     return Path("outputs") / f"{Path(scene).stem}.{command}.h5"
 
@@ -223,8 +237,11 @@ def modes(
     for b, name in enumerate(model.body_names):
         datasets[f"modes/shape/{hdf5_name(name)}"] = result.shape[:, b, :]
     attrs = {"modes/state": {"names": _state_names(model), "time": t, "point": how}}
-    root = {"modes_at": how, "dof": lin.dof, "force_residual": lin.force_residual}
+    root = {"modes_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
     status, message = _write(model, spec, path, t, lin.q, lin.v, datasets, attrs, root)
+    note = _frozen_note(lin)
+    if note and not as_json:
+        click.echo(f"mbsim: note: {note}", err=True)
     if as_json:
         emit_json(
             {
@@ -233,6 +250,7 @@ def modes(
                 "time": t,
                 "dof": lin.dof,
                 "force_residual": lin.force_residual,
+                "equilibrium": lin.equilibrium,
                 "frequency_hz": result.frequency_hz,
                 "damping_ratio": result.damping_ratio,
                 "eigenvalue": result.eigenvalue,
@@ -297,13 +315,17 @@ def linearize(
         "linearize/D": {"outputs": ss.outputs, "inputs": ss.inputs},
         "linearize/basis": {"names": model.coordinate_names()[1]},
     }
-    root = {"linearized_at": how, "dof": lin.dof, "force_residual": lin.force_residual}
+    root = {"linearized_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
     status, message = _write(model, spec, path, t, lin.q, lin.v, datasets, attrs, root)
+    note = _frozen_note(lin)
+    if note and not as_json:
+        click.echo(f"mbsim: note: {note}", err=True)
     summary = {
         "scene": spec.name,
         "at": how,
         "time": t,
         "dof": lin.dof,
+        "equilibrium": lin.equilibrium,
         "states": ss.states,
         "inputs": ss.inputs,
         "outputs": ss.outputs,

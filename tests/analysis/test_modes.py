@@ -85,7 +85,7 @@ def test_double_pendulum_two_frequencies(tmp_path):
     # V = -g (m L/2 cos th1 + m (L cos th1 + L/2 cos th2))
     K = np.diag([m * G * L / 2 + m * G * L, m * G * L / 2])
     reference = np.sqrt(scipy.linalg.eigh(K, M, eigvals_only=True)) / (2 * math.pi)
-    assert lin.dof == 2 and lin.rank == 4
+    assert lin.dof == 2 and lin.rank == 4 and lin.equilibrium
     np.testing.assert_allclose(result.frequency_hz, reference, rtol=1e-9)
     np.testing.assert_allclose(result.damping_ratio, 0.0, atol=1e-12)
     np.testing.assert_allclose(lin.mass, np.eye(2), atol=1e-12)  # the basis is M-orthonormal
@@ -175,6 +175,41 @@ def test_parallelogram_redundant_count_and_frequency(tmp_path):
     # the coupler translates without turning; its shape's rotation is zero
     coupler = model.body_names.index("coupler")
     assert abs(result.shape[0, coupler, 2]) < 1e-8
+
+
+def test_spherical_pendulum_3d_rigid_mode_and_world_shapes(tmp_path):
+    """A body on a spherical joint hanging below it, principal axes turned 0.5 rad about z: two
+    swings about the world axes R e_x, R e_y with omega^2 = m g d / (I + m d^2), and the spin about
+    the vertical, a rigid-body mode (0 Hz); shapes in world axes, mass-normalised."""
+    m, d, inertia, turn = 2.0, 0.8, [0.3, 0.5, 0.25], 0.5
+    scene = {
+        "mbsim": 1,
+        "name": "spherical pendulum",
+        "dimension": 3,
+        "gravity": [0.0, 0.0, -G],
+        "time": {"end": 1.0, "step": 0.001},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "bob", "mass": m, "inertia": inertia, "position": [0.0, 0.0, -d],
+                    "orientation": {"axis_angle": {"axis": [0, 0, 1], "angle": turn}}}],
+        "joints": [{"name": "ball", "type": "spherical", "body1": "ground", "body2": "bob", "point": [0, 0, 0]}],
+    }  # fmt: skip
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0)
+    result = modes(lin)
+    assert lin.dof == 3 and lin.equilibrium
+    R = np.array([[math.cos(turn), -math.sin(turn), 0], [math.sin(turn), math.cos(turn), 0], [0, 0, 1]])
+    arm = np.array([0.0, 0.0, -d])
+    expected = [(0.0, R[:, 2], inertia[2])]  # the spin: no stiffness; shape theta = 1/sqrt(Iz)
+    for axis, value in ((R[:, 0], inertia[0]), (R[:, 1], inertia[1])):
+        expected.append((math.sqrt(m * G * d / (value + m * d**2)), axis, value + m * d**2))
+    expected.sort(key=lambda e: e[0])
+    for k, (omega, axis, moment) in enumerate(expected):
+        assert 2 * math.pi * result.frequency_hz[k] == pytest.approx(omega, rel=1e-9, abs=1e-9)
+        theta = axis / math.sqrt(moment)  # mass-normalised: moment theta^2 = 1
+        shape = result.shape[k, 0]
+        sign = np.sign(shape[3:] @ theta)
+        np.testing.assert_allclose(sign * shape[3:], theta, atol=1e-8)
+        np.testing.assert_allclose(sign * shape[:3], np.cross(theta, arm), atol=1e-8)
 
 
 # ------------------------------------------------------------------ an imported arm against Pinocchio
