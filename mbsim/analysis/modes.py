@@ -11,7 +11,9 @@ coordinates x are mass-normalised from the start.
 Chart. ``q(x) = project(retract(q0, N0 x))``: the exponential-map step along N0, then the
 mass-weighted Newton projection back onto Phi = 0 (mbsim.solvers.numerics.projection), so
 dq/dx = N0 at x = 0. Along it the velocity basis is N(q) = P(q) N0, P(q) the M-orthogonal
-projector onto the null space of J(q) (same rank as at q0): smooth, N(q0) = N0.
+projector onto the null space of J(q) (same rank as at q0): smooth, N(q0) = N0. Both the
+projection and P use M^-1 J^T (J M^-1 J^T)^+ by the Schur complement's Cholesky (sparse LU for a
+sparse model) where J has full row rank, by the SVD where it has not.
 
 Reduced matrices (Lagrange's equations in x, linearised):
 
@@ -56,7 +58,7 @@ from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, update_coordinate_references
 from mbsim.model.model import Model
 from mbsim.model.sparse import is_sparse
-from mbsim.solvers.numerics.linalg import MinNorm, inverse_sqrt_mass
+from mbsim.solvers.numerics.linalg import RankDeficient, Schur, inverse_sqrt_mass
 
 STEP = 1e-4  # the largest change of a coordinate of q (m or rad) in the difference quotients
 RANK_TOL = 1e-8  # singular values of J M^-1/2 below this times the largest count as zero
@@ -161,38 +163,61 @@ def _null_basis(model: Model, q: np.ndarray, t: float, rank_tol: float) -> tuple
     return Vt[rank:].T, rank
 
 
-def _tangent_basis(model: Model, q: np.ndarray, t: float, Vn0: np.ndarray, rank: int) -> np.ndarray:
-    """N(q) = P(q) N0 = M^-1/2 (I - V_r V_r^T) V_n0: N0 projected M-orthogonally onto the null
-    space of J(q), whose rank is taken as at q0 (the chart stays near q0)."""
+def _corrector(model: Model, J, rank: int):
+    """R -> M^-1 J^T (J M^-1 J^T)^+ R, for R (nc,) or (nc, k): by the Schur complement's Cholesky
+    (sparse LU for a sparse model) where J has full row rank, else by the SVD of J M^-1/2 with the
+    rank of the linearisation point (redundant joints)."""
+    if rank == model.nc:
+        try:
+            schur = Schur(model, J, 1e-14)
+            return lambda R: schur.minv_jt @ schur.solve(R)
+        except RankDeficient:
+            pass
     w = inverse_sqrt_mass(model)
-    if rank == 0:
-        return w @ Vn0
-    Vt = np.linalg.svd(_jacobian(model, q, t) @ w, full_matrices=True)[2]
-    Vr = Vt[:rank].T
-    return w @ (Vn0 - Vr @ (Vr.T @ Vn0))
+    dense = J.toarray() if is_sparse(J) else np.asarray(J)
+    U, s, Vt = np.linalg.svd(dense @ w, full_matrices=False)
+    U, s, Vr = U[:, :rank], s[:rank], Vt[:rank].T
+
+    def correct(R: np.ndarray) -> np.ndarray:
+        coefficients = U.T @ R
+        coefficients = coefficients / (s[:, None] if coefficients.ndim == 2 else s)
+        return w @ (Vr @ coefficients)
+
+    return correct
 
 
-def project(model: Model, q: np.ndarray, t: float, rank_tol: float) -> np.ndarray:
-    """q moved onto Phi(q, t) = 0 by mass-weighted Newton steps (pseudo-inverse: redundant joints),
-    until max |Phi| stops falling (round-off) or is below 1e-15."""
+def _tangent_basis(model: Model, q: np.ndarray, t: float, N0: np.ndarray, rank: int) -> np.ndarray:
+    """N(q) = P(q) N0 = N0 - M^-1 J^T (J M^-1 J^T)^+ J N0: N0 projected M-orthogonally onto the
+    null space of J(q), whose rank is taken as at q0 (the chart stays near q0)."""
+    if model.nc == 0:
+        return N0
+    J = constraint_values(model, model.frames(q, np.zeros(model.nv)), t).jacobian
+    return N0 - _corrector(model, J, rank)(J @ N0)
+
+
+def project(model: Model, q: np.ndarray, t: float, rank: int) -> np.ndarray:
+    """q moved onto Phi(q, t) = 0 by mass-weighted Newton steps (pseudo-inverse of the given rank:
+    redundant joints), until max |Phi| stops falling (round-off) or is below 1e-15."""
     zeros = np.zeros(model.nv)
     last = np.inf
     for _ in range(30):
+        if model.nc == 0:
+            break
         cv = constraint_values(model, model.frames(q, zeros), t)
-        violation = float(np.max(np.abs(cv.phi))) if model.nc else 0.0
+        violation = float(np.max(np.abs(cv.phi)))
         # quadratic convergence ends at round-off: stop where a step gains less than half
         if violation <= 1e-15 or violation > 0.5 * last:
             break
         last = violation
-        q = model.retract(q, -MinNorm(model, cv.jacobian, rank_tol).correction(cv.phi))
+        q = model.retract(q, -_corrector(model, cv.jacobian, rank)(cv.phi))
     return q
 
 
-def _chart(model: Model, q0: np.ndarray, N0: np.ndarray, t: float, rank_tol: float):
+def _chart(model: Model, q0: np.ndarray, N0: np.ndarray, t: float, rank: int):
     """x -> q(x) = project(retract(q0, N0 x)) (mass-weighted Newton projection onto Phi = 0)."""
 
     def q_of(x: np.ndarray) -> np.ndarray:
-        return project(model, model.retract(q0, N0 @ x), t, rank_tol)
+        return project(model, model.retract(q0, N0 @ x), t, rank)
 
     return q_of
 
@@ -234,13 +259,13 @@ def linearize(
         M_r, C_r, K_r and the basis (see the module docstring); dof = nv - rank J.
     """
     q0 = np.array(q, dtype=float)
-    if model.nc:
-        q0 = project(model, q0, t, rank_tol)
+    if model.nc:  # onto the joints, with the rank of the point given
+        q0 = project(model, q0, t, _null_basis(model, q0, t, rank_tol)[1])
     Vn0, rank = _null_basis(model, q0, t, rank_tol)
     w = inverse_sqrt_mass(model)
     N0 = w @ Vn0
     dof = N0.shape[1]
-    M = np.asarray(model.mass_matrix.toarray() if is_sparse(model.mass_matrix) else model.mass_matrix)
+    M = model.mass_matrix  # dense or sparse: only products with it
     v_in = np.zeros(model.nv) if v is None else np.asarray(v, dtype=float)
     y0 = N0.T @ (M @ v_in)
     v0 = N0 @ y0
@@ -249,11 +274,11 @@ def linearize(
     # per reduced direction: no coordinate of q moves by more than `step`
     scale = np.max(np.abs(N0), axis=0) if dof else np.ones(0)
     steps = step / np.maximum(scale, 1e-300)
-    q_of = _chart(model, q0, N0, t, rank_tol)
+    q_of = _chart(model, q0, N0, t, rank)
 
     def reduced_force(x: np.ndarray) -> np.ndarray:
         qx = q_of(x)
-        N = _tangent_basis(model, qx, t, Vn0, rank)
+        N = _tangent_basis(model, qx, t, N0, rank)
         return N.T @ forces(qx, N @ y0)
 
     def velocity_force(y: np.ndarray) -> np.ndarray:
@@ -267,7 +292,7 @@ def linearize(
         v=v0,
         t=t,
         basis=N0,
-        mass=N0.T @ M @ N0,
+        mass=N0.T @ (M @ N0),
         damping=C,
         stiffness=K,
         rank=rank,
@@ -408,14 +433,12 @@ def state_space(lin: Linearization, step: float = STEP) -> StateSpace:
     if names:
         form = rows_form(model)
         # the chart of linearize: q(x), v = N(q(x)) (y0 + x_dot)
-        _, rank = _null_basis(model, lin.q, lin.t, RANK_TOL)
-        Vn0 = np.linalg.solve(inverse_sqrt_mass(model), N0)
-        q_of = _chart(model, lin.q, N0, lin.t, RANK_TOL)
-        y0 = N0.T @ (np.asarray(model.mass_matrix @ lin.v))
+        q_of = _chart(model, lin.q, N0, lin.t, lin.rank)
+        y0 = N0.T @ (model.mass_matrix @ lin.v)
 
         def outputs(z: np.ndarray) -> np.ndarray:
             qx = q_of(z[:n])
-            N = _tangent_basis(model, qx, lin.t, Vn0, rank) if model.nc else N0
+            N = _tangent_basis(model, qx, lin.t, N0, lin.rank)
             forces(qx, N @ (y0 + z[n:]))  # the outputs read the state the force evaluation left
             return np.array(step_kernels.output_values(form.flat, form.data, lin.t), dtype=float)
 
