@@ -360,3 +360,19 @@ def test_modes_at_equilibrium_without_the_solver(tmp_path):
     result = CliRunner().invoke(cli, ["modes", str(SCENES / "pendulum_2d.yaml"), "--at", "equilibrium",
                                       "-o", str(tmp_path / "m.h5")])  # fmt: skip
     assert result.exit_code == 2 and "equilibrium" in result.output
+
+
+def test_position_servo_stiffness_and_damping(tmp_path):
+    """A mass on a prismatic joint held by a position servo (kp, kd, gear 2): the servo's
+    stiffness gear^2 kp and damping gear^2 kd enter K_r and C_r: lambda^2 m + lambda g^2 kd + g^2 kp = 0."""
+    m, kp, kd, gear = 3.0, 120.0, 4.0, 2.0
+    scene = chain_scene(1, m, 0.0)
+    scene["forces"] = []
+    scene["actuators"] = [
+        {"name": "servo", "joint": "s1", "type": "position", "kp": kp, "kd": kd, "target": "0", "gear": gear}
+    ]
+    _, model = compiled(scene, tmp_path)
+    result = modes(linearize(model, model.q0))
+    lam = np.roots([m, gear**2 * kd, gear**2 * kp])
+    lam = lam[np.argmax(lam.imag)]
+    np.testing.assert_allclose(result.eigenvalue[0], [lam.real, lam.imag], rtol=1e-9)
