@@ -23,10 +23,15 @@ Reduced matrices (Lagrange's equations in x, linearised):
 
 Differentiating the reduced force along the chart carries the geometric stiffness of the
 reactions: at an equilibrium N0^T Q0 = 0, Q0 = J0^T lambda, and the derivative of N^T picks up
--(dJ N0)^T lambda. At a state that is not an equilibrium (``force_residual`` = |N0^T Q0| > 0)
-K_r depends on the chart (a frozen linearisation); about a moving state (v0 != 0) the velocity
-terms of Q (gyroscopic, damping) enter C_r and K_r, the convective constraint term (quadratic in
-v: centripetal accelerations of the constrained points) does not.
+-(dJ N0)^T lambda. At a state at rest that is not an equilibrium (``force_residual`` =
+|N0^T Q0| > 0) K_r depends on the chart (a frozen linearisation).
+
+About a moving state (v0 != 0) the linearisation follows the reference motion instead
+(:func:`_moving`): perturbations in world axes, the constrained accelerations (multipliers,
+convective and gyroscopic terms included) differentiated along the tangent space of
+{Phi = 0, J v = 0}; exact for motions steady in world axes (a sleeping top, a rotor on fixed
+bearings: the test's Maxwell-Klein top to 1e-8), the frozen linearisation of a time-varying
+system otherwise. At v0 = 0 it gives the same K_r as the chart (1e-12 at an equilibrium).
 
 Derivatives. Central differences with one Richardson extrapolation, D = (4 D(h/2) - D(h)) / 3,
 per reduced direction k with h_k = ``step`` / max|N0[:, k]| (so that no coordinate of q moves
@@ -237,6 +242,79 @@ def _derivative(f, n: int, steps: np.ndarray) -> np.ndarray:
     return np.array(columns).T
 
 
+def _world_blocks(model: Model, q: np.ndarray) -> np.ndarray:
+    """E (nv, nv): body velocities to world ones (translation unchanged, rotation R per body)."""
+    E = np.eye(model.nv)
+    if model.dimension == 3:
+        rot = model.frames(q, np.zeros(model.nv)).rot[: model.nbody]
+        for b in range(model.nbody):
+            E[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = rot[b]
+    return E
+
+
+def _moving(model: Model, q0, v0, t: float, N0, rank: int, forces: _Forces, steps) -> tuple[np.ndarray, np.ndarray]:
+    """(C_r, K_r) about a moving state, linearised along its trajectory in world axes.
+
+    Perturbations of the state relative to the reference motion: positions phi (translation,
+    rotation vector in world axes: q = retract_world(q_ref(t), phi)), velocities w (world
+    translational and angular velocities minus the reference's). Along the reference
+    phi_dot = w + W phi, W = [omega_ref x] on each rotation (phi_dot = w for translations and in
+    2D), and w_dot = the derivative of the world accelerations a_w(q, v_w) of the constrained
+    equations (multipliers included: the convective and reaction terms). The tangent space of
+    {Phi = 0, J v = 0} is spanned by T = [[N_w, 0], [D, N_w]], N_w = E N0 and D the M-smallest
+    velocity correction keeping J v = 0 to first order; A_r = T^+ A T, and with A_r's top right
+    block I (N0 is M-orthonormal) x_ddot = (A11 + A22) x_dot + (A21 - A22 A11) x gives C_r, K_r.
+    Exact for motions steady in world axes (a top sleeping on its pivot, a rotor on fixed
+    bearings); elsewhere the frozen linearisation of a time-varying system."""
+    nv, dof = model.nv, N0.shape[1]
+    E0 = _world_blocks(model, q0)
+    vw0 = E0 @ v0
+    Nw = E0 @ N0
+    M = model.mass_matrix
+    P = N0.T @ (M @ E0.T)  # world increments -> reduced coordinates (N_w^T M_w)
+    W = np.zeros((nv, nv))
+    if model.dimension == 3:
+        for b in range(model.nbody):
+            wx, wy, wz = vw0[6 * b + 3 : 6 * b + 6]
+            W[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = [[0, -wz, wy], [wz, 0, -wx], [-wy, wx, 0]]
+
+    def state_at(phi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = model.retract(q0, E0.T @ phi)  # exp(phi) R_ref = R_ref exp(R_ref^T phi)
+        return q, _world_blocks(model, q).T @ (vw0 + w)
+
+    def world_acceleration(phi: np.ndarray, w: np.ndarray) -> np.ndarray:
+        q, v = state_at(phi, w)
+        Q = forces(q, v)
+        cv = constraint_values(model, model.frames(q, v), t)
+        minv_q = model.inv_mass_matrix @ Q
+        accel = minv_q - _corrector(model, cv.jacobian, rank)(cv.jacobian @ minv_q - cv.gamma) if model.nc else minv_q
+        return _world_blocks(model, q) @ accel
+
+    def velocity_residual(phi: np.ndarray) -> np.ndarray:
+        q, v = state_at(phi, np.zeros(nv))
+        return constraint_values(model, model.frames(q, v), t).jacobian @ v
+
+    # D: the velocity change that keeps J v = 0 when the positions move along N_w (M-smallest)
+    if model.nc:
+        H = _derivative(lambda x: velocity_residual(Nw @ x), dof, steps)
+        J0 = constraint_values(model, model.frames(q0, v0), t).jacobian
+        D = -E0 @ _corrector(model, J0, rank)(H)
+    else:
+        D = np.zeros((nv, dof))
+    # A applied to T's columns: (phi_dot, w_dot) along each tangent direction
+    A_pos = _derivative(lambda x: world_acceleration(Nw @ x, D @ x), dof, steps)
+    A_vel = _derivative(lambda y: world_acceleration(np.zeros(nv), Nw @ y), dof, steps)
+    A11 = P @ (D + W @ Nw)
+    A12 = P @ Nw
+    A21 = P @ (A_pos - D @ A11)
+    A22 = P @ (A_vel - D @ A12)
+    # with A12 = I: x_ddot = (A11 + A22) x_dot + (A21 - A22 A11) x
+    A12_inv = np.linalg.inv(A12)
+    C = -(A11 + A12 @ A22 @ A12_inv)
+    K = -(A12 @ A21 - A12 @ A22 @ A12_inv @ A11)
+    return C, K
+
+
 def linearize(
     model: Model,
     q: np.ndarray,
@@ -284,9 +362,12 @@ def linearize(
     def velocity_force(y: np.ndarray) -> np.ndarray:
         return N0.T @ forces(q0, v0 + N0 @ y)
 
-    K = -_derivative(reduced_force, dof, steps)
-    # velocities: forces linear in v (dampers) are exact; gyroscopic terms quadratic: h of 1e-4 m/s
-    C = -_derivative(velocity_force, dof, steps)
+    if float(np.max(np.abs(v0), initial=0.0)) > 0.0:  # about a motion: along the trajectory
+        C, K = _moving(model, q0, v0, t, N0, rank, forces, steps)
+    else:
+        K = -_derivative(reduced_force, dof, steps)
+        # velocities: forces linear in v (dampers) are exact; gyroscopic terms quadratic: h of 1e-4 m/s
+        C = -_derivative(velocity_force, dof, steps)
     return Linearization(
         q=q0,
         v=v0,

@@ -181,9 +181,14 @@ def _frozen_note(lin) -> str | None:
 
     if lin.equilibrium:
         return None
-    moving = " and moving" if float(np.max(np.abs(lin.v), initial=0.0)) > 1e-12 else ""
+    if float(np.max(np.abs(lin.v), initial=0.0)) > 0.0:
+        return (
+            "the state moves: linearised along its motion in world axes, exact for a motion steady in world "
+            "axes (a spinning top on its pivot, a rotor on fixed bearings), otherwise the frozen linearisation "
+            "of a time-varying system"
+        )
     return (
-        f"the state is not an equilibrium{moving} (max |N^T Q| = {lin.force_residual:.3g}, "
+        f"the state is not an equilibrium (max |N^T Q| = {lin.force_residual:.3g}, "
         f"{lin.force_residual / max(lin.force_scale, 1e-300):.2g} of the forces): a frozen linearisation, "
         "whose stiffness depends on the coordinates; --at equilibrium gives the modes about the rest state"
     )

@@ -212,6 +212,50 @@ def test_spherical_pendulum_3d_rigid_mode_and_world_shapes(tmp_path):
         np.testing.assert_allclose(sign * shape[:3], np.cross(theta, arm), atol=1e-8)
 
 
+def sleeping_top(height: float, spin: float, mass: float, transverse: float, axial: float) -> dict:
+    """A symmetric top on a spherical pivot at the origin, its centre at (0, 0, height), spinning
+    about the vertical at ``spin`` rad/s."""
+    return {
+        "mbsim": 1,
+        "name": "sleeping top",
+        "dimension": 3,
+        "gravity": [0.0, 0.0, -G],
+        "time": {"end": 1.0, "step": 0.001},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "top", "mass": mass, "inertia": [transverse, transverse, axial],
+                    "position": [0.0, 0.0, height], "angular_velocity": [0.0, 0.0, spin]}],
+        "joints": [{"name": "pivot", "type": "spherical", "body1": "ground", "body2": "top", "point": [0, 0, 0]}],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "height, spin", [(0.1, 40.0), (0.1, 5.0), (-0.1, 10.0)], ids=["upright-fast", "upright-slow", "hanging"]
+)
+def test_sleeping_top_gyroscopic(tmp_path, height, spin):
+    """A top spinning on its pivot (a motion steady in world axes): the small tilts u = a + i b obey
+    I1 u'' - i I3 s u' - m g l u = 0 (I1 about the pivot), lambda = (i I3 s +- sqrt(4 I1 m g l -
+    I3^2 s^2)) / 2 I1: stable above the Maxwell-Klein spin I3^2 s^2 > 4 I1 m g l, unstable below;
+    the spin angle is a rigid-body mode."""
+    m, it, i3 = 1.5, 0.02, 0.03
+    _, model = compiled(sleeping_top(height, spin, m, it, i3), tmp_path)
+    lin = linearize(model, model.q0, model.v0)
+    assert lin.dof == 3 and not lin.equilibrium
+    i1 = it + m * height**2
+    root = np.sqrt(complex(4 * i1 * m * G * height - (i3 * spin) ** 2))
+    expected = [(1j * i3 * spin + root) / (2 * i1), (1j * i3 * spin - root) / (2 * i1)]
+    # each mode once: of lambda and its conjugate the one with Im > 0
+    expected = [value if value.imag > 0 else np.conj(value) for value in expected]
+    ours = np.linalg.eigvals(lin.state_matrix())
+    scale = max(abs(value) for value in expected)
+    for value in expected:
+        assert np.min(np.abs(ours - value)) < 1e-8 * scale
+    result = modes(lin)
+    got = result.eigenvalue[:, 0] + 1j * result.eigenvalue[:, 1]
+    assert abs(got[0]) < 1e-8 * scale  # the spin
+    for value in expected:
+        assert np.min(np.abs(got - value)) < 1e-8 * scale
+
+
 # ------------------------------------------------------------------ an imported arm against Pinocchio
 
 
