@@ -132,7 +132,11 @@ def _point(spec: SceneSpec, model: Model, at: str | None, from_file: str | None,
                 key_path="--at",
                 hint="--at initial, or --from OUT.h5 --time T",
             ) from None
-        found = solve_equilibrium(model)
+        found = solve_equilibrium(model)  # raises (exit 3) when there is none
+        if getattr(found, "q", None) is None:
+            from mbsim.errors import SimulationError
+
+            raise SimulationError(f"no static equilibrium: {getattr(found, 'reason', 'not found')}")
         return "equilibrium", 0.0, np.asarray(found.q, dtype=float), np.zeros(model.nv)
     return "initial", 0.0, model.q0.copy(), model.v0.copy()
 

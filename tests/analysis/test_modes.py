@@ -420,3 +420,26 @@ def test_position_servo_stiffness_and_damping(tmp_path):
     lam = np.roots([m, gear**2 * kd, gear**2 * kp])
     lam = lam[np.argmax(lam.imag)]
     np.testing.assert_allclose(result.eigenvalue[0], [lam.real, lam.imag], rtol=1e-9)
+
+
+def test_welded_body_has_no_modes(tmp_path):
+    """A body welded to the ground: 3 equations of rank 3 on 3 coordinates, k = 0 modes; the state
+    space is empty but keeps its output's row."""
+    scene = {
+        "mbsim": 1,
+        "name": "welded",
+        "dimension": 2,
+        "gravity": [0.0, -G],
+        "time": {"end": 1.0, "step": 0.001},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "b", "mass": 1.0, "inertia": 0.1, "position": [0.0, 0.0]}],
+        "joints": [{"name": "w", "type": "fixed", "body1": "ground", "body2": "b", "point": [0.0, 0.0]}],
+        "outputs": [{"name": "height", "value": "b.y"}],
+    }
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0)
+    result = modes(lin)
+    ss = state_space(lin)
+    assert lin.dof == 0 and lin.rank == 3
+    assert result.frequency_hz.shape == (0,) and result.shape.shape == (0, 1, 3)
+    assert ss.A.shape == (0, 0) and ss.C.shape == (1, 0)
