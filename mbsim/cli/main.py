@@ -57,12 +57,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "modes": (
         "mbsim.cli.modes",
         "modes",
-        "Natural frequencies, damping ratios and mode shapes of SCENE about a state (initial, equilibrium, a row).",
+        "Natural frequencies, damping ratios and mode shapes of SCENE about a state.",
     ),
     "linearize": (
         "mbsim.cli.modes",
         "linearize",
-        "State-space A, B, C, D of SCENE about a state: actuators as inputs, the scene's outputs as outputs.",
+        "State-space matrices A, B, C, D of SCENE about a state.",
     ),
 }
 
