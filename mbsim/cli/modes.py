@@ -7,6 +7,7 @@ the recorded row of a result file of the same scene at T (default the last row).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,7 @@ def _row_state(model: Model, path: str, at_time: float | None) -> tuple[float, n
     from mbsim.output.safety import is_result_file
 
     if not Path(path).is_file() or not is_result_file(path):
-        raise UsageError(f"--from {path}: not an mbsim result file", key_path="--from")
+        raise UsageError("expected an mbsim result file of this scene", file=f"--from {path}")
     with h5py.File(path, "r") as f:
         scene_name = f.attrs.get("scene_name", "")
         bodies = f.get("bodies")
@@ -79,18 +80,19 @@ def _row_state(model: Model, path: str, at_time: float | None) -> tuple[float, n
         wanted = {hdf5_name(name) for name in model.body_names}
         if scene_name != model.name or not wanted <= names or int(f.attrs.get("dimension", 0)) != model.dimension:
             raise UsageError(
-                f"--from {path}: a result file of another scene ('{scene_name}', not '{model.name}', or other bodies)",
-                key_path="--from",
+                f"a result file of another scene: expected '{model.name}' with its bodies, got '{scene_name}'",
+                file=f"--from {path}",
             )
         times = np.asarray(f["time"][:], dtype=float)
         if len(times) == 0:
-            raise UsageError(f"--from {path}: the file has no recorded rows", key_path="--from")
+            raise UsageError("the file has no recorded rows", file=f"--from {path}")
         if at_time is None:
             row = len(times) - 1
         else:
             if not times[0] - 1e-12 <= at_time <= times[-1] + 1e-9 * max(1.0, abs(times[-1])):
                 raise UsageError(
-                    f"--time {at_time:g}: outside the recorded rows of {path} ({times[0]:g} to {times[-1]:g} s)",
+                    f"expected a time within the recorded rows, {times[0]:g} to {times[-1]:g} s, got {at_time:g} s",
+                    file=f"--from {path}",
                     key_path="--time",
                 )
             row = int(np.argmin(np.abs(times - at_time)))
@@ -118,18 +120,18 @@ def _point(spec: SceneSpec, model: Model, at: str | None, from_file: str | None,
 
     if from_file is not None:
         if at is not None:
-            raise UsageError("--at and --from exclude each other: give one", key_path="--at")
+            raise UsageError("--at and --from exclude each other: give one", file="command line")
         t, q, v = _row_state(model, from_file, at_time)
         return f"row t = {t:g} s of {from_file}", t, q, v
     if at_time is not None:
-        raise UsageError("--time needs --from OUT.h5", key_path="--time")
+        raise UsageError("--time needs --from OUT.h5", file="command line")
     if at == "equilibrium":
         try:
             from mbsim.analysis.equilibrium import solve_equilibrium
         except ImportError:
             raise UsageError(
-                "--at equilibrium: the equilibrium solver (mbsim.analysis.equilibrium) is not part of this build",
-                key_path="--at",
+                "the equilibrium solver (mbsim.analysis.equilibrium) is not part of this build",
+                file="--at equilibrium",
                 hint="--at initial, or --from OUT.h5 --time T",
             ) from None
         found = solve_equilibrium(model)  # raises (exit 3) when there is none
@@ -141,14 +143,14 @@ def _point(spec: SceneSpec, model: Model, at: str | None, from_file: str | None,
     return "initial", 0.0, model.q0.copy(), model.v0.copy()
 
 
-def _write(model: Model, spec: SceneSpec, path: Path, t: float, q, v, datasets: dict, attrs: dict, root: dict):
-    """A one-row result file (the state) plus the analysis' datasets, claimed as every result file."""
+def _write(model: Model, spec: SceneSpec, claim, t: float, q, v, datasets: dict, attrs: dict, root: dict):
+    """A one-row result file (the state) plus the analysis' datasets into the claimed file; status
+    failed with the signal's message when one came (the command then exits 128 + N)."""
     import numpy as np
 
+    from mbsim.errors import interrupted_message
     from mbsim.output.hdf5 import ResultWriter
-    from mbsim.output.safety import claim_result
 
-    claim = claim_result(path)
     writer = ResultWriter(claim, model, {"scene_name": spec.name, "method": spec.solver.method, "integrator": "none"})
     frames = model.frames(q, v)
     nb = model.nbody
@@ -166,17 +168,34 @@ def _write(model: Model, spec: SceneSpec, path: Path, t: float, q, v, datasets: 
         row["bodies/{body}/angle"] = frames.angle[:nb]
     writer.append(row)
     writer.write_datasets({key: np.asarray(value) for key, value in datasets.items()}, attrs)
-    status, message = writer.close("completed", "", steps=0, **root)
-    return status, message
+    signum = interrupts.received()
+    if signum is not None:
+        return writer.close("failed", interrupted_message(signum), steps=0, **root)
+    return writer.close("completed", "", steps=0, **root)
 
 
-def _prepared(scene: str, overrides: tuple[str, ...]):
-    spec = load_scene(scene, overrides)
-    from mbsim.simulate import prepare  # here: the model compiler costs ~0.2 s of CPU
+@contextlib.contextmanager
+def _claimed(spec: SceneSpec, path: Path):
+    """(the claim of the result file, the prepared model): the file is claimed before anything is
+    compiled (a busy or foreign target is refused at once, CONTRACT §4); an error before it is
+    written releases the claim untouched, a signal leaves a file with status failed."""
+    from mbsim.errors import Interrupted
+    from mbsim.output.hdf5 import write_stub
+    from mbsim.output.safety import claim_result
+    from mbsim.simulate import prepare_claimed  # here: the model compiler costs ~0.2 s of CPU
 
     interrupts.check()
-    model, _ = prepare(spec)
-    return spec, model
+    claim = claim_result(path)
+    model, _ = prepare_claimed(spec, claim)  # releases the claim on a scene error or a signal
+    try:
+        yield claim, model
+    except Interrupted as exc:
+        attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": "none"}
+        write_stub(claim, spec.raw.to_yaml(), attrs | {"dimension": spec.dimension}, "failed", str(exc))
+        raise
+    except BaseException:
+        claim.abandon()
+        raise
 
 
 def _frozen_note(lin) -> str | None:
@@ -232,11 +251,13 @@ def modes(
     from mbsim.analysis.modes import modes as compute_modes
     from mbsim.names import hdf5_name
 
-    spec, model = _prepared(scene, overrides)
-    how, t, q, v = _point(spec, model, at, from_file, at_time)
-    lin = linearize(model, q, v, t)
-    result = compute_modes(lin)
+    spec = load_scene(scene, overrides)
     path = Path(output) if output else _default_output(scene, "modes")
+    with _claimed(spec, path) as (claim, model):
+        how, t, q, v = _point(spec, model, at, from_file, at_time)
+        lin = linearize(model, q, v, t)
+        interrupts.check()
+        result = compute_modes(lin)
     datasets = {
         "modes/frequency_hz": result.frequency_hz,
         "modes/damping_ratio": result.damping_ratio,
@@ -247,7 +268,7 @@ def modes(
         datasets[f"modes/shape/{hdf5_name(name)}"] = result.shape[:, b, :]
     attrs = {"modes/state": {"names": _state_names(model), "time": t, "point": how}}
     root = {"modes_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
-    status, message = _write(model, spec, path, t, lin.q, lin.v, datasets, attrs, root)
+    status, message = _write(model, spec, claim, t, lin.q, lin.v, datasets, attrs, root)
     note = _frozen_note(lin)
     if note and not as_json:
         click.echo(f"mbsim: note: {note}", err=True)
@@ -302,11 +323,13 @@ def linearize(
     from mbsim.analysis.modes import linearize as linearize_model
     from mbsim.analysis.modes import state_space
 
-    spec, model = _prepared(scene, overrides)
-    how, t, q, v = _point(spec, model, at, from_file, at_time)
-    lin = linearize_model(model, q, v, t)
-    ss = state_space(lin)
+    spec = load_scene(scene, overrides)
     path = Path(output) if output else _default_output(scene, "linearize")
+    with _claimed(spec, path) as (claim, model):
+        how, t, q, v = _point(spec, model, at, from_file, at_time)
+        lin = linearize_model(model, q, v, t)
+        interrupts.check()
+        ss = state_space(lin)
     datasets = {
         "linearize/A": ss.A,
         "linearize/B": ss.B,
@@ -325,7 +348,7 @@ def linearize(
         "linearize/basis": {"names": model.coordinate_names()[1]},
     }
     root = {"linearized_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
-    status, message = _write(model, spec, path, t, lin.q, lin.v, datasets, attrs, root)
+    status, message = _write(model, spec, claim, t, lin.q, lin.v, datasets, attrs, root)
     note = _frozen_note(lin)
     if note and not as_json:
         click.echo(f"mbsim: note: {note}", err=True)

@@ -371,8 +371,11 @@ def test_modes_from_a_recorded_row(tmp_path):
     M = np.array([[4 / 3, 1 / 2], [1 / 2, 1 / 3]])
     K = np.diag([1.5 * G, 0.5 * G])
     np.testing.assert_allclose(got, np.sqrt(scipy.linalg.eigh(K, M, eigvals_only=True)) / (2 * math.pi), rtol=1e-8)
-    late = CliRunner().invoke(cli, ["modes", str(scene), *sets, "--from", str(run_file), "--time", "5", "-o", str(out)])
-    assert late.exit_code == 2 and "--time 5" in late.output and "outside the recorded rows" in late.output
+    fresh = tmp_path / "late.h5"
+    late_args = ["modes", str(scene), *sets, "--from", str(run_file), "--time", "5", "-o", str(fresh)]
+    late = CliRunner().invoke(cli, late_args)
+    assert late.exit_code == 2 and "--time: expected a time within the recorded rows" in late.output
+    assert "got 5 s" in late.output and not fresh.exists()  # refused before anything is written
     chain = tmp_path / "chain.yaml"
     chain.write_text(yaml.safe_dump(chain_scene(3, 1.0, 1.0)))
     foreign = CliRunner().invoke(cli, ["modes", str(chain), "--from", str(run_file), "-o", str(out)])
