@@ -23,7 +23,7 @@ LAYER = {
     "output": 3,
     "solvers": 3,
     "simulate": 4,
-    "analysis": 4,
+    "analysis": 4,  # issue 32: equilibrium, linearisation, modes (model and solvers below it)
     "compare": 4,
     "assertions": 4,
     "sweep": 4,

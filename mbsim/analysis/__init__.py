@@ -1,1 +1,2 @@
-"""Analyses of a model beside time integration, one module each: equilibrium (static equilibrium)."""
+"""Analyses of a model beside time integration, one module each: equilibrium (static equilibrium),
+modes (linearisation, modes and the state-space matrices)."""

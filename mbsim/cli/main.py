@@ -58,6 +58,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "export",
         "Write the motion of RESULT as a .glb or a self-contained .html page.",
     ),
+    # issue 32: linearisation and modes (mbsim.analysis.modes)
+    "modes": (
+        "mbsim.cli.modes",
+        "modes",
+        "Natural frequencies, damping ratios and mode shapes of SCENE about a state.",
+    ),
+    "linearize": (
+        "mbsim.cli.modes",
+        "linearize",
+        "State-space matrices A, B, C, D of SCENE about a state.",
+    ),
 }
 
 

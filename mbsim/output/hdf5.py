@@ -479,6 +479,26 @@ class ResultWriter:
         except (OSError, RuntimeError) as exc:
             self._write_failed(exc)
 
+    def write_datasets(self, datasets: dict[str, np.ndarray], attrs: dict[str, dict[str, Any]] | None = None) -> None:
+        """Whole datasets beside the rows (an analysis' results: /modes, /linearize): path -> array,
+        replacing what an earlier call wrote there; ``attrs``: path -> its attributes. Written only
+        where the disk takes them (else the file's status says what was lost)."""
+        if self.failure is not None:
+            return
+        size = sum(np.asarray(a).nbytes + 1024 for a in datasets.values())
+        if not self.space.ensure(CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size):
+            self._stop(f"{NO_SPACE}: {', '.join(datasets)} did not fit in the result file")
+            return
+        try:
+            for path, data in datasets.items():
+                if path in self.file:
+                    del self.file[path]
+                self.file.create_dataset(path, data=np.asarray(data, dtype=float))
+                for key, value in (attrs or {}).get(path, {}).items():
+                    self.file[path].attrs[key] = value
+        except (OSError, RuntimeError) as exc:
+            self._write_failed(exc)
+
     def set_attrs(self, **attrs: Any) -> None:
         """Root attributes; a failure (a file taken away under the run) ends the run at the next flush."""
         if self.failure is not None:
