@@ -15,7 +15,7 @@ import click
 
 from mbsim import interrupts
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, set_option
-from mbsim.errors import UsageError
+from mbsim.errors import SimulationError, UsageError
 from mbsim.scene.spec import load_scene
 
 if TYPE_CHECKING:
@@ -126,19 +126,11 @@ def _point(spec: SceneSpec, model: Model, at: str | None, from_file: str | None,
     if at_time is not None:
         raise UsageError("--time needs --from OUT.h5", file="command line")
     if at == "equilibrium":
-        try:
-            from mbsim.analysis.equilibrium import solve_equilibrium
-        except ImportError:
-            raise UsageError(
-                "the equilibrium solver (mbsim.analysis.equilibrium) is not part of this build",
-                file="--at equilibrium",
-                hint="--at initial, or --from OUT.h5 --time T",
-            ) from None
-        found = solve_equilibrium(model)  # raises (exit 3) when there is none
-        if getattr(found, "q", None) is None:
-            from mbsim.errors import SimulationError
+        from mbsim.analysis.equilibrium import solve_equilibrium  # here: only --at equilibrium needs it
 
-            raise SimulationError(f"no static equilibrium: {getattr(found, 'reason', 'not found')}")
+        found = solve_equilibrium(model)
+        if not found.converged:
+            raise SimulationError(f"no static equilibrium found (--at equilibrium): {found.reason}")
         return "equilibrium", 0.0, np.asarray(found.q, dtype=float), np.zeros(model.nv)
     return "initial", 0.0, model.q0.copy(), model.v0.copy()
 

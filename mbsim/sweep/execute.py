@@ -384,7 +384,7 @@ class _Cluster:
             raise
 
     @staticmethod
-    def _abandon_start(grace: float = 3.0) -> None:
+    def _abandon_start(grace: float = 1.5) -> None:
         """A signal came while the local cluster was starting: kill the worker processes spawned
         so far (a nanny may spawn one more while its start fails: keep at it while the start
         runs, for at most ``grace`` seconds), and let nothing wait for the half-started cluster

@@ -4,7 +4,6 @@ linearisations, and Pinocchio's CRBA and gravity derivatives for the UR5."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -400,13 +399,46 @@ def test_linearize_command_writes_matrices(tmp_path):
     np.testing.assert_allclose(-(C @ np.linalg.solve(A, B))[0, 0], np.linalg.inv(K)[0, 1], rtol=1e-8)
 
 
-def test_modes_at_equilibrium_without_the_solver(tmp_path):
-    """Until mbsim.analysis.equilibrium exists in this tree, --at equilibrium says so (exit 2)."""
-    if importlib.util.find_spec("mbsim.analysis.equilibrium") is not None:
-        pytest.skip("the equilibrium solver is present: tests/analysis/test_equilibrium.py covers it")
-    result = CliRunner().invoke(cli, ["modes", str(SCENES / "pendulum_2d.yaml"), "--at", "equilibrium",
-                                      "-o", str(tmp_path / "m.h5")])  # fmt: skip
-    assert result.exit_code == 2 and "equilibrium" in result.output
+def test_modes_at_the_equilibrium_of_a_pendulum_with_a_torsion_spring(tmp_path):
+    """``--at equilibrium``: a bob (mass m, inertia I_c) on an arm of length l with a torsion spring
+    k (rest angle from hanging down) rests where k (rest - theta) = m g l sin theta (brentq here);
+    about it the one mode has omega^2 = (k + m g l cos theta) / (I_c + m l^2)."""
+    from scipy.optimize import brentq
+
+    m, ic, length, k, rest, g = 1.5, 0.01, 0.8, 20.0, 1.0, 9.81
+    scene = {
+        "mbsim": 1, "name": "spring pendulum", "dimension": 2, "gravity": [0, -g],
+        "time": {"end": 1.0, "step": 0.001},
+        "bodies": [{"name": "bob", "mass": m, "inertia": ic, "position": [0.0, -length], "orientation": 0.0}],
+        "joints": [{"name": "pivot", "type": "revolute", "body1": "ground", "body2": "bob", "point": [0, 0],
+                    "spring": {"stiffness": k, "rest": rest}}],
+    }  # fmt: skip
+    path = tmp_path / "spring_pendulum.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["modes", str(path), "--at", "equilibrium", "-o", str(tmp_path / "m.h5"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    theta = brentq(lambda th: k * (rest - th) - m * g * length * math.sin(th), 0.0, rest)
+    omega = math.sqrt((k + m * g * length * math.cos(theta)) / (ic + m * length**2))
+    with h5py.File(tmp_path / "m.h5", "r") as f:
+        frequency = f["modes/frequency_hz"][:]
+        state = f["modes/state"][:]
+    assert frequency.shape == (1,)
+    assert frequency[0] == pytest.approx(omega / (2 * math.pi), rel=1e-8)
+    # the linearisation point is the equilibrium: the bob at angle theta from hanging down
+    np.testing.assert_allclose(state[:2], [length * math.sin(theta), -length * math.cos(theta)], atol=1e-9)
+
+
+def test_modes_at_an_equilibrium_that_does_not_exist(tmp_path):
+    """A free body under gravity has no static equilibrium: ``--at equilibrium`` exits 3 naming it."""
+    scene = {"mbsim": 1, "name": "falling", "gravity": [0, 0, -9.81], "time": {"end": 1.0, "step": 0.01},
+             "bodies": [{"name": "box", "mass": 1.0, "inertia": [0.1, 0.1, 0.1], "position": [0, 0, 1]}]}  # fmt: skip
+    path = tmp_path / "falling.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["modes", str(path), "--at", "equilibrium", "-o", str(tmp_path / "m.h5")])
+    assert result.exit_code == 3, result.output
+    assert "no static equilibrium" in result.output
 
 
 def test_position_servo_stiffness_and_damping(tmp_path):

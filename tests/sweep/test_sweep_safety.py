@@ -275,10 +275,13 @@ def test_a_signal_during_start_up(tmp_path: Path, sig: int, code: int, delay: fl
     finally:
         proc.kill()
     assert not list(outdir.glob("*.h5")) if outdir.exists() else True
-    if exit_code == -sig and not proc.stderr:
+    frames = [line for line in proc.stderr.splitlines() if line.lstrip().startswith("File ")]
+    if exit_code == -sig and all("<frozen " in line for line in frames):
         # it came before the interpreter ran mbsim's first line (a loaded machine takes more than
         # 0.05 s to start Python): the default action ended the process, which a shell reports as
-        # 128 + N as well, and nothing was written (CI met it once in a full run)
+        # 128 + N as well, and nothing was written (CI met it once in a full run); a SIGINT then
+        # meets Python's own handler while runpy looks for the package, whose traceback has only
+        # the interpreter's frozen frames (a rehearsal under load met it)
         return
     assert exit_code == code, proc.stderr
     assert stopped < STOP_WITHIN
