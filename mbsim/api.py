@@ -116,7 +116,15 @@ class Result:
         file: the result file, or None for a run in memory.
     """
 
-    def __init__(self, summary: RunSummary, arrays: dict[str, np.ndarray] | None = None, names=None, events=None):
+    def __init__(
+        self,
+        summary: RunSummary,
+        arrays: dict[str, np.ndarray] | None = None,
+        names: dict[str, list[str]] | None = None,
+        events: tuple[np.ndarray, list[str], list[str]] | None = None,
+    ) -> None:
+        """``arrays``, ``names`` (of q's and v's columns), ``events``: a run's in memory; None: read
+        from ``summary.file`` when first asked."""
         self.summary = summary
         self.status: str = summary.status
         self.message: str = summary.message
