@@ -15,12 +15,13 @@ Nothing heavy is imported here at module level: ``import mbsim`` and ``mbsim.loa
 from __future__ import annotations
 
 import copy
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mbsim.errors import StateError, did_you_mean
+from mbsim.errors import Interrupted, StateError, did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,6 +78,19 @@ def override_texts(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[
     if isinstance(overrides, str):  # one text is not a sequence of them
         raise SceneError(f"expected a mapping or a list of KEY=VALUE texts, got the text '{overrides}'", file="--set")
     return [str(text) for text in overrides]
+
+
+def _pass_on_signal(sim: Simulation) -> None:
+    """A signal that ended a run or its set-up delivered again, once the run's file is closed, to
+    the handlers the caller has (Ctrl-C: KeyboardInterrupt; SIGTERM by default ends the process);
+    not inside the ``mbsim`` command (``passes_on_signals`` False), which exits 128 + N itself."""
+    from mbsim import interrupts
+
+    signum = interrupts.received()
+    if signum is None or interrupts.installed() or not sim.passes_on_signals:
+        return
+    interrupts.reset()
+    signal.raise_signal(signum)
 
 
 def _text(value: Any) -> str:
@@ -299,6 +313,9 @@ class Simulation:
         self._state: State | None = None
         self._stepper: Any = None  # the solver that step() advances
         self._h: float | None = None  # step()'s next proposal (adaptive integrators)
+        # a signal that ends a run reaches the caller's handlers after it (KeyboardInterrupt);
+        # the mbsim command, which ends with exit code 128 + N itself, sets this False
+        self.passes_on_signals = True
 
     def __repr__(self) -> str:
         return f"<Simulation {self.spec.name!r}: {self.spec.solver.method}, {self.spec.dimension}D>"
@@ -339,8 +356,12 @@ class Simulation:
             if claim is not None:
                 self._prepared = prepare_claimed(self.spec, claim, self.strict)
             else:
-                with interrupts.handling():
-                    self._prepared = interrupts.polled(lambda: prepare(self.spec, self.strict))
+                try:
+                    with interrupts.handling():
+                        self._prepared = interrupts.polled(lambda: prepare(self.spec, self.strict))
+                except Interrupted:
+                    _pass_on_signal(self)
+                    raise
             self._fresh = True
         return self._prepared
 
@@ -459,8 +480,10 @@ class Simulation:
 
         Returns:
             The :class:`Result`; a run that fails (NaN, divergence, violation past
-            solver.max_violation, a signal) returns too, with ``status`` ``failed`` and the
-            ``message``, holding every row up to the failure.
+            solver.max_violation) returns too, with ``status`` ``failed`` and the ``message``,
+            holding every row up to the failure. A signal (Ctrl-C) ends the run after its
+            current step and closes its file (status failed, ``interrupted (SIGINT)``), then
+            reaches the caller's handler: KeyboardInterrupt.
 
         Raises:
             SceneError: ``end`` or ``every`` not valid for the scene; OutputError: ``file`` not writable
@@ -486,10 +509,12 @@ class Simulation:
 
             prepared = (self.model, self._solver())
             summary = simulate.run(self.spec, None, self.strict, progress, prepared, sink=collect, initial=initial)
+            _pass_on_signal(self)
             collector = sinks[0]
             return Result(summary, collector.arrays(), collector.names, collector.events)
         claim = file if isinstance(file, ResultClaim) else claim_result(Path(file))
         self.prepare(claim)  # a scene error gives the claim up (a file it created is removed again)
         prepared = (self.model, self._solver())
         summary = simulate.run(self.spec, claim, self.strict, progress, prepared, initial=initial)
+        _pass_on_signal(self)
         return Result(summary)

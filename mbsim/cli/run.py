@@ -111,6 +111,7 @@ def run(
     from mbsim.api import load
 
     sim = load(scene, set=overrides, strict=strict)
+    sim.passes_on_signals = False  # a signal ends the command with exit 128 + N (below)
     spec = sim.spec
     check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a

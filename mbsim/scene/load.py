@@ -609,14 +609,20 @@ def load_raw_scene(path: str | Path, overrides: list[str] | tuple[str, ...] = ()
     return scene
 
 
-def plain_data(value: Any, file: str, path: KeyPath = ()) -> Any:
+def plain_data(value: Any, file: str, path: KeyPath = (), count: list[int] | None = None) -> Any:
     """``value`` as the plain data a YAML file holds (dicts with text keys, lists, text, numbers,
     booleans, None): tuples become lists and numpy arrays and scalars their Python values.
+    ``count``: the values converted so far (a one-item list, shared by the recursion).
 
     Raises:
-        SceneError: a value no scene file can hold (an object, a key that is not text), or
-            nesting past :data:`MAX_DEPTH` (a mapping that contains itself).
+        SceneError: a value no scene file can hold (an object, a key that is not text), more
+            than :data:`MAX_VALUES` values (counted before any YAML is written), or nesting past
+            :data:`MAX_DEPTH` (a mapping that contains itself).
     """
+    count = [0] if count is None else count
+    count[0] += 1
+    if count[0] > MAX_VALUES:
+        raise SceneError(f"the scene has more than {MAX_VALUES} values", file=file, key_path=format_path(path))
     if len(path) > MAX_DEPTH:
         raise SceneError(
             f"lists and mappings nested more than {MAX_DEPTH} levels deep",
@@ -624,6 +630,8 @@ def plain_data(value: Any, file: str, path: KeyPath = ()) -> Any:
             key_path=format_path(path[:10]) + "...",
         )
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy arrays and scalars
+        if getattr(value, "size", 1) > MAX_VALUES:  # before its list is made
+            raise SceneError(f"the scene has more than {MAX_VALUES} values", file=file, key_path=format_path(path))
         value = value.tolist()
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -634,10 +642,10 @@ def plain_data(value: Any, file: str, path: KeyPath = ()) -> Any:
                 raise SceneError(
                     f"expected text keys, got the key {_describe(key)}", file=file, key_path=format_path(path)
                 )
-            out[key] = plain_data(item, file, (*path, key))
+            out[key] = plain_data(item, file, (*path, key), count)
         return out
     if isinstance(value, (list, tuple)):
-        return [plain_data(item, file, (*path, i)) for i, item in enumerate(value)]
+        return [plain_data(item, file, (*path, i), count) for i, item in enumerate(value)]
     raise SceneError(
         f"expected a number, text, boolean, list or mapping, got a {type(value).__name__}",
         file=file,

@@ -222,6 +222,21 @@ def test_scene_errors_of_files_and_overrides():
     assert caught.value.key_path == "output.every"
 
 
+def test_hostile_dict_scenes_are_scene_errors():
+    """A mapping that contains itself, or more values than a scene file may expand to, is refused
+    as the file's text would be (no RecursionError, no hang)."""
+    loop: dict = {"mbsim": 1}
+    loop["parameters"] = loop
+    with pytest.raises(mbsim.SceneError, match="nested more than"):
+        mbsim.load(loop)
+    with pytest.raises(mbsim.SceneError, match="values"):
+        mbsim.load({"mbsim": 1, "bodies": [[0.0] * 1000] * 1001})
+    with pytest.raises(mbsim.SceneError, match="values"):
+        mbsim.load({"mbsim": 1, "gravity": np.zeros(10**7)})
+    with pytest.raises(mbsim.SceneError, match="text keys"):
+        mbsim.load({"mbsim": 1, 3: "x"})
+
+
 def test_state_of_the_wrong_size_is_refused():
     sim = mbsim.load(PENDULUM)
     state = sim.state
@@ -299,6 +314,36 @@ def test_a_file_only_when_asked(tmp_path, monkeypatch):
     with pytest.raises(mbsim.OutputError, match="pendulum.yaml"):
         sim.run(file=scene)
     assert scene.read_text() == PENDULUM.read_text()
+
+
+_CTRL_C = """
+import os, signal, sys, threading
+import h5py
+import mbsim
+
+sim = mbsim.load(sys.argv[1], set={"time.end": 1.0e5, "output.every": 1000})
+sim.prepare()
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    sim.run(file=sys.argv[2])
+    print("returned")
+except KeyboardInterrupt:
+    with h5py.File(sys.argv[2], "r") as f:
+        print("KeyboardInterrupt", f.attrs["status"], f.attrs["message"], len(f["time"]) > 1)
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_ctrl_c_ends_the_run_with_its_file_closed_then_reaches_the_caller(tmp_path):
+    """SIGINT during a run (a script's own process): the run stops after its step, its file is
+    closed with status failed and the signal's message, then KeyboardInterrupt reaches the
+    script, whose SIGINT handler is Python's again."""
+    out = tmp_path / "out.h5"
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C, str(PENDULUM), str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["KeyboardInterrupt failed interrupted (SIGINT) True", "True"]
 
 
 # -- import cost ----------------------------------------------------------------------------------
