@@ -280,6 +280,23 @@ def test_step_then_run_continues_the_motion():
     assert sim.state.t == pytest.approx(2.0, abs=1e-12)
 
 
+METHODS = ["lagrange", "null_space", "gauss", "augmented_lagrangian", "variational", "recursive", "timestepping",
+           "event_driven"]  # fmt: skip
+
+
+@pytest.mark.parametrize("method", quick(METHODS, keep="recursive"))
+def test_step_reaches_the_state_of_the_run(method):
+    """Under every method, 20 steps of sim.step() (one Python step at a time) reach the state the
+    run recorded at that time (its compiled blocks, where it has them), in the method's coordinates."""
+    sim = mbsim.load(ROOT / "scenes" / "four_box_chain.yaml", set={"solver.method": method, "time.end": 0.2})
+    whole = sim.run()
+    state = sim.step(20)
+    assert state.t == pytest.approx(0.04, abs=1e-12)
+    row = int(np.argmin(np.abs(whole.time - 0.04)))
+    np.testing.assert_allclose(state.q, whole.q[row], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(state.v, whole.v[row], rtol=0, atol=1e-10)
+
+
 def test_state_set_then_step():
     """A state set by hand is where step() starts: the pendulum at rest hanging down stays there."""
     sim = mbsim.load(PENDULUM)
