@@ -118,6 +118,14 @@ class SimulationError(MbsimError):
         super().__init__(where + reason)
 
 
+class StateError(MbsimError, ValueError):
+    """A state given to the Python API (``sim.state = ...``, ``run(start=...)``) does not fit the
+    simulation: wrong sizes, non-finite values (exit code 2)."""
+
+    exit_code = 2
+    label = "state error"
+
+
 class AssertionFailed(MbsimError):
     """An ``--assert`` condition on the run summary did not hold (exit code 4)."""
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -66,6 +67,25 @@ class RunSummary:
                 del out[key]
         out.update(out.pop("outputs"))  # names of their own, as --assert reads them
         return out
+
+
+class RowSink(Protocol):
+    """Where a run's rows go: the result file (mbsim.output.hdf5.ResultWriter) or memory
+    (mbsim.output.memory.RowCollector); ``rows`` counts the rows taken, ``failure`` says why the
+    sink took no more (None while it takes them)."""
+
+    rows: int
+    failure: str | None
+
+    def append(self, row: dict[str, np.ndarray | float]) -> None: ...
+
+    def append_rows(self, rows: dict[str, np.ndarray]) -> None: ...
+
+    def set_attrs(self, **attrs: Any) -> None: ...
+
+    def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None: ...
+
+    def close(self, status: str, message: str, **attrs: Any) -> tuple[str, str]: ...
 
 
 def default_output(scene_file: str) -> Path:
@@ -198,17 +218,51 @@ def prepare_claimed(
         raise
 
 
+def take_step(
+    model: Model, solver, state: State, h: float, t_end: float, number: int
+) -> tuple[State, StepInfo, float, float]:
+    """One step of ``solver`` from ``state`` (the run loop's, and the Python API's ``sim.step``).
+
+    ``h`` is the proposed step, cut to land exactly on ``t_end`` and to time.contact_step while
+    compliant bounding boxes overlap (the paper's step control); ``number`` is the step's number
+    for a failure's message. Returns the new state, its StepInfo, the step taken and the next
+    proposal (a fixed-step run goes back to the large step, an adaptive one keeps its own).
+
+    Raises:
+        SimulationError: the new state is not finite.
+    """
+    h_try = min(h, t_end - state.t)
+    if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
+        h_try = t_end - state.t
+    fine = model.contact_step if model.compliant is not None else None
+    if fine is not None and fine < h_try and contacts_near(model, *solver.body_coordinates(state), h_try):
+        h_try = fine
+    new, info, h_next = solver.step(state, h_try)
+    h_next = h_next if (fine is None or solver.adaptive or h_next != h_try) else model.step
+    if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
+        raise SimulationError("the state is not finite (NaN or inf): the solution diverged", step=number, t=new.t)
+    if model.joint_coordinates:
+        update_coordinate_references(model, solver.data, solver.body_coordinates(new)[0], new.t)
+    return new, info, h_try, h_next
+
+
 def run(
     spec: SceneSpec,
     output: str | Path | ResultClaim | None = None,
     strict: bool = False,
     progress: Callable[[float, float], None] | None = None,
     prepared: tuple[Model, object] | None = None,
+    sink: Callable[..., RowSink] | None = None,
+    initial: State | None = None,
 ) -> RunSummary:
     """Simulate a checked scene and write its result file.
 
     ``output``: a path (claimed here: mbsim.output.safety), a claim already taken, or None for
-    the scene's own (:func:`output_path`).
+    the scene's own (:func:`output_path`). ``sink``: instead of a result file, a factory called
+    as ``sink(model, attrs, coordinates=..., columns=...)`` (ResultWriter's arguments after the
+    claim) for the object the rows go to (mbsim.output.memory.RowCollector: the Python API's
+    in-memory run); ``output`` is then ignored and nothing is claimed. ``initial``: the state to
+    start from (the method's own coordinates; default the scene's initial state).
 
     Raises:
         SceneError: before anything is written, for every problem of the scene.
@@ -216,19 +270,28 @@ def run(
     Returns:
         The summary; ``status`` says whether the run completed or failed (and why).
     """
-    claim = output if isinstance(output, ResultClaim) else claim_result(output_path(spec, output))
-    model, solver = prepared or prepare_claimed(spec, claim, strict)
-    path = claim.path
+    if sink is None:
+        claim = output if isinstance(output, ResultClaim) else claim_result(output_path(spec, output))
+        model, solver = prepared or prepare_claimed(spec, claim, strict)
+        path = claim.path
+    else:  # rows held in memory (the Python API): no file claimed, none written
+        with interrupts.handling():
+            model, solver = prepared or interrupts.polled(lambda: prepare(spec, strict))
+        path = ""
     integrator = solver.integrator_label  # methods with a scheme of their own name it
     attrs = {"scene_name": spec.name, "method": spec.solver.method, "integrator": integrator}
     # a method in coordinates of its own (joint coordinates: recursive) names the columns of /q
     # and /v, gives its start state and converts its states to the model's body coordinates
-    from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
+    if sink is None:
+        from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
+
+        def sink(*args, **kwargs) -> RowSink:
+            return ResultWriter(claim, *args, **kwargs)
 
     columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
-    writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names(), columns=columns)
+    writer = sink(model, attrs, coordinates=solver.coordinate_names(), columns=columns)
     stats = RunStats()
-    state = solver.initial_state()
+    state = solver.initial_state() if initial is None else initial.copy()
     body = solver.body_coordinates
 
     t_end, every, max_violation = model.t_end, model.output_every, spec.solver.max_violation
@@ -240,6 +303,8 @@ def run(
     every = interval_steps(spec, model, solver) or every
     at_multiple = 1e-9 * interval if interval is not None else 0.0  # a step's end this close is that multiple
     next_multiple = 1  # k of the next row (t = 0 is the first)
+    if interval is not None and initial is not None:  # a run from a later state: the multiples after it
+        next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     status, message, steps = "failed", "", 0
     start = time.perf_counter()
     last_progress = start
@@ -337,7 +402,6 @@ def run(
             h = model.step
             # the paper's step control: the small step while compliant bounding boxes overlap
             fine = model.contact_step if model.compliant is not None else None
-            adaptive = solver.adaptive
             # fixed steps of a compiled method go in blocks up to the next recorded row (with the step
             # control of time.contact_step when the blocks take it themselves)
             blocks = solver.block_stepping and (fine is None or solver.contact_step_blocks)
@@ -380,18 +444,7 @@ def run(
                 else:
                     python_next = False
                     before = state.t
-                    h_try = min(h, t_end - state.t)
-                    if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
-                        h_try = t_end - state.t
-                    if fine is not None and fine < h_try and contacts_near(model, *body(state), h_try):
-                        h_try = fine
-                    new, info, h_next = solver.step(state, h_try)
-                    # a fixed-step run goes back to the large step; an adaptive one keeps its proposal
-                    h = h_next if (fine is None or adaptive or h_next != h_try) else model.step
-                    if not (np.all(np.isfinite(new.q)) and np.all(np.isfinite(new.v)) and np.isfinite(new.work)):
-                        raise SimulationError(
-                            "the state is not finite (NaN or inf): the solution diverged", step=steps + 1, t=new.t
-                        )
+                    new, info, h_try, h = take_step(model, solver, state, h, t_end, steps + 1)
                     steps += 1  # completed steps only
                     if steps > max_steps:  # an adaptive integrator that crawls: load checked end / step only
                         raise SimulationError(
@@ -400,8 +453,6 @@ def run(
                             t=new.t,
                         )
                     state = new
-                    if model.joint_coordinates:
-                        update_coordinate_references(model, solver.data, body(state)[0], state.t)
                     violation = info.position_violation
                     if violation is None:
                         phi = constraint_residual(model, body(state)[0], state.t) if model.nc else np.zeros(1)

@@ -29,6 +29,7 @@ LAYER = {
     "sweep": 4,
     "verify": 4,
     "docs": 5,
+    "api": 5,  # the Python API (mbsim.load): over simulate, under the command line that uses it
     "cli": 6,
     "__main__": 7,
     "__init__": 0,

@@ -23,7 +23,6 @@ from mbsim.cli.options import (
 )
 from mbsim.errors import EXIT_CODES
 from mbsim.output.safety import check_export_target, claim_result, is_result_file
-from mbsim.scene.spec import load_scene
 
 if TYPE_CHECKING:
     from mbsim.simulate import RunSummary
@@ -108,19 +107,22 @@ def run(
     checks = parse_assertions(assertions)
     if export_to is not None:
         check_export_target(export_to)  # a wrong name is refused before the run, not after it
-    spec = load_scene(scene, overrides)
+    # through the Python API (mbsim.api): the command is a thin shell over load() and run()
+    from mbsim.api import load
+
+    sim = load(scene, set=overrides, strict=strict)
+    sim.passes_on_signals = False  # a signal ends the command with exit 128 + N (below)
+    spec = sim.spec
     check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a
     # scene refused while loading does not need
-    from mbsim.simulate import output_path, prepare_claimed
-    from mbsim.simulate import run as simulate_run
+    from mbsim.simulate import output_path
 
     interrupts.check()
     # the result file is claimed before the (possibly long) preparation: a second writer or a
     # file that is not ours is refused at once, before anything is compiled
     claim = claim_result(output_path(spec, output))
-    prepared = prepare_claimed(spec, claim, strict=strict)
-    model, solver = prepared
+    model, solver = sim.prepare(claim)
     if not (quiet or as_json):
         for note in solver.notes:
             click.echo(f"mbsim: note: {note}", err=True)
@@ -138,7 +140,7 @@ def run(
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
     summary = None
     try:
-        summary = simulate_run(spec, claim, strict=strict, progress=progress, prepared=prepared)
+        summary = sim.run(file=claim, progress=progress).summary
     finally:
         if progress:
             progress.close((summary.t_end, model.t_end) if summary else None)

@@ -607,3 +607,71 @@ def load_raw_scene(path: str | Path, overrides: list[str] | tuple[str, ...] = ()
     for assignment in overrides:
         apply_override(scene, assignment)
     return scene
+
+
+def plain_data(value: Any, file: str, path: KeyPath = (), count: list[int] | None = None) -> Any:
+    """``value`` as the plain data a YAML file holds (dicts with text keys, lists, text, numbers,
+    booleans, None): tuples become lists and numpy arrays and scalars their Python values.
+    ``count``: the values converted so far (a one-item list, shared by the recursion).
+
+    Raises:
+        SceneError: a value no scene file can hold (an object, a key that is not text), more
+            than :data:`MAX_VALUES` values (counted before any YAML is written), or nesting past
+            :data:`MAX_DEPTH` (a mapping that contains itself).
+    """
+    count = [0] if count is None else count
+    count[0] += 1
+    if count[0] > MAX_VALUES:
+        raise SceneError(f"the scene has more than {MAX_VALUES} values", file=file, key_path=format_path(path))
+    if len(path) > MAX_DEPTH:
+        raise SceneError(
+            f"lists and mappings nested more than {MAX_DEPTH} levels deep",
+            file=file,
+            key_path=format_path(path[:10]) + "...",
+        )
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy arrays and scalars
+        if getattr(value, "size", 1) > MAX_VALUES:  # before its list is made
+            raise SceneError(f"the scene has more than {MAX_VALUES} values", file=file, key_path=format_path(path))
+        value = value.tolist()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SceneError(
+                    f"expected text keys, got the key {_describe(key)}", file=file, key_path=format_path(path)
+                )
+            out[key] = plain_data(item, file, (*path, key), count)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain_data(item, file, (*path, i), count) for i, item in enumerate(value)]
+    raise SceneError(
+        f"expected a number, text, boolean, list or mapping, got a {type(value).__name__}",
+        file=file,
+        key_path=format_path(path),
+    )
+
+
+def yaml_text(value: Any) -> str:
+    """Plain data (:func:`plain_data`) as YAML text, on one line for a scalar or a flow collection."""
+    return yaml.dump(value, Dumper=_DUMPER, sort_keys=False, default_flow_style=True, width=2**30)
+
+
+def raw_scene_from_data(
+    data: Any, overrides: list[str] | tuple[str, ...] = (), file: str = "<dict>", base_dir: Path | None = None
+) -> RawScene:
+    """A scene given as Python data (``mbsim.load(dict)``), checked as the text of a scene file is:
+    it goes through YAML text and :func:`parse_yaml_text` with that file's limits. Messages name
+    ``file`` and the key path (no line: the data has none). Mesh files are relative to
+    ``base_dir`` (default the working directory)."""
+    if not isinstance(data, dict):
+        raise SceneError(f"expected a mapping at the top of the scene, got {_describe(data)}", file=file)
+    text = yaml_text(plain_data(data, file))
+    if len(text.encode("utf-8")) > MAX_SCENE_BYTES:
+        raise SceneError(f"the scene has more than {MAX_SCENE_BYTES} bytes as YAML text", file=file)
+    parsed, _ = parse_yaml_text(text, file, with_lines=False)
+    scene = RawScene(data=parsed, file=file, base_dir=base_dir or Path.cwd())
+    for assignment in overrides:
+        apply_override(scene, assignment)
+    return scene
