@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mbsim.errors import Interrupted, StateError, did_you_mean
+from mbsim.errors import Interrupted, SimulationError, StateError, did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from mbsim.analysis.equilibrium import Equilibrium
+    from mbsim.analysis.modes import Linearization, Modes, StateSpace
     from mbsim.model.model import Model, State
     from mbsim.output.safety import ResultClaim
     from mbsim.scene.load import RawScene
@@ -300,8 +302,6 @@ class Simulation:
     starts from the scene's initial state unless given ``start=`` (e.g. ``start=sim.state``).
     """
 
-    # sim.equilibrium(), sim.modes(), sim.linearize() (issue 32 items 1 and 2) belong here
-
     def __init__(self, raw: RawScene, strict: bool = False) -> None:
         from mbsim.scene.spec import build_spec
 
@@ -374,6 +374,63 @@ class Simulation:
         from mbsim.solvers import get_solver
 
         return get_solver(self.spec, model, self.strict)
+
+    # ------------------------------------------------------------------ about one state
+
+    def equilibrium(self, tol: float = 1e-10, max_iterations: int = 100) -> Equilibrium:
+        """The static equilibrium nearest the scene's (assembled) start under gravity, springs,
+        constant actuator values and loads at t = 0, as ``mbsim equilibrium`` finds it
+        (mbsim.analysis.equilibrium.solve_equilibrium).
+
+        Returns:
+            An Equilibrium: ``converged`` (whether one was found; ``reason`` says why not), ``q``
+            (nq,) body coordinates, ``residual`` (max |Q - J^T lambda|, N and N m), ``iterations``,
+            ``stable`` (the reduced stiffness is positive definite), ``smallest_eigenvalue``.
+        """
+        from mbsim.analysis.equilibrium import solve_equilibrium
+
+        return solve_equilibrium(self.model, tol=tol, max_iterations=max_iterations)
+
+    def linearize(self, at: str | tuple[np.ndarray, np.ndarray] = "initial") -> StateSpace:
+        """The state-space matrices about a state, as ``mbsim linearize`` writes them: z_dot = A z +
+        B u, y = C z + D u, z the mechanism's independent coordinates and their rates, u the
+        actuators' forces, y the scene's outputs (mbsim.analysis.modes.state_space).
+
+        Args:
+            at: ``"initial"`` (the scene's assembled start), ``"equilibrium"`` (:meth:`equilibrium`;
+                a SimulationError when there is none) or (q, v) in body coordinates ((nq,), (nv,)).
+        """
+        from mbsim.analysis.modes import state_space
+
+        return state_space(self._linearization(at))
+
+    def modes(self, at: str | tuple[np.ndarray, np.ndarray] = "initial") -> Modes:
+        """Natural frequencies (Hz), damping ratios, eigenvalues and mode shapes about a state
+        (``at`` as :meth:`linearize` takes it), as ``mbsim modes`` writes them: one per degree of
+        freedom, sorted by frequency, rigid-body (zero) modes included (mbsim.analysis.modes)."""
+        from mbsim.analysis.modes import modes
+
+        return modes(self._linearization(at))
+
+    def _linearization(self, at: str | tuple[np.ndarray, np.ndarray]) -> Linearization:
+        import numpy as np
+
+        from mbsim.analysis.modes import linearize
+
+        model = self.model
+        if isinstance(at, str):
+            if at == "initial":
+                return linearize(model, model.q0.copy(), model.v0.copy())
+            if at == "equilibrium":
+                found = self.equilibrium()
+                if not found.converged:
+                    raise SimulationError(f"no static equilibrium found: {found.reason}")
+                return linearize(model, found.q, np.zeros(model.nv))
+            raise ValueError(f"at: expected 'initial', 'equilibrium' or (q, v), got {at!r}")
+        q, v = (np.asarray(x, dtype=float) for x in at)
+        if q.shape != (model.nq,) or v.shape != (model.nv,):
+            raise StateError(f"at: expected q of ({model.nq},) and v of ({model.nv},), got {q.shape} and {v.shape}")
+        return linearize(model, q, v)
 
     # ------------------------------------------------------------------ state
 

@@ -415,3 +415,54 @@ def test_the_user_guide_example_runs(tmp_path, monkeypatch):
     for theta0, period in periods.items():
         assert period == pytest.approx(exact_period(1.0, theta0), rel=1e-3), theta0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pendulum.png", "scenes"]
+
+
+# a bob (mass m, inertia ic) on an arm of length l with a torsion spring k whose rest angle is
+# ``rest`` from hanging down, under gravity g
+SPRING = {"m": 1.5, "ic": 0.01, "l": 0.8, "k": 20.0, "rest": 1.0, "g": 9.81}
+
+
+def _spring_pendulum() -> dict:
+    p = SPRING
+    return {
+        "mbsim": 1, "name": "spring pendulum", "dimension": 2, "gravity": [0, -p["g"]],
+        "time": {"end": 1.0, "step": 0.001},
+        "bodies": [{"name": "bob", "mass": p["m"], "inertia": p["ic"], "position": [0.0, -p["l"]], "orientation": 0.0}],
+        "joints": [{"name": "pivot", "type": "revolute", "body1": "ground", "body2": "bob", "point": [0, 0],
+                    "spring": {"stiffness": p["k"], "rest": p["rest"]}}],
+    }  # fmt: skip
+
+
+def test_equilibrium_modes_and_linearize_of_a_spring_pendulum():
+    """sim.equilibrium(): k (rest - theta) = m g l sin theta (brentq here); sim.modes("equilibrium"):
+    omega^2 = (k + m g l cos theta) / (ic + m l^2); sim.linearize("equilibrium"): A's eigenvalues +-i
+    omega; about the hanging start (not an equilibrium) the modes are still one per degree of freedom."""
+    from scipy.optimize import brentq
+
+    p = SPRING
+    sim = mbsim.load(_spring_pendulum())
+    found = sim.equilibrium()
+    theta = brentq(lambda th: p["k"] * (p["rest"] - th) - p["m"] * p["g"] * p["l"] * np.sin(th), 0.0, p["rest"])
+    assert found.converged and found.stable and found.residual < 1e-10
+    np.testing.assert_allclose(found.q[:2], [p["l"] * np.sin(theta), -p["l"] * np.cos(theta)], atol=1e-9)
+    omega = np.sqrt((p["k"] + p["m"] * p["g"] * p["l"] * np.cos(theta)) / (p["ic"] + p["m"] * p["l"] ** 2))
+    modes = sim.modes("equilibrium")
+    assert modes.frequency_hz.shape == (1,)
+    assert modes.frequency_hz[0] == pytest.approx(omega / (2 * np.pi), rel=1e-8)
+    space = sim.linearize("equilibrium")
+    assert space.A.shape == (2, 2)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvals(space.A).imag), [-omega, omega], rtol=1e-8)
+    assert len(sim.modes("initial").frequency_hz) == 1
+    with pytest.raises(mbsim.StateError):
+        sim.modes((np.zeros(2), np.zeros(3)))
+
+
+def test_no_equilibrium_is_reported_not_raised_and_modes_there_raise():
+    """A free body under gravity: equilibrium() says why there is none; modes at it is a SimulationError."""
+    scene = {"mbsim": 1, "name": "falling", "gravity": [0, 0, -9.81], "time": {"end": 1.0, "step": 0.01},
+             "bodies": [{"name": "box", "mass": 1.0, "inertia": [0.1, 0.1, 0.1], "position": [0, 0, 1]}]}  # fmt: skip
+    sim = mbsim.load(scene)
+    found = sim.equilibrium()
+    assert not found.converged and found.reason
+    with pytest.raises(mbsim.SimulationError, match="no static equilibrium"):
+        sim.modes("equilibrium")
