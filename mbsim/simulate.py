@@ -99,6 +99,14 @@ def output_path(spec: SceneSpec, output: str | Path | None = None) -> Path:
     return Path(spec.output_file) if spec.output_file else default_output(spec.raw.file)
 
 
+def derived_output(spec: SceneSpec, tag: str) -> Path:
+    """The result file of an analysis of the scene (``mbsim equilibrium``, ``modes``,
+    ``linearize``): beside the run's (:func:`output_path`), never over it, with ``-TAG`` before
+    its suffix: outputs/<stem>-equilibrium.h5, or output.file's name with -modes."""
+    run = output_path(spec)
+    return run.with_name(f"{run.stem}-{tag}{run.suffix or '.h5'}")
+
+
 def prepare(spec: SceneSpec, strict: bool = False, initial: str | None = None):
     """Compile, assemble and pick the solver: every scene error surfaces here (exit 2).
 

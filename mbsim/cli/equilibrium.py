@@ -11,16 +11,7 @@ from mbsim import errors, interrupts
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, set_option, strict_option
 from mbsim.errors import EXIT_CODES
 from mbsim.output.safety import claim_result
-from mbsim.scene.spec import SceneSpec, load_scene
-
-
-def default_output(spec: SceneSpec) -> Path:
-    """Beside the run's result file, not over it: outputs/<stem>-equilibrium.h5 (or the scene's
-    output.file with -equilibrium before its suffix)."""
-    from mbsim.simulate import output_path
-
-    run = output_path(spec)
-    return run.with_name(f"{run.stem}-equilibrium{run.suffix or '.h5'}")
+from mbsim.scene.spec import load_scene
 
 
 @click.command()
@@ -48,9 +39,9 @@ def equilibrium(
     """
     spec = load_scene(scene, overrides)
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU
-    from mbsim.simulate import prepare_claimed, write_start
+    from mbsim.simulate import derived_output, prepare_claimed, write_start
 
-    claim = claim_result(Path(output) if output else default_output(spec))
+    claim = claim_result(Path(output) if output else derived_output(spec, "equilibrium"))
     model, solver = prepare_claimed(spec, claim, strict=strict, initial="equilibrium")
     found = model.equilibrium
     attrs = {

@@ -50,7 +50,7 @@ def _options(func):
                 "--output",
                 type=click.Path(dir_okay=False),
                 default=None,
-                help="Result file (default outputs/<scene stem>.<command>.h5).",
+                help="Result file (default: outputs/<scene stem>-<command>.h5, or output.file with -<command>).",
             ),
             set_option,
             json_option,
@@ -209,10 +209,6 @@ def _frozen_note(lin) -> str | None:
     )
 
 
-def _default_output(scene: str, command: str) -> Path:
-    return Path("outputs") / f"{Path(scene).stem}.{command}.h5"
-
-
 def _state_names(model: Model) -> list[str]:
     qn, vn = model.coordinate_names()
     return qn + vn
@@ -244,7 +240,9 @@ def modes(
     from mbsim.names import hdf5_name
 
     spec = load_scene(scene, overrides)
-    path = Path(output) if output else _default_output(scene, "modes")
+    from mbsim.simulate import derived_output
+
+    path = Path(output) if output else derived_output(spec, "modes")
     with _claimed(spec, path) as (claim, model):
         how, t, q, v = _point(spec, model, at, from_file, at_time)
         lin = linearize(model, q, v, t)
@@ -316,7 +314,9 @@ def linearize(
     from mbsim.analysis.modes import state_space
 
     spec = load_scene(scene, overrides)
-    path = Path(output) if output else _default_output(scene, "linearize")
+    from mbsim.simulate import derived_output
+
+    path = Path(output) if output else derived_output(spec, "linearize")
     with _claimed(spec, path) as (claim, model):
         how, t, q, v = _point(spec, model, at, from_file, at_time)
         lin = linearize_model(model, q, v, t)

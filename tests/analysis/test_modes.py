@@ -478,3 +478,19 @@ def test_welded_body_has_no_modes(tmp_path):
     assert lin.dof == 0 and lin.rank == 3
     assert result.frequency_hz.shape == (0,) and result.shape.shape == (0, 1, 3)
     assert ss.A.shape == (0, 0) and ss.C.shape == (1, 0)
+
+
+def test_the_default_result_files_sit_beside_the_runs(tmp_path, monkeypatch):
+    """Without -o, modes and linearize write outputs/<stem>-modes.h5 and -linearize.h5, as
+    equilibrium writes -equilibrium.h5: never over the run's outputs/<stem>.h5."""
+    monkeypatch.chdir(tmp_path)
+    scene = tmp_path / "pendulum.yaml"
+    scene.write_text((SCENES / "pendulum_2d.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    for command in ("modes", "linearize", "equilibrium"):
+        result = CliRunner().invoke(cli, [command, str(scene)])
+        assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "outputs").iterdir()) == [
+        "pendulum-equilibrium.h5",
+        "pendulum-linearize.h5",
+        "pendulum-modes.h5",
+    ]
