@@ -19,12 +19,13 @@ import numpy as np
 
 from mbsim import interrupts
 from mbsim.diagnostics import RunStats, record_row, split_rows
-from mbsim.errors import AssemblyError, Interrupted, SimulationError
+from mbsim.errors import AssemblyError, Interrupted, SimulationError, path_text
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.dynamics import update_coordinate_references
 from mbsim.model.flat import contacts_near
 from mbsim.model.model import Model, State
+from mbsim.output.restart import Continuation, check_columns
 from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
@@ -174,17 +175,51 @@ def prepare_claimed(spec: SceneSpec, claim: ResultClaim, strict: bool = False) -
         raise
 
 
+def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
+    """The state of a continued run's first row, with the method's carried state and the energy
+    bookkeeping of the original start restored (mbsim.output.restart)."""
+    state = solver.state_from_row(continued.time, continued.q, continued.v, continued.work)
+    if continued.carry is not None:
+        references = solver.data.coordinate_reference
+        for k, reference in enumerate(references):  # in place: the compiled step views the same arrays
+            reference[...] = continued.carry[f"coordinate_reference/{k}"]
+        solver.restore({key: value for key, value in continued.carry.items() if "/" not in key})
+    elif solver.model.joint_coordinates:  # unwrapped from the initial references: the nearest turn
+        update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
+    energy = continued.energy
+    stats.energy0, stats.total0 = float(energy["energy0"]), float(energy["total0"])
+    stats.scale, stats.fall = float(energy["energy_scale"]), tuple(float(x) for x in energy["fall"])
+    stats.max_work = continued.max_work
+    return state
+
+
+def write_restart(writer, stats: RunStats, carry_row: tuple | None) -> None:
+    """/restart of the result file (mbsim.output.restart): the energy bookkeeping of the start and
+    the method's carried state at the last recorded row."""
+    if stats.energy0 is None:  # not a row recorded
+        return
+    fall = np.array(stats.fall, dtype=float)
+    attrs = {"energy0": stats.energy0, "total0": stats.total0, "energy_scale": stats.scale, "fall": fall}
+    writer.write_group("restart", {}, attrs)
+    if carry_row is not None:
+        row, t, step, carried = carry_row
+        writer.write_group("restart/carry", carried, {"row": row, "time": t, "step": step})
+
+
 def run(
     spec: SceneSpec,
     output: str | Path | ResultClaim | None = None,
     strict: bool = False,
     progress: Callable[[float, float], None] | None = None,
     prepared: tuple[Model, object] | None = None,
+    continued: Continuation | None = None,
 ) -> RunSummary:
     """Simulate a checked scene and write its result file.
 
     ``output``: a path (claimed here: mbsim.output.safety), a claim already taken, or None for
-    the scene's own (:func:`output_path`).
+    the scene's own (:func:`output_path`). ``continued``: the recorded row of an earlier run of
+    the scene to start from (mbsim.output.restart; its file's first row, attrs ``continued_from``
+    and ``continued_at``); the run goes on to the scene's time.end.
 
     Raises:
         SceneError: before anything is written, for every problem of the scene.
@@ -202,6 +237,12 @@ def run(
     from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
 
     columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
+    if continued is not None:
+        try:  # the source's /q and /v are this method's columns: else nothing is written
+            check_columns(continued, solver.coordinate_names(), continued.source)
+        except BaseException:
+            claim.abandon()
+            raise
     writer = ResultWriter(claim, model, attrs, coordinates=solver.coordinate_names(), columns=columns)
     stats = RunStats()
     state = solver.initial_state()
@@ -217,25 +258,48 @@ def run(
     at_multiple = 1e-9 * interval if interval is not None else 0.0  # a step's end this close is that multiple
     next_multiple = 1  # k of the next row (t = 0 is the first)
     status, message, steps = "failed", "", 0
+    # the method's state beyond (t, q, v, work) at the last recorded row: (row, t, step, carried)
+    carry_row: tuple[int, float, int, dict[str, np.ndarray]] | None = None
+    if continued is not None:
+        state, steps = continue_from(continued, solver, stats), continued.step
+        writer.set_attrs(continued_from=path_text(continued.source), continued_at=continued.recorded_time)
+    first_step = steps  # the step counter goes on from the source's row; the summary counts this run's
+    if continued is not None and interval is not None:  # the next multiple after the row's
+        next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     start = time.perf_counter()
     last_progress = start
 
     extra_names = solver.extra_diagnostics
     output_names = [name for name, _ in model.outputs]
 
-    def record(s: State, info: StepInfo) -> None:
+    def remember(t: float, step: int) -> None:
+        """The method's carried state at the row just recorded (the solver's state at time t)."""
+        nonlocal carry_row
+        carried = {f"coordinate_reference/{k}": r.copy() for k, r in enumerate(solver.data.coordinate_reference)}
+        carried.update({key: np.array(value) for key, value in solver.carried().items()})
+        carry_row = (writer.rows - 1, t, step, carried)
+
+    def record(s: State, info: StepInfo, exact: float | None = None) -> None:
+        """One row of state ``s``; ``exact``: the solver's own time when ``s`` is its state at a
+        stamped time (the carried state is that state's), None for an interpolated row."""
         ev = solver.evaluate(s)
         row = record_row(model, solver.data, s, ev, info, stats)
+        row["restart/step"] = float(steps)
         for name in extra_names:  # every row has every column, NaN where a step has no value
             path = f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"
             row[path] = info.extra.get(name, np.nan)
         if "outputs/{output}" in row:
             stats.add_outputs(output_names, np.asarray(row["outputs/{output}"], dtype=float)[None])
         writer.append(row)
+        if exact is not None:
+            remember(exact, steps)
 
     def stamped(t: float, number: int) -> float:
         """The time of the row of fixed step ``number`` at t: k * interval when it lands on that
-        multiple (output.interval), t otherwise."""
+        multiple (output.interval), t otherwise; t_end when t is t_end to round-off (a last step
+        short of t_end by round-off only is a whole step)."""
+        if abs(t_end - t) <= 1e-12 * max(1.0, t_end):
+            return t_end
         if interval is None or dense or number % every:
             return t
         tk = (number // every) * interval
@@ -253,23 +317,27 @@ def run(
             tk = next_multiple * interval
             next_multiple += 1
             if tk >= new.t - at_multiple:
-                record(State(tk, new.q, new.v, new.work), info)
+                record(State(tk, new.q, new.v, new.work), info, new.t)
                 return True
             if tk > before:  # (a multiple at the step's start was recorded with the previous step)
                 interpolant = interpolant or solver.interpolant()
                 record(interpolant(tk), inside)
         if end:
-            record(new, info)
+            record(new, info, new.t)
         return end
 
-    def record_rows(rows: np.ndarray) -> int:
-        """Compiled rows into the statistics and the file, up to the first that diverged; how many."""
+    def record_rows(rows: np.ndarray, end_step: int) -> int:
+        """Compiled rows into the statistics and the file, up to the first that diverged; how many.
+        ``end_step``: the number of the step the block ended with (its state is the solver's)."""
         if not len(rows):
             return 0
         if interval is not None:  # fixed steps landing on a multiple of output.interval: t = k * interval
             for row in rows:
                 row[0] = stamped(float(row[0]), int(row[-1]))
+        else:  # the last row: t_end
+            rows[-1, 0] = stamped(float(rows[-1, 0]), int(rows[-1, -1]))
         blocks = split_rows(columns, rows)
+        blocks["restart/step"] = rows[:, -1]
         quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
         kept = stats.add(
             blocks["time"],
@@ -281,6 +349,8 @@ def run(
         if "outputs/{output}" in blocks:
             stats.add_outputs(output_names, blocks["outputs/{output}"][:kept])
         writer.append_rows({key: value[:kept] for key, value in blocks.items()})
+        if kept == len(rows) and int(rows[-1, -1]) == end_step:  # the block ended at its last row
+            remember(state.t, end_step)
         return kept
 
     def violated(violation: float, step: int, t: float) -> SimulationError:
@@ -308,7 +378,9 @@ def run(
         with interrupts.handling(), np.errstate(all="ignore"):
             interrupts.polled(lambda: quietly(solver.load_compiled))  # set-up: a cold cache compiles for minutes
             start = last_progress = time.perf_counter()
-            record(state, StepInfo())
+            # a continued run's first row: the source's row (its time as recorded there)
+            first = state if continued is None else State(continued.recorded_time, state.q, state.v, state.work)
+            record(first, StepInfo(), state.t)
             writer.set_attrs(energy_scale=stats.scale)  # J; a live file's readers measure drift by it too
             h = model.step
             # the paper's step control: the small step while compliant bounding boxes overlap
@@ -333,7 +405,7 @@ def run(
                         last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                         record_dense(before, state, info, last or block.status == "violation")
                     rows = block.rows
-                    kept = record_rows(rows)
+                    kept = record_rows(rows, steps + block.steps)
                     if kept < len(rows):  # diverged at that row: the run ends there
                         state.t = float(rows[kept - 1, 0])
                         steps = int(rows[kept - 1, -1])
@@ -346,7 +418,7 @@ def run(
                             t=state.t,
                         )
                     if block.status == "record":
-                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info, state.t)
                     if stats.last_ratio > divergence:
                         raise diverged(steps, state.t)
                     if block.status == "violation":
@@ -359,6 +431,10 @@ def run(
                     h_try = min(h, t_end - state.t)
                     if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
                         h_try = t_end - state.t
+                        # a whole step short of t_end by round-off of the time only: the step itself
+                        # (as the compiled blocks: the steps of a run that goes on; mbsim run --from)
+                        if abs(h_try - h) <= 1e-12 * max(1.0, t_end):
+                            h_try = h
                     if fine is not None and fine < h_try and contacts_near(model, *body(state), h_try):
                         h_try = fine
                     new, info, h_next = solver.step(state, h_try)
@@ -389,14 +465,14 @@ def run(
                 else:
                     recorded = steps % every == 0 or last
                     if recorded:
-                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info, state.t)
                 if recorded:
                     violation = stats.max_position_violation
                 if recorded and stats.last_ratio > divergence:
                     raise diverged(steps, state.t)
                 if violation > max_violation:
                     if not recorded:  # keep the offending state in the file
-                        record(state, info)
+                        record(state, info, state.t)
                     raise violated(violation, steps, state.t)
                 last_progress = report(state.t, last_progress)
         status = "completed"
@@ -418,11 +494,12 @@ def run(
             n_events = len(table[0])
             writer.write_events(*table)
             writer.set_attrs(events=n_events)
+        write_restart(writer, stats, carry_row)
         # a full disk or a file taken away under the run at the very end fails the run too
         status, message = writer.close(
             status,
             message,
-            steps=steps,
+            steps=steps - first_step,
             wall_time_s=wall,
             max_position_violation=stats.max_position_violation,
             max_velocity_violation=stats.max_velocity_violation,
@@ -436,11 +513,11 @@ def run(
         integrator=integrator,
         status=status,
         message=message,
-        steps=steps,
+        steps=steps - first_step,
         recorded=writer.rows,
-        t_end=state.t,
+        t_end=stamped(state.t, -1) if interval is None or dense else state.t,
         wall_time_s=wall,
-        us_per_step=1e6 * wall / max(steps, 1),
+        us_per_step=1e6 * wall / max(steps - first_step, 1),
         max_position_violation=stats.max_position_violation,
         max_velocity_violation=stats.max_velocity_violation,
         max_quaternion_norm_error=stats.max_quaternion_norm_error,

@@ -72,6 +72,38 @@ def format_summary(s: RunSummary) -> str:
     return "\n".join(lines)
 
 
+def continuation(scene: str, spec, overrides: tuple[str, ...], source: str, at: float | None, to: float | None,
+                 output: str | None):  # fmt: skip
+    """The scene to continue with (time.end set by --to) and the row of ``source`` it starts from.
+
+    Raises:
+        SceneError: (exit 2) a source that cannot be continued (mbsim.output.restart), an end not
+            after the row's time, or an output that is the source itself.
+    """
+    from mbsim.output.restart import read_continuation, same_file
+    from mbsim.simulate import output_path
+
+    continued = read_continuation(source, spec.raw.to_yaml(), at)
+    end = spec.t_end if to is None else to
+    if not end > continued.recorded_time * (1 + 1e-12):
+        where = "--to" if to is not None else "time.end"
+        raise errors.UsageError(
+            f"the end {end:g} s is not after the row's time {continued.recorded_time:.10g} s: nothing to continue",
+            key_path=where,
+            hint="--to T_END past the row (or --time of an earlier row)",
+        )
+    if to is not None:  # the end of the run is the scene's time.end (the solvers' bounds read it too)
+        spec = load_scene(scene, (*overrides, f"time.end={float(to)!r}"))
+    target = output_path(spec, output)
+    if same_file(target, source):
+        raise errors.UsageError(
+            f"the result file {target} is the file the run continues from: it would be overwritten",
+            key_path="-o",
+            hint="-o NEW.h5",
+        )
+    return spec, continued
+
+
 @click.command()
 @click.argument("scene", type=click.Path(dir_okay=False))
 @click.option(
@@ -80,6 +112,26 @@ def format_summary(s: RunSummary) -> str:
     type=click.Path(dir_okay=False),
     default=None,
     help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).",
+)
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="OUT.h5",
+    help="Continue from a recorded row of this completed or failed result file of the same scene "
+    "(its last row, or the row at --time); the new file starts at that row.",
+)
+@click.option(
+    "--time", "at", type=float, default=None, metavar="T", help="With --from: the time of the row to continue from, s."
+)
+@click.option(
+    "--to",
+    "to",
+    type=float,
+    default=None,
+    metavar="T_END",
+    help="With --from: the new end time, s (default the scene's time.end; after the row's time).",
 )
 @set_option
 @assert_option
@@ -92,6 +144,9 @@ def format_summary(s: RunSummary) -> str:
 def run(
     scene: str,
     output: str | None,
+    source: str | None,
+    at: float | None,
+    to: float | None,
     overrides: tuple[str, ...],
     assertions: tuple[str, ...],
     quiet: bool,
@@ -104,11 +159,21 @@ def run(
 
     With --assert, each condition on the run summary is checked after the run: exit 4 when one
     does not hold (3 if the run itself failed), naming the condition and the values it used.
+
+    With --from OUT.h5, the run continues from a recorded row of an earlier run of the same scene
+    (its last row, or the row at --time T) up to --to T_END (default the scene's time.end); the
+    new result file starts at that row and records continued_from and continued_at. A fixed-step
+    method continues as if never interrupted; an adaptive integrator restarts its step control.
     """
     checks = parse_assertions(assertions)
     if export_to is not None:
         check_export_target(export_to)  # a wrong name is refused before the run, not after it
     spec = load_scene(scene, overrides)
+    continued = None
+    if source is not None:
+        spec, continued = continuation(scene, spec, overrides, source, at, to, output)
+    elif at is not None or to is not None:
+        raise errors.UsageError("--time and --to continue a run: they need --from OUT.h5", key_path="--time/--to")
     check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a
     # scene refused while loading does not need
@@ -130,7 +195,7 @@ def run(
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
     summary = None
     try:
-        summary = simulate_run(spec, claim, strict=strict, progress=progress, prepared=prepared)
+        summary = simulate_run(spec, claim, strict=strict, progress=progress, prepared=prepared, continued=continued)
     finally:
         if progress:
             progress.close((summary.t_end, model.t_end) if summary else None)

@@ -479,6 +479,27 @@ class ResultWriter:
         except (OSError, RuntimeError) as exc:
             self._write_failed(exc)
 
+    def write_group(self, name: str, datasets: dict[str, np.ndarray], attrs: dict[str, Any]) -> None:
+        """The group ``name`` with ``attrs`` and ``datasets`` (relative paths, their own dtypes),
+        replacing the datasets an earlier call wrote (/restart: mbsim.output.restart). Written only
+        where the disk takes it (else the run fails)."""
+        if self.failure is not None:
+            return
+        size = sum(np.asarray(a).nbytes + 512 for a in datasets.values()) + 64 * len(attrs)
+        if not self.space.ensure(CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size):
+            self._stop(f"{NO_SPACE}: /{name} did not fit in the result file; its rows are kept")
+            return
+        try:
+            group = self.file.require_group(name)
+            for key, value in attrs.items():
+                group.attrs[key] = value
+            for key, value in datasets.items():
+                if key in group:
+                    del group[key]
+                group.create_dataset(key, data=np.asarray(value))
+        except (OSError, RuntimeError) as exc:
+            self._write_failed(exc)
+
     def set_attrs(self, **attrs: Any) -> None:
         """Root attributes; a failure (a file taken away under the run) ends the run at the next flush."""
         if self.failure is not None:
