@@ -180,10 +180,7 @@ def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
     bookkeeping of the original start restored (mbsim.output.restart)."""
     state = solver.state_from_row(continued.time, continued.q, continued.v, continued.work)
     if continued.carry is not None:
-        references = solver.data.coordinate_reference
-        for k, reference in enumerate(references):  # in place: the compiled step views the same arrays
-            reference[...] = continued.carry[f"coordinate_reference/{k}"]
-        solver.restore({key: value for key, value in continued.carry.items() if "/" not in key})
+        solver.restore(continued.carry)
     elif solver.model.joint_coordinates:  # unwrapped from the initial references: the nearest turn
         update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
     energy = continued.energy
@@ -196,8 +193,14 @@ def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
 def write_restart(writer, stats: RunStats, carry_row: tuple | None) -> None:
     """/restart of the result file (mbsim.output.restart): the energy bookkeeping of the start and
     the method's carried state at the last recorded row."""
+    from mbsim.output.guard import ResultFileError
+
     if stats.energy0 is None:  # not a row recorded
         return
+    try:  # the rows first: what /restart takes is not the space the close needs for them
+        writer.flush()
+    except ResultFileError:
+        return  # a full disk, a file taken away: the close says so (writer.failure)
     fall = np.array(stats.fall, dtype=float)
     attrs = {"energy0": stats.energy0, "total0": stats.total0, "energy_scale": stats.scale, "fall": fall}
     writer.write_group("restart", {}, attrs)
@@ -237,6 +240,8 @@ def run(
     from mbsim.output.hdf5 import ResultWriter  # here: h5py costs validate's start-up ~30 ms
 
     columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
+    # and the step number, last in a compiled row: /restart/step (mbsim.output.restart)
+    columns = [*columns, ("restart/step", ())]
     if continued is not None:
         try:  # the source's /q and /v are this method's columns: else nothing is written
             check_columns(continued, solver.coordinate_names(), continued.source)
@@ -275,8 +280,7 @@ def run(
     def remember(t: float, step: int) -> None:
         """The method's carried state at the row just recorded (the solver's state at time t)."""
         nonlocal carry_row
-        carried = {f"coordinate_reference/{k}": r.copy() for k, r in enumerate(solver.data.coordinate_reference)}
-        carried.update({key: np.array(value) for key, value in solver.carried().items()})
+        carried = {key: np.array(value) for key, value in solver.carried().items()}
         carry_row = (writer.rows - 1, t, step, carried)
 
     def record(s: State, info: StepInfo, exact: float | None = None) -> None:
@@ -337,7 +341,6 @@ def run(
         else:  # the last row: t_end
             rows[-1, 0] = stamped(float(rows[-1, 0]), int(rows[-1, -1]))
         blocks = split_rows(columns, rows)
-        blocks["restart/step"] = rows[:, -1]
         quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
         kept = stats.add(
             blocks["time"],

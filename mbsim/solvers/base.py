@@ -157,10 +157,14 @@ class SolverBase:
         return None
 
     def carried(self) -> dict[str, np.ndarray]:
-        return {}
+        # the joint coordinates' unwrapping references (joint springs' and limits' turns)
+        return {f"coordinate_reference/{k}": r.copy() for k, r in enumerate(self.data.coordinate_reference)}
 
     def restore(self, carried: dict[str, np.ndarray]) -> None:
-        return None
+        for k, reference in enumerate(self.data.coordinate_reference):  # in place: compiled steps view them
+            key = f"coordinate_reference/{k}"
+            if key in carried:
+                reference[...] = carried[key]
 
     def state_from_row(self, t: float, q: np.ndarray, v: np.ndarray, work: float) -> State:
         return State(t, np.array(q, dtype=float), np.array(v, dtype=float), work)

@@ -528,6 +528,11 @@ class Solver(SolverBase):
         q, v = self.joint_coordinates(self.model.q0, self.model.v0)
         return State(0.0, q, v, 0.0)
 
+    def carried(self) -> dict[str, np.ndarray]:
+        """Nothing: the joint coordinates are the state (no unwrapping references), the step
+        control of an adaptive pair restarts."""
+        return {}
+
     def state_from_row(self, t: float, q: np.ndarray, v: np.ndarray, work: float) -> State:
         """/q counts each joint coordinate from its `initial` (evaluate's q_recorded): taken off
         again (exact to round-off of the subtraction only when an `initial` is not zero)."""

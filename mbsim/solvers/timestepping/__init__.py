@@ -202,10 +202,11 @@ class Solver(SolverBase):
         keys, values, points = self._free.warm if self._free is not None else (
             self._warm_keys, self._warm_values, self._warm_points)  # fmt: skip
         if keys is None:
-            return {}
-        return {"warm_keys": keys, "warm_values": values, "warm_points": points}
+            return super().carried()
+        return super().carried() | {"warm_keys": keys, "warm_values": values, "warm_points": points}
 
     def restore(self, carried: dict[str, np.ndarray]) -> None:
+        super().restore(carried)
         if "warm_keys" not in carried:
             return
         keys = np.ascontiguousarray(carried["warm_keys"], dtype=np.int64)
