@@ -286,7 +286,8 @@ def run(
     def record(s: State, info: StepInfo, exact: float | None = None) -> None:
         """One row of state ``s``; ``exact``: the solver's own time when ``s`` is its state at a
         stamped time (the carried state is that state's), None for an interpolated row."""
-        ev = solver.evaluate(s)
+        # evaluated at the solver's own time (what its last step left is of that time), written at s.t
+        ev = solver.evaluate(s if exact is None or exact == s.t else State(exact, s.q, s.v, s.work))
         row = record_row(model, solver.data, s, ev, info, stats)
         row["restart/step"] = float(steps)
         for name in extra_names:  # every row has every column, NaN where a step has no value

@@ -107,6 +107,31 @@ def test_timestepping_contact_continued_equals_uninterrupted(mbsim, scene: Path,
         assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
 
 
+def test_variational_continued_from_its_node_equals_uninterrupted(mbsim) -> None:
+    """The variational integrator's node (discrete momentum, multipliers) is carried: bit for bit."""
+    scene, method = SCENES / "double_pendulum_2d.yaml", ("--set", "solver.method=variational")
+    run_ok(mbsim, scene, *method, "--set", "time.end=1", "-o", "full.h5")
+    run_ok(mbsim, scene, *method, "--set", "time.end=0.5", "-o", "first.h5")
+    run_ok(mbsim, scene, *method, "--from", "first.h5", "--to", "1", "-o", "rest.h5")
+    f, p, i0 = overlap("full.h5", "rest.h5")
+    with f, p:
+        assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
+
+
+def test_event_driven_continued_meets_the_same_impacts(mbsim) -> None:
+    """event_driven (DOP853) restarts its integrator and contact modes at 0.9 s, between impacts:
+    the impacts after it at the same times (1e-9 s) and the state at 2 s within 1e-9."""
+    method = ("--set", "solver.method=event_driven")
+    run_ok(mbsim, BALL, *method, "--set", "time.end=2", "-o", "full.h5")
+    run_ok(mbsim, BALL, *method, "--set", "time.end=0.9", "-o", "first.h5")
+    run_ok(mbsim, BALL, *method, "--from", "first.h5", "--to", "2", "-o", "rest.h5")
+    with h5py.File("full.h5", "r") as f, h5py.File("rest.h5", "r") as p:
+        full, rest = f["events/time"][()], p["events/time"][()]
+        assert len(rest) >= 1 and np.all(rest > 0.9)
+        assert np.allclose(full[full > 0.9], rest, rtol=0, atol=1e-9)
+        assert np.abs(f["q"][-1] - p["q"][-1]).max() < 1e-9 and np.abs(f["v"][-1] - p["v"][-1]).max() < 1e-9
+
+
 @pytest.mark.slow
 def test_a_failed_file_of_a_signal_is_continued(tmp_path: Path) -> None:
     """A run ended by SIGTERM (status failed, its partial file) continues from its last row."""
