@@ -128,6 +128,7 @@ class Solver(SolverBase):
         )  # fmt: skip
         self.data.var = vk.make_var_data(self.n, self.m, model.nv, self.nb, np.intc)  # LAPACK's C int (cython_lapack)
         self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node data.var holds
+        self._restored: dict[str, np.ndarray] = {}  # the node's values a continued run starts from (restore)
         self._compiled = self._compile()
         # what remains in Python: compliant contacts with brute_force detection have no compiled form, so
         # such a model's joints and forces come from the model's Python functions into the same compiled step
@@ -216,8 +217,8 @@ class Solver(SolverBase):
 
     def carried(self) -> dict[str, np.ndarray]:
         """The node of the last step (data.var's p, rate, lam, h) besides the base method's."""
-        W = self.data.var
-        node = {f"node_{name}": np.array(getattr(W, name)) for name in self.NODE_FIELDS} if self._node else {}
+        fields = self.data.var._asdict()  # the arrays the kernels' views share
+        node = {f"node_{name}": np.array(fields[name]) for name in self.NODE_FIELDS} if self._node else {}
         return super().carried() | node
 
     def restore(self, carried: dict[str, np.ndarray]) -> None:
@@ -234,9 +235,10 @@ class Solver(SolverBase):
         rate = self.model.q_rate(state.q, state.v)
         vk.start_node(self.evaluator, self.var_model, self.data.var, state.t, state.q, rate)
         self._node = (state.t, state.q.copy())
-        restored, self._restored = getattr(self, "_restored", None), None
-        for name, value in (restored or {}).items():
-            getattr(self.data.var, name)[...] = value
+        restored, self._restored = self._restored, {}
+        fields = self.data.var._asdict()
+        for name, value in restored.items():
+            fields[name][...] = value
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """One step of the compiled step (variational_kernels.step_once); a step not taken raises."""
