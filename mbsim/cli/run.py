@@ -89,6 +89,7 @@ def continuation(scene: str, spec, overrides: tuple[str, ...], source: str, at: 
         where = "--to" if to is not None else "time.end"
         raise errors.UsageError(
             f"the end {end:g} s is not after the row's time {continued.recorded_time:.10g} s: nothing to continue",
+            file=scene,
             key_path=where,
             hint="--to T_END past the row (or --time of an earlier row)",
         )
@@ -98,6 +99,7 @@ def continuation(scene: str, spec, overrides: tuple[str, ...], source: str, at: 
     if same_file(target, source):
         raise errors.UsageError(
             f"the result file {target} is the file the run continues from: it would be overwritten",
+            file=str(target),
             key_path="-o",
             hint="-o NEW.h5",
         )
@@ -173,7 +175,9 @@ def run(
     if source is not None:
         spec, continued = continuation(scene, spec, overrides, source, at, to, output)
     elif at is not None or to is not None:
-        raise errors.UsageError("--time and --to continue a run: they need --from OUT.h5", key_path="--time/--to")
+        raise errors.UsageError(
+            "--time and --to continue a run: they need --from OUT.h5", file=scene, key_path="--time/--to"
+        )
     check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a
     # scene refused while loading does not need

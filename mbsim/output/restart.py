@@ -132,7 +132,7 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
             name = attrs.get("scene_name", "?")
             raise _refuse(
                 source,
-                f"it is a result of another scene ({name!r}): the scenes differ at {_dotted(where)}",
+                f"it is a result of another scene: its scene ({name!r}) differs from this one at {_dotted(where)}",
                 "continue a result file of this scene, with the same --set values (time.end and output may differ)",
             )
         if GROUP not in f or "step" not in f[GROUP]:
