@@ -9,6 +9,7 @@ from the original start (checked against the file's own energies).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -65,6 +66,8 @@ def test_rk4_chain_continued_at_4_s_equals_the_uninterrupted_run_bit_for_bit(mbs
         drift = p.attrs["energy_drift"]
     assert drift == pytest.approx(error.max() / scale, rel=1e-12)
     assert 0 < drift < 1e-6  # rk4 at 2 ms: a real drift, not one reset at 4 s
+    info = mbsim("info", "rest.h5", "--json")  # mbsim info measures it from the original start too
+    assert info.exit_code == 0 and json.loads(info.stdout)["energy_drift"] == pytest.approx(drift, rel=1e-9)
 
 
 def test_rk4_continued_from_an_earlier_row_with_another_end(mbsim) -> None:
