@@ -280,7 +280,7 @@ def run(
     def remember(t: float, step: int) -> None:
         """The method's carried state at the row just recorded (the solver's state at time t)."""
         nonlocal carry_row
-        carried = {key: np.array(value) for key, value in solver.carried().items()}
+        carried = solver.carried()  # copies (the Solver protocol)
         carry_row = (writer.rows - 1, t, step, carried)
 
     def record(s: State, info: StepInfo, exact: float | None = None) -> None:

@@ -107,7 +107,8 @@ class Solver(Protocol):
 
     def carried(self) -> dict[str, np.ndarray]:
         """The method's state beyond (t, q, v, work) that its next step depends on (timestepping's
-        warm-start impulses): what a continued run restores (/restart/carry, mbsim.output.restart)."""
+        warm-start impulses): what a continued run restores (/restart/carry, mbsim.output.restart);
+        copies, kept while the run goes on."""
 
     def restore(self, carried: dict[str, np.ndarray]) -> None:
         """Take back what :meth:`carried` gave (a run continued from that row)."""

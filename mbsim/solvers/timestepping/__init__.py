@@ -203,6 +203,7 @@ class Solver(SolverBase):
             self._warm_keys, self._warm_values, self._warm_points)  # fmt: skip
         if keys is None:
             return super().carried()
+        # the compiled step's are copies already; the Python path's are replaced, never written, by a step
         return super().carried() | {"warm_keys": keys, "warm_values": values, "warm_points": points}
 
     def restore(self, carried: dict[str, np.ndarray]) -> None:
