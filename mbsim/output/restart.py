@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from mbsim.errors import OutputError, UsageError
 from mbsim.output.safety import FORMAT, describe_writer, is_locked, read_root_attrs
+from mbsim.scene.load import parse_yaml_text
 
 GROUP = "restart"
 # scene keys a continued run may change: the end (--to) and where and how often it records
@@ -122,11 +122,13 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
     import h5py
 
     with h5py.File(source, "r", locking=False) as f:
-        try:
-            theirs = yaml.safe_load(f["scene"][()].decode() if isinstance(f["scene"][()], bytes) else f["scene"][()])
-        except (KeyError, yaml.YAMLError) as exc:
-            raise _refuse(source, f"its /scene cannot be read ({exc})") from None
-        ours = yaml.safe_load(scene_yaml)
+        if "scene" not in f:
+            raise _refuse(source, "it has no /scene")
+        text = f["scene"][()]
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        # parsed as a scene file is (the loader's limits: a crafted file's alias bomb is exit 2)
+        theirs = parse_yaml_text(text, f"{source}:/scene")[0]
+        ours = parse_yaml_text(scene_yaml, "<scene>")[0]
         where = _first_difference(theirs, ours)
         if where is not None:
             name = attrs.get("scene_name", "?")

@@ -172,6 +172,15 @@ def test_refusals_exit_2_naming_the_problem_and_write_nothing(mbsim) -> None:
     with h5py.File("foreign.h5", "w") as f:
         f["x"] = np.zeros(3)
     Path("notes.txt").write_text("not a result\n")
+    # a crafted result file whose /scene is a YAML alias bomb: refused by the scene loader's limits
+    Path("bomb.h5").write_bytes(Path("first.h5").read_bytes())
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    with h5py.File("bomb.h5", "r+") as f:
+        del f["scene"]
+        f.create_dataset("scene", data=bomb, dtype=h5py.string_dtype())
     cases = [
         (("--from", "foreign.h5"), "not an mbsim result file"),
         (("--from", "notes.txt"), "not an mbsim result file"),
@@ -182,6 +191,7 @@ def test_refusals_exit_2_naming_the_problem_and_write_nothing(mbsim) -> None:
         (("--from", "first.h5", "--to", "0.05"), "not after the row's time"),
         (("--from", "first.h5", "--set", "solver.integrator=euler"), "solver.integrator"),
         (("--time", "0.05"), "need --from"),
+        (("--from", "bomb.h5"), "bomb.h5:/scene"),
     ]
     for args, expected in cases:
         result = mbsim("run", CHAIN, *args, "-o", "out.h5")
