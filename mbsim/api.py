@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mbsim.analysis.equilibrium import Equilibrium
     from mbsim.analysis.modes import Linearization, Modes, StateSpace
     from mbsim.model.model import Model, State
+    from mbsim.output.restart import Continuation
     from mbsim.output.safety import ResultClaim
     from mbsim.scene.load import RawScene
     from mbsim.scene.spec import SceneSpec
@@ -522,6 +523,7 @@ class Simulation:
         file: str | Path | ResultClaim | None = None,
         start: State | tuple | None = None,
         progress: Callable[[float, float], None] | None = None,
+        continued: Continuation | None = None,
     ) -> Result:
         """Simulate from the scene's initial state (or ``start``) to time.end (or ``end``).
 
@@ -534,6 +536,8 @@ class Simulation:
             start: the state to start from (``sim.state``, a State, or (t, q, v)); default the
                 scene's initial state. ``sim.state`` is not changed by a run.
             progress: called as ``progress(t, t_end)`` now and then during the run.
+            continued: a recorded row of an earlier result file of this scene to go on from
+                (mbsim.output.restart.read_continuation; ``mbsim run --from``); with ``file`` only.
 
         Returns:
             The :class:`Result`; a run that fails (NaN, divergence, violation past
@@ -548,7 +552,9 @@ class Simulation:
         """
         changes = {key: value for key, value in (("time.end", end), ("output.every", every)) if value is not None}
         if changes:
-            return self.with_changes(changes).run(file=file, start=start, progress=progress)
+            return self.with_changes(changes).run(file=file, start=start, progress=progress, continued=continued)
+        if continued is not None and (file is None or start is not None):
+            raise ValueError("continued: a run from a file's row writes a file (file=) and takes no start=")
         from mbsim import interrupts, simulate
         from mbsim.output.safety import ResultClaim, claim_result
 
@@ -572,6 +578,6 @@ class Simulation:
         claim = file if isinstance(file, ResultClaim) else claim_result(Path(file))
         self.prepare(claim)  # a scene error gives the claim up (a file it created is removed again)
         prepared = (self.model, self._solver())
-        summary = simulate.run(self.spec, claim, self.strict, progress, prepared, initial=initial)
+        summary = simulate.run(self.spec, claim, self.strict, progress, prepared, initial=initial, continued=continued)
         _pass_on_signal(self)
         return Result(summary)

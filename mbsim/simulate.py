@@ -20,12 +20,13 @@ import numpy as np
 
 from mbsim import interrupts
 from mbsim.diagnostics import RunStats, record_row, split_rows
-from mbsim.errors import AssemblyError, Interrupted, SimulationError
+from mbsim.errors import AssemblyError, Interrupted, SimulationError, path_text
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
 from mbsim.model.dynamics import update_coordinate_references
 from mbsim.model.flat import contacts_near
 from mbsim.model.model import Model, State
+from mbsim.output.restart import Continuation, check_columns
 from mbsim.output.safety import ResultClaim, claim_result
 from mbsim.scene.spec import SceneSpec
 from mbsim.solvers import get_solver
@@ -84,6 +85,10 @@ class RowSink(Protocol):
     def set_attrs(self, **attrs: Any) -> None: ...
 
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def write_group(self, name: str, datasets: dict[str, np.ndarray], attrs: dict[str, Any]) -> bool: ...
 
     def close(self, status: str, message: str, **attrs: Any) -> tuple[str, str]: ...
 
@@ -242,6 +247,10 @@ def take_step(
     h_try = min(h, t_end - state.t)
     if t_end - (state.t + h_try) < 1e-9 * h_try:  # land exactly on t_end
         h_try = t_end - state.t
+        # a whole step short of t_end by round-off of the time only: the step itself (as the
+        # compiled blocks: the steps of a run that goes on; mbsim run --from)
+        if abs(h_try - h) <= 1e-12 * max(1.0, t_end):
+            h_try = h
     fine = model.contact_step if model.compliant is not None else None
     if fine is not None and fine < h_try and contacts_near(model, *solver.body_coordinates(state), h_try):
         h_try = fine
@@ -254,6 +263,40 @@ def take_step(
     return new, info, h_try, h_next
 
 
+def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
+    """The state of a continued run's first row, with the method's carried state and the energy
+    bookkeeping of the original start restored (mbsim.output.restart)."""
+    state = solver.state_from_row(continued.time, continued.q, continued.v, continued.work)
+    if continued.carry is not None:
+        solver.restore(continued.carry)
+    elif solver.model.joint_coordinates:  # unwrapped from the initial references: the nearest turn
+        update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
+    energy = continued.energy
+    stats.energy0, stats.total0 = float(energy["energy0"]), float(energy["total0"])
+    stats.scale, stats.fall = float(energy["energy_scale"]), tuple(float(x) for x in energy["fall"])
+    stats.max_work = continued.max_work
+    return state
+
+
+def write_restart(writer, stats: RunStats, carry_row: tuple | None) -> None:
+    """/restart of the result file (mbsim.output.restart): the energy bookkeeping of the start and
+    the method's carried state at the last recorded row."""
+    from mbsim.output.guard import ResultFileError
+
+    if stats.energy0 is None:  # not a row recorded
+        return
+    try:  # the rows first: what /restart takes is not the space the close needs for them
+        writer.flush()
+    except ResultFileError:
+        return  # a full disk, a file taken away: the close says so (writer.failure)
+    fall = np.array(stats.fall, dtype=float)
+    attrs = {"energy0": stats.energy0, "total0": stats.total0, "energy_scale": stats.scale, "fall": fall}
+    writer.write_group("restart", {}, attrs)
+    if carry_row is not None:
+        row, t, step, carried = carry_row
+        writer.write_group("restart/carry", carried, {"row": row, "time": t, "step": step})
+
+
 def run(
     spec: SceneSpec,
     output: str | Path | ResultClaim | None = None,
@@ -262,6 +305,7 @@ def run(
     prepared: tuple[Model, object] | None = None,
     sink: Callable[..., RowSink] | None = None,
     initial: State | None = None,
+    continued: Continuation | None = None,
 ) -> RunSummary:
     """Simulate a checked scene and write its result file.
 
@@ -270,7 +314,10 @@ def run(
     as ``sink(model, attrs, coordinates=..., columns=...)`` (ResultWriter's arguments after the
     claim) for the object the rows go to (mbsim.output.memory.RowCollector: the Python API's
     in-memory run); ``output`` is then ignored and nothing is claimed. ``initial``: the state to
-    start from (the method's own coordinates; default the scene's initial state).
+    start from (the method's own coordinates; default the scene's initial state). ``continued``:
+    the recorded row of an earlier run of the scene to start from (mbsim.output.restart; its
+    file's first row, attrs ``continued_from`` and ``continued_at``); the run goes on to the
+    scene's time.end.
 
     Raises:
         SceneError: before anything is written, for every problem of the scene.
@@ -297,6 +344,15 @@ def run(
             return ResultWriter(claim, *args, **kwargs)
 
     columns = solver.row_columns()  # of the rows advance() records, and of every row: created with the header
+    # and the step number, last in a compiled row: /restart/step (mbsim.output.restart)
+    columns = [*columns, ("restart/step", ())]
+    if continued is not None:
+        try:  # the source's /q and /v are this method's columns: else nothing is written
+            check_columns(continued, solver.coordinate_names(), continued.source)
+        except BaseException:
+            if path:  # a claimed result file: given up untouched
+                claim.abandon()
+            raise
     writer = sink(model, attrs, coordinates=solver.coordinate_names(), columns=columns)
     stats = RunStats()
     state = solver.initial_state() if initial is None else initial.copy()
@@ -314,25 +370,48 @@ def run(
     if interval is not None and initial is not None:  # a run from a later state: the multiples after it
         next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     status, message, steps = "failed", "", 0
+    # the method's state beyond (t, q, v, work) at the last recorded row: (row, t, step, carried)
+    carry_row: tuple[int, float, int, dict[str, np.ndarray]] | None = None
+    if continued is not None:
+        state, steps = continue_from(continued, solver, stats), continued.step
+        writer.set_attrs(continued_from=path_text(continued.source), continued_at=continued.recorded_time)
+    first_step = steps  # the step counter goes on from the source's row; the summary counts this run's
+    if continued is not None and interval is not None:  # the next multiple after the row's
+        next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     start = time.perf_counter()
     last_progress = start
 
     extra_names = solver.extra_diagnostics
     output_names = [name for name, _ in model.outputs]
 
-    def record(s: State, info: StepInfo) -> None:
-        ev = solver.evaluate(s)
+    def remember(t: float, step: int) -> None:
+        """The method's carried state at the row just recorded (the solver's state at time t)."""
+        nonlocal carry_row
+        carried = solver.carried()  # copies (the Solver protocol)
+        carry_row = (writer.rows - 1, t, step, carried)
+
+    def record(s: State, info: StepInfo, exact: float | None = None) -> None:
+        """One row of state ``s``; ``exact``: the solver's own time when ``s`` is its state at a
+        stamped time (the carried state is that state's), None for an interpolated row."""
+        # evaluated at the solver's own time (what its last step left is of that time), written at s.t
+        ev = solver.evaluate(s if exact is None or exact == s.t else State(exact, s.q, s.v, s.work))
         row = record_row(model, solver.data, s, ev, info, stats)
+        row["restart/step"] = float(steps)
         for name in extra_names:  # every row has every column, NaN where a step has no value
             path = f"diagnostics/{name}" if "/" in name else f"diagnostics/solver/{name}"
             row[path] = info.extra.get(name, np.nan)
         if "outputs/{output}" in row:
             stats.add_outputs(output_names, np.asarray(row["outputs/{output}"], dtype=float)[None])
         writer.append(row)
+        if exact is not None:
+            remember(exact, steps)
 
     def stamped(t: float, number: int) -> float:
         """The time of the row of fixed step ``number`` at t: k * interval when it lands on that
-        multiple (output.interval), t otherwise."""
+        multiple (output.interval), t otherwise; t_end when t is t_end to round-off (a last step
+        short of t_end by round-off only is a whole step)."""
+        if abs(t_end - t) <= 1e-12 * max(1.0, t_end):
+            return t_end
         if interval is None or dense or number % every:
             return t
         tk = (number // every) * interval
@@ -350,22 +429,25 @@ def run(
             tk = next_multiple * interval
             next_multiple += 1
             if tk >= new.t - at_multiple:
-                record(State(tk, new.q, new.v, new.work), info)
+                record(State(tk, new.q, new.v, new.work), info, new.t)
                 return True
             if tk > before:  # (a multiple at the step's start was recorded with the previous step)
                 interpolant = interpolant or solver.interpolant()
                 record(interpolant(tk), inside)
         if end:
-            record(new, info)
+            record(new, info, new.t)
         return end
 
-    def record_rows(rows: np.ndarray) -> int:
-        """Compiled rows into the statistics and the file, up to the first that diverged; how many."""
+    def record_rows(rows: np.ndarray, end_step: int) -> int:
+        """Compiled rows into the statistics and the file, up to the first that diverged; how many.
+        ``end_step``: the number of the step the block ended with (its state is the solver's)."""
         if not len(rows):
             return 0
         if interval is not None:  # fixed steps landing on a multiple of output.interval: t = k * interval
             for row in rows:
                 row[0] = stamped(float(row[0]), int(row[-1]))
+        else:  # the last row: t_end
+            rows[-1, 0] = stamped(float(rows[-1, 0]), int(rows[-1, -1]))
         blocks = split_rows(columns, rows)
         quaternion = blocks.get("diagnostics/constraints/quaternion_norm_error", np.zeros(len(rows)))
         kept = stats.add(
@@ -378,6 +460,8 @@ def run(
         if "outputs/{output}" in blocks:
             stats.add_outputs(output_names, blocks["outputs/{output}"][:kept])
         writer.append_rows({key: value[:kept] for key, value in blocks.items()})
+        if kept == len(rows) and int(rows[-1, -1]) == end_step:  # the block ended at its last row
+            remember(state.t, end_step)
         return kept
 
     def violated(violation: float, step: int, t: float) -> SimulationError:
@@ -405,7 +489,9 @@ def run(
         with interrupts.handling(), np.errstate(all="ignore"):
             interrupts.polled(lambda: quietly(solver.load_compiled))  # set-up: a cold cache compiles for minutes
             start = last_progress = time.perf_counter()
-            record(state, StepInfo())
+            # a continued run's first row: the source's row (its time as recorded there)
+            first = state if continued is None else State(continued.recorded_time, state.q, state.v, state.work)
+            record(first, StepInfo(), state.t)
             writer.set_attrs(energy_scale=stats.scale)  # J; a live file's readers measure drift by it too
             h = model.step
             # the paper's step control: the small step while compliant bounding boxes overlap
@@ -429,7 +515,7 @@ def run(
                         last = t_end - state.t <= 1e-12 * max(1.0, t_end)
                         record_dense(before, state, info, last or block.status == "violation")
                     rows = block.rows
-                    kept = record_rows(rows)
+                    kept = record_rows(rows, steps + block.steps)
                     if kept < len(rows):  # diverged at that row: the run ends there
                         state.t = float(rows[kept - 1, 0])
                         steps = int(rows[kept - 1, -1])
@@ -442,7 +528,7 @@ def run(
                             t=state.t,
                         )
                     if block.status == "record":
-                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info, state.t)
                     if stats.last_ratio > divergence:
                         raise diverged(steps, state.t)
                     if block.status == "violation":
@@ -472,14 +558,14 @@ def run(
                 else:
                     recorded = steps % every == 0 or last
                     if recorded:
-                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info)
+                        record(State(stamped(state.t, steps), state.q, state.v, state.work), info, state.t)
                 if recorded:
                     violation = stats.max_position_violation
                 if recorded and stats.last_ratio > divergence:
                     raise diverged(steps, state.t)
                 if violation > max_violation:
                     if not recorded:  # keep the offending state in the file
-                        record(state, info)
+                        record(state, info, state.t)
                     raise violated(violation, steps, state.t)
                 last_progress = report(state.t, last_progress)
         status = "completed"
@@ -501,11 +587,12 @@ def run(
             n_events = len(table[0])
             writer.write_events(*table)
             writer.set_attrs(events=n_events)
+        write_restart(writer, stats, carry_row)
         # a full disk or a file taken away under the run at the very end fails the run too
         status, message = writer.close(
             status,
             message,
-            steps=steps,
+            steps=steps - first_step,
             wall_time_s=wall,
             max_position_violation=stats.max_position_violation,
             max_velocity_violation=stats.max_velocity_violation,
@@ -519,11 +606,11 @@ def run(
         integrator=integrator,
         status=status,
         message=message,
-        steps=steps,
+        steps=steps - first_step,
         recorded=writer.rows,
-        t_end=state.t,
+        t_end=stamped(state.t, -1) if interval is None or dense else state.t,
         wall_time_s=wall,
-        us_per_step=1e6 * wall / max(steps, 1),
+        us_per_step=1e6 * wall / max(steps - first_step, 1),
         max_position_violation=stats.max_position_violation,
         max_velocity_violation=stats.max_velocity_violation,
         max_quaternion_norm_error=stats.max_quaternion_norm_error,

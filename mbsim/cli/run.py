@@ -71,6 +71,37 @@ def format_summary(s: RunSummary) -> str:
     return "\n".join(lines)
 
 
+def continuation(scene: str, spec, source: str, at: float | None, to: float | None, output: str | None):
+    """The row of ``source`` the run starts from (``spec``: the scene with time.end set by --to).
+
+    Raises:
+        SceneError: (exit 2) a source that cannot be continued (mbsim.output.restart), an end not
+            after the row's time, or an output that is the source itself.
+    """
+    from mbsim.output.restart import read_continuation, same_file
+    from mbsim.simulate import output_path
+
+    continued = read_continuation(source, spec.raw.to_yaml(), at)
+    if not spec.t_end > continued.recorded_time * (1 + 1e-12):
+        where = "--to" if to is not None else "time.end"
+        raise errors.UsageError(
+            f"the end {spec.t_end:g} s is not after the row's time {continued.recorded_time:.10g} s: "
+            "nothing to continue",
+            file=scene,
+            key_path=where,
+            hint="--to T_END past the row (or --time of an earlier row)",
+        )
+    target = output_path(spec, output)
+    if same_file(target, source):
+        raise errors.UsageError(
+            f"the result file {target} is the file the run continues from: it would be overwritten",
+            file=str(target),
+            key_path="-o",
+            hint="-o NEW.h5",
+        )
+    return continued
+
+
 @click.command()
 @click.argument("scene", type=click.Path(dir_okay=False))
 @click.option(
@@ -79,6 +110,26 @@ def format_summary(s: RunSummary) -> str:
     type=click.Path(dir_okay=False),
     default=None,
     help="Result file (default: output.file of the scene, else outputs/<scene stem>.h5).",
+)
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="OUT.h5",
+    help="Continue from a recorded row of this completed or failed result file of the same scene "
+    "(its last row, or the row at --time); the new file starts at that row.",
+)
+@click.option(
+    "--time", "at", type=float, default=None, metavar="T", help="With --from: the time of the row to continue from, s."
+)
+@click.option(
+    "--to",
+    "to",
+    type=float,
+    default=None,
+    metavar="T_END",
+    help="With --from: the new end time, s (default the scene's time.end; after the row's time).",
 )
 @set_option
 @assert_option
@@ -91,6 +142,9 @@ def format_summary(s: RunSummary) -> str:
 def run(
     scene: str,
     output: str | None,
+    source: str | None,
+    at: float | None,
+    to: float | None,
     overrides: tuple[str, ...],
     assertions: tuple[str, ...],
     quiet: bool,
@@ -103,6 +157,11 @@ def run(
 
     With --assert, each condition on the run summary is checked after the run: exit 4 when one
     does not hold (3 if the run itself failed), naming the condition and the values it used.
+
+    With --from OUT.h5, the run continues from a recorded row of an earlier run of the same scene
+    (its last row, or the row at --time T) up to --to T_END (default the scene's time.end); the
+    new result file starts at that row and records continued_from and continued_at. A fixed-step
+    method continues as if never interrupted; an adaptive integrator restarts its step control.
     """
     checks = parse_assertions(assertions)
     if export_to is not None:
@@ -110,9 +169,18 @@ def run(
     # through the Python API (mbsim.api): the command is a thin shell over load() and run()
     from mbsim.api import load
 
+    if to is not None and source is not None:  # the end of the run is the scene's time.end (the solvers read it)
+        overrides = (*overrides, f"time.end={float(to)!r}")
     sim = load(scene, set=overrides, strict=strict)
     sim.passes_on_signals = False  # a signal ends the command with exit 128 + N (below)
     spec = sim.spec
+    continued = None
+    if source is not None:
+        continued = continuation(scene, spec, source, at, to, output)
+    elif at is not None or to is not None:
+        raise errors.UsageError(
+            "--time and --to continue a run: they need --from OUT.h5", file=scene, key_path="--time/--to"
+        )
     check_output_names(checks, [item.get("name") for item in spec.outputs if isinstance(item, dict)])
     # here, not at module level: the solvers and the model compiler cost ~0.2 s of CPU that a
     # scene refused while loading does not need
@@ -140,7 +208,7 @@ def run(
     progress = ProgressBar() if (sys.stderr.isatty() and not quiet) else None
     summary = None
     try:
-        summary = sim.run(file=claim, progress=progress).summary
+        summary = sim.run(file=claim, progress=progress, continued=continued).summary
     finally:
         if progress:
             progress.close((summary.t_end, model.t_end) if summary else None)

@@ -499,6 +499,33 @@ class ResultWriter:
         except (OSError, RuntimeError) as exc:
             self._write_failed(exc)
 
+    def write_group(self, name: str, datasets: dict[str, np.ndarray], attrs: dict[str, Any]) -> bool:
+        """The group ``name`` with ``attrs`` and ``datasets`` (relative paths, their own dtypes),
+        replacing the datasets an earlier call wrote (/restart: mbsim.output.restart), after the
+        rows (:meth:`flush` first). Written only where the disk takes it besides the close: else
+        not at all (the rows and the run's status are kept). Returns whether it was written."""
+        if self.failure is not None:
+            return False
+        size = sum(np.asarray(a).nbytes + 4096 for a in datasets.values()) + 256 * len(attrs) + 4096
+        need = CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size
+        if self._pending or self.identity.problem() is not None or not self.space.ensure(need):
+            return False
+        try:  # as a flush writes: past the file's end within the reserved blocks, then flushed
+            self._extend_past_writes(need)
+            group = self.file.require_group(name)
+            for key, value in attrs.items():
+                group.attrs[key] = value
+            for key, value in datasets.items():
+                if key in group:
+                    del group[key]
+                group.create_dataset(key, data=np.asarray(value))
+            self.file.flush()
+        except (OSError, RuntimeError) as exc:
+            self._write_failed(exc)
+            return False
+        self.identity.written()
+        return True
+
     def set_attrs(self, **attrs: Any) -> None:
         """Root attributes; a failure (a file taken away under the run) ends the run at the next flush."""
         if self.failure is not None:

@@ -68,6 +68,14 @@ class RowCollector:
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
         self.events = (np.asarray(times, dtype=float), list(kinds), list(contacts))
 
+    def flush(self) -> None:
+        """Nothing to flush: the rows are in memory."""
+
+    def write_group(self, name: str, datasets: dict[str, np.ndarray], attrs: dict[str, Any]) -> bool:
+        """Not kept: /restart is what ``mbsim run --from`` reads from a file; in memory a run goes
+        on with ``sim.run(start=sim.state)``."""
+        return False
+
     def close(self, status: str, message: str, **attrs: Any) -> tuple[str, str]:
         self.attrs.update(attrs, status=status, message=message)
         return status, message

@@ -168,8 +168,9 @@ def energy_drift(f: h5py.File) -> float:
 
 
 def relative_energy_error(f: h5py.File) -> np.ndarray:
-    """((total - work)(t) - (total - work)(0)) / scale at each recorded time, with the run's energy
-    scale (root attribute ``energy_scale``, fixed by the initial state: mbsim.diagnostics); files
+    """((total - work)(t) - (total - work)(0)) / scale at each recorded time (0: the original start of
+    a continued run), with the run's energy scale (root attribute ``energy_scale``, fixed by the
+    initial state: mbsim.diagnostics); files
     without it (older ones, or a run cut short before it was stored) use the same formula's
     fallback, the largest |work|, else the absolute error."""
     if "diagnostics/energy/total" not in f or len(f["diagnostics/energy/total"]) == 0:
@@ -181,7 +182,11 @@ def relative_energy_error(f: h5py.File) -> np.ndarray:
     scale = float(f.attrs.get("energy_scale", 0.0) or 0.0)
     if not scale > 0:
         scale = float(np.max(np.abs(work[:n]))) if n else 0.0
-    err = conserved - conserved[0]
+    start = conserved[0]
+    # a continued run (mbsim run --from) measures from the original start (mbsim.output.restart)
+    if "continued_from" in f.attrs and "restart" in f and "energy0" in f["restart"].attrs:
+        start = float(f["restart"].attrs["energy0"])
+    err = conserved - start
     return err / scale if scale > 0 else err
 
 

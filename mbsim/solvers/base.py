@@ -105,6 +105,17 @@ class Solver(Protocol):
         """The events so far (times, kinds, contact names; /events of CONTRACT §3), or None for
         a method that does not locate events."""
 
+    def carried(self) -> dict[str, np.ndarray]:
+        """The method's state beyond (t, q, v, work) that its next step depends on (timestepping's
+        warm-start impulses): what a continued run restores (/restart/carry, mbsim.output.restart);
+        copies, kept while the run goes on."""
+
+    def restore(self, carried: dict[str, np.ndarray]) -> None:
+        """Take back what :meth:`carried` gave (a run continued from that row)."""
+
+    def state_from_row(self, t: float, q: np.ndarray, v: np.ndarray, work: float) -> State:
+        """The state of a recorded row (/q, /v as recorded) to continue from."""
+
 
 class SolverBase:
     """The defaults of the Solver protocol: a method in the model's body coordinates, stepped
@@ -145,6 +156,19 @@ class SolverBase:
 
     def event_table(self) -> tuple[np.ndarray, list[str], list[str]] | None:
         return None
+
+    def carried(self) -> dict[str, np.ndarray]:
+        # the joint coordinates' unwrapping references (joint springs' and limits' turns)
+        return {f"coordinate_reference/{k}": r.copy() for k, r in enumerate(self.data.coordinate_reference)}
+
+    def restore(self, carried: dict[str, np.ndarray]) -> None:
+        for k, reference in enumerate(self.data.coordinate_reference):  # in place: compiled steps view them
+            key = f"coordinate_reference/{k}"
+            if key in carried:
+                reference[...] = carried[key]
+
+    def state_from_row(self, t: float, q: np.ndarray, v: np.ndarray, work: float) -> State:
+        return State(t, np.array(q, dtype=float), np.array(v, dtype=float), work)
 
     @property
     def interpolates(self) -> bool:

@@ -792,6 +792,10 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
         # land exactly on t_end
         if t_end - (t + h_try) < 1e-9 * h_try:
             h_try = t_end - t
+            # a whole step short of t_end by round-off of the time only: the step itself (the loop ends
+            # within 1e-12 scale of t_end), the steps of a run that goes on (mbsim run --from: bit for bit)
+            if (h_try - h if h_try > h else h - h_try) <= 1e-12 * scale:
+                h_try = h
         # the paper's step control (mbsim.simulate's): the small step while compliant boxes are near;
         # solver.contact_integration implicit: a Rosenbrock-W step there instead of the integrator's
         near = (not adaptive and (0.0 < P[P_CONTACT_STEP] < h_try or P[P_CONTACT_IMPLICIT] != 0.0)

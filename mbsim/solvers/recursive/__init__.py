@@ -528,6 +528,16 @@ class Solver(SolverBase):
         q, v = self.joint_coordinates(self.model.q0, self.model.v0)
         return State(0.0, q, v, 0.0)
 
+    def carried(self) -> dict[str, np.ndarray]:
+        """Nothing: the joint coordinates are the state (no unwrapping references), the step
+        control of an adaptive pair restarts."""
+        return {}
+
+    def state_from_row(self, t: float, q: np.ndarray, v: np.ndarray, work: float) -> State:
+        """/q counts each joint coordinate from its `initial` (evaluate's q_recorded): taken off
+        again (exact to round-off of the subtraction only when an `initial` is not zero)."""
+        return State(t, np.asarray(q, dtype=float) - self.space.q_initial, np.array(v, dtype=float), work)
+
     def body_coordinates(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         """The model's body coordinates (mbsim.model.model) of a state of this method."""
         kin = self.kinematics(state.q, state.v)

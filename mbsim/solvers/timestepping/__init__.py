@@ -196,6 +196,27 @@ class Solver(SolverBase):
     def extra_diagnostics(self) -> tuple[str, ...]:
         return tuple(self.EXTRA_DIAGNOSTICS)
 
+    def carried(self) -> dict[str, np.ndarray]:
+        """The warm-start memory (the last step's contact features, impulses and points): the
+        sweeps of the next step start from it."""
+        keys, values, points = self._free.warm if self._free is not None else (
+            self._warm_keys, self._warm_values, self._warm_points)  # fmt: skip
+        if keys is None:
+            return super().carried()
+        # the compiled step's are copies already; the Python path's are replaced, never written, by a step
+        return super().carried() | {"warm_keys": keys, "warm_values": values, "warm_points": points}
+
+    def restore(self, carried: dict[str, np.ndarray]) -> None:
+        super().restore(carried)
+        if "warm_keys" not in carried:
+            return
+        keys = np.ascontiguousarray(carried["warm_keys"], dtype=np.int64)
+        values = np.ascontiguousarray(carried["warm_values"], dtype=float).reshape(len(keys), self.d)
+        points = np.ascontiguousarray(carried["warm_points"], dtype=float).reshape(len(keys), self.d)
+        self._warm_keys, self._warm_values, self._warm_points = keys, values, points
+        if self._free is not None:
+            self._free.set_warm(keys, values, points)
+
     # ------------------------------------------------------------------ contact Jacobians
 
     def _contact_rows(self, frames, batch):

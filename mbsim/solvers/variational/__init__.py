@@ -128,6 +128,7 @@ class Solver(SolverBase):
         )  # fmt: skip
         self.data.var = vk.make_var_data(self.n, self.m, model.nv, self.nb, np.intc)  # LAPACK's C int (cython_lapack)
         self._node: tuple[float, np.ndarray] | None = None  # (t, u) of the node data.var holds
+        self._restored: dict[str, np.ndarray] = {}  # the node's values a continued run starts from (restore)
         self._compiled = self._compile()
         # what remains in Python: compliant contacts with brute_force detection have no compiled form, so
         # such a model's joints and forces come from the model's Python functions into the same compiled step
@@ -210,15 +211,34 @@ class Solver(SolverBase):
 
     # ------------------------------------------------------------------ stepping
 
+    # the node's values a step goes on from (the discrete momentum of eq. (37) is not M v of the
+    # recorded velocity): what a continued run restores (mbsim run --from)
+    NODE_FIELDS = ("p", "rate", "lam", "h")
+
+    def carried(self) -> dict[str, np.ndarray]:
+        """The node of the last step (data.var's p, rate, lam, h) besides the base method's."""
+        fields = self.data.var._asdict()  # the arrays the kernels' views share
+        node = {f"node_{name}": np.array(fields[name]) for name in self.NODE_FIELDS} if self._node else {}
+        return super().carried() | node
+
+    def restore(self, carried: dict[str, np.ndarray]) -> None:
+        super().restore(carried)
+        # the node of the continued state: made by the first _start there, then these values
+        self._restored = {name: carried[f"node_{name}"] for name in self.NODE_FIELDS if f"node_{name}" in carried}
+
     def _start(self, state: State) -> None:
         """The node of ``state`` in data.var: kept from the last step when it ended there, else a new
-        one (momentum by the Legendre transform, eq. (37))."""
+        one (momentum by the Legendre transform, eq. (37)), or the node a continued run restored."""
         node = self._node
         if node is not None and node[0] == state.t and np.array_equal(node[1], state.q):
             return
         rate = self.model.q_rate(state.q, state.v)
         vk.start_node(self.evaluator, self.var_model, self.data.var, state.t, state.q, rate)
         self._node = (state.t, state.q.copy())
+        restored, self._restored = self._restored, {}
+        fields = self.data.var._asdict()
+        for name, value in restored.items():
+            fields[name][...] = value
 
     def step(self, state: State, h: float) -> tuple[State, StepInfo, float]:
         """One step of the compiled step (variational_kernels.step_once); a step not taken raises."""
