@@ -52,7 +52,7 @@ def report(exported: Exported, quiet: bool) -> None:
     default=None,
     metavar="A",
     help="With --mode: the amplitude in units of the mass-normalised shape (default: the largest point "
-    "moves 10 %% of the mechanism's size, no body turns more than 0.3 rad).",
+    "moves 10 % of the mechanism's size, no body turns more than 0.3 rad).",
 )
 @quiet_option
 @debug_option
