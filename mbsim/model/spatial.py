@@ -92,6 +92,14 @@ def omega_to_quat_rate(q: np.ndarray, omega_body: np.ndarray) -> np.ndarray:
     return np.einsum("ijk,...j,...k->...i", RATE, q, omega_body)
 
 
+def rotvec_to_quat(phi: np.ndarray) -> np.ndarray:
+    """Exponential map: the unit quaternions (w, x, y, z) of rotation vectors; (..., 3) -> (..., 4)."""
+    angle = np.linalg.norm(phi, axis=-1, keepdims=True)
+    # sin(angle / 2) / angle -> 1/2 as angle -> 0
+    half = np.where(angle > 1e-12, np.sin(0.5 * angle) / np.where(angle > 0, angle, 1.0), 0.5)
+    return np.concatenate([np.cos(0.5 * angle), half * phi], axis=-1)
+
+
 def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
     """Logarithm map of unit quaternions (shortest rotation); (..., 4) -> (..., 3)."""
     q = np.where(q[..., :1] < 0, -q, q)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.errors import UsageError
+from mbsim.model.spatial import quat_mul, quat_to_matrix, rotvec_to_quat
 from mbsim.names import member
 from mbsim.output.motion import MAX_FRAMES, Motion, layout, read_motion
 from mbsim.output.summary import open_result
@@ -24,39 +25,8 @@ SIZE_SHARE = 0.10  # the largest point translation, as a share of the mechanism'
 MAX_ROTATION = 0.3  # rad: no body turns further than this at the default amplitude
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton products of quaternions (x, y, z, w), broadcast over leading axes."""
-    ax, ay, az, aw = np.moveaxis(a, -1, 0)
-    bx, by, bz, bw = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
-        ],
-        axis=-1,
-    )
-
-
-def _rotvec_quat(phi: np.ndarray) -> np.ndarray:
-    """exp([phi]) as quaternions (x, y, z, w) for rotation vectors phi (..., 3)."""
-    angle = np.linalg.norm(phi, axis=-1, keepdims=True)
-    # sin(angle/2)/angle -> 1/2 as angle -> 0
-    half = np.where(angle > 1e-12, np.sin(0.5 * angle) / np.where(angle > 0, angle, 1.0), 0.5)
-    return np.concatenate([half * phi, np.cos(0.5 * angle)], axis=-1)
-
-
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    """The rotation matrix of the unit quaternion q (x, y, z, w)."""
-    x, y, z, w = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+# glTF's quaternion order (x, y, z, w) and mbsim.model.spatial's (w, x, y, z)
+_TO_WXYZ, _TO_XYZW = [3, 0, 1, 2], [1, 2, 3, 0]
 
 
 def read_mode(path: str | Path, mode: int, bodies: list[str], dim: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -101,7 +71,7 @@ def default_amplitude(rest: Motion, u: np.ndarray, phi: np.ndarray) -> float:
     lo, hi = rest.translation[:, 0].min(axis=0), rest.translation[:, 0].max(axis=0)
     largest = float(np.max(np.linalg.norm(u, axis=1), initial=0.0))
     for b, parts in enumerate(look.meshes[0]):
-        turn = _quat_matrix(rest.rotation[b, 0])
+        turn = quat_to_matrix(rest.rotation[b, 0][_TO_WXYZ])
         for vertices, _, _ in parts:
             world = vertices @ turn.T
             points = world + rest.translation[b, 0]
@@ -148,7 +118,8 @@ def mode_motion(
     swing[-1] = 0.0  # exactly the first key: the loop closes without a jump
     p0, q0 = rest.translation[:, :1], rest.rotation[:, :1]  # (nbody, 1, ...)
     translation = p0 + swing[None, :, None] * u[:, None, :]
-    rotation = _quat_mul(_rotvec_quat(swing[None, :, None] * phi[:, None, :]), q0)
+    turned = quat_mul(rotvec_to_quat(swing[None, :, None] * phi[:, None, :]), q0[..., _TO_WXYZ])
+    rotation = turned[..., _TO_XYZW]
     label = f"mode {mode}: {frequency:.6g} Hz"
     attrs = dict(rest.attrs)
     attrs["scene_name"] = f"{attrs.get('scene_name') or Path(path).stem}, {label}"
