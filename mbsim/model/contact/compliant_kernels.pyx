@@ -680,7 +680,7 @@ CACHE_ROW = CACHE_ROW_C
 # the margin w, in units of the slave's reach: the first one; doubled when a cache held for fewer
 # than CACHE_SHORT evaluations, halved when for more than CACHE_LONG (a smaller w: fewer
 # candidates and a quicker walk; a larger one: fewer walks); between CACHE_LEAST and one reach.
-# A ball rolling on a floor settles at about 5 % of its radius, a cache every fourth evaluation.
+# A ball rolling on a floor settles at about 10 % of its radius, a cache about every sixth evaluation.
 cdef double CACHE_FIRST = 0.1
 cdef double CACHE_LEAST = 0.01
 cdef double CACHE_SHORT = 2.0
