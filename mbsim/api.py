@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mbsim.errors import Interrupted, SimulationError, StateError, did_you_mean
+from mbsim.errors import Interrupted, StateError, did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -423,10 +423,9 @@ class Simulation:
             if at == "initial":
                 return linearize(model, model.q0.copy(), model.v0.copy())
             if at == "equilibrium":
-                found = self.equilibrium()
-                if not found.converged:
-                    raise SimulationError(f"no static equilibrium found: {found.reason}")
-                return linearize(model, found.q, np.zeros(model.nv))
+                from mbsim.analysis.equilibrium import require_equilibrium
+
+                return linearize(model, require_equilibrium(model, 'at="equilibrium"').q, np.zeros(model.nv))
             raise ValueError(f"at: expected 'initial', 'equilibrium' or (q, v), got {at!r}")
         q, v = (np.asarray(x, dtype=float) for x in at)
         if q.shape != (model.nq,) or v.shape != (model.nv,):

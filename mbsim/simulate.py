@@ -143,12 +143,10 @@ def start_at_equilibrium(model: Model) -> None:
     Raises:
         SimulationError: there is none, or Newton did not find it (the reason).
     """
-    from mbsim.analysis.equilibrium import solve_equilibrium  # here: only a start at equilibrium needs it
+    from mbsim.analysis.equilibrium import require_equilibrium  # here: only a start at equilibrium needs it
 
-    found = solve_equilibrium(model)
+    found = require_equilibrium(model, "initial: equilibrium")
     model.equilibrium = found
-    if not found.converged:
-        raise SimulationError(f"no static equilibrium found (initial: equilibrium): {found.reason}")
     model.q0, model.v0 = found.q, np.zeros(model.nv)
 
 

@@ -191,6 +191,20 @@ def _size(model: Model) -> float:
     return size
 
 
+def require_equilibrium(model: Model, asked_by: str) -> Equilibrium:
+    """:func:`solve_equilibrium` where a caller cannot go on without one (``initial:
+    equilibrium``, ``--at equilibrium``, the API's ``modes("equilibrium")``).
+
+    Raises:
+        SimulationError: (exit 3) there is none, or Newton did not find it: the reason, and
+            ``asked_by`` (what asked for it).
+    """
+    found = solve_equilibrium(model)
+    if not found.converged:
+        raise SimulationError(f"no static equilibrium found ({asked_by}): {found.reason}")
+    return found
+
+
 def solve_equilibrium(
     model: Model,
     q0: np.ndarray | None = None,

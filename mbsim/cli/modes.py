@@ -15,7 +15,7 @@ import click
 
 from mbsim import interrupts
 from mbsim.cli.options import debug_option, emit_json, handle_errors, json_option, set_option
-from mbsim.errors import SimulationError, UsageError
+from mbsim.errors import UsageError
 from mbsim.scene.spec import load_scene
 
 if TYPE_CHECKING:
@@ -126,11 +126,9 @@ def _point(spec: SceneSpec, model: Model, at: str | None, from_file: str | None,
     if at_time is not None:
         raise UsageError("--time needs --from OUT.h5", file="command line")
     if at == "equilibrium":
-        from mbsim.analysis.equilibrium import solve_equilibrium  # here: only --at equilibrium needs it
+        from mbsim.analysis.equilibrium import require_equilibrium  # here: only --at equilibrium needs it
 
-        found = solve_equilibrium(model)
-        if not found.converged:
-            raise SimulationError(f"no static equilibrium found (--at equilibrium): {found.reason}")
+        found = require_equilibrium(model, "--at equilibrium")
         return "equilibrium", 0.0, np.asarray(found.q, dtype=float), np.zeros(model.nv)
     return "initial", 0.0, model.q0.copy(), model.v0.copy()
 
@@ -190,6 +188,24 @@ def _claimed(spec: SceneSpec, path: Path):
         raise
 
 
+def _linearized(scene: str, overrides, output: str | None, tag: str, at, from_file, at_time, analyse):
+    """The steps ``modes`` and ``linearize`` share: the scene, its result file (``-TAG`` beside the
+    run's by default, claimed before compiling), the Linearization about the chosen state and
+    ``analyse(lin)`` of it, both while the claim is held (an error gives it up, a signal leaves a
+    failed file). Returns (spec, path, claim, model, how the state was chosen, t, lin, analysed)."""
+    from mbsim.analysis.modes import linearize as linearize_model
+    from mbsim.simulate import derived_output
+
+    spec = load_scene(scene, overrides)
+    path = Path(output) if output else derived_output(spec, tag)
+    with _claimed(spec, path) as (claim, model):
+        how, t, q, v = _point(spec, model, at, from_file, at_time)
+        lin = linearize_model(model, q, v, t)
+        interrupts.check()
+        analysed = analyse(lin)
+    return spec, path, claim, model, how, t, lin, analysed
+
+
 def _frozen_note(lin) -> str | None:
     """What the user must know about a linearisation away from an equilibrium, or None."""
     import numpy as np
@@ -235,19 +251,12 @@ def modes(
     """
     import numpy as np
 
-    from mbsim.analysis.modes import linearize
     from mbsim.analysis.modes import modes as compute_modes
     from mbsim.names import hdf5_name
 
-    spec = load_scene(scene, overrides)
-    from mbsim.simulate import derived_output
-
-    path = Path(output) if output else derived_output(spec, "modes")
-    with _claimed(spec, path) as (claim, model):
-        how, t, q, v = _point(spec, model, at, from_file, at_time)
-        lin = linearize(model, q, v, t)
-        interrupts.check()
-        result = compute_modes(lin)
+    spec, path, claim, model, how, t, lin, result = _linearized(
+        scene, overrides, output, "modes", at, from_file, at_time, compute_modes
+    )
     datasets = {
         "modes/frequency_hz": result.frequency_hz,
         "modes/damping_ratio": result.damping_ratio,
@@ -310,18 +319,11 @@ def linearize(
     States: the independent coordinates x of the constraint manifold and their rates; inputs: the
     actuators' forces; outputs: the scene's outputs. Written to /linearize of the result file.
     """
-    from mbsim.analysis.modes import linearize as linearize_model
     from mbsim.analysis.modes import state_space
 
-    spec = load_scene(scene, overrides)
-    from mbsim.simulate import derived_output
-
-    path = Path(output) if output else derived_output(spec, "linearize")
-    with _claimed(spec, path) as (claim, model):
-        how, t, q, v = _point(spec, model, at, from_file, at_time)
-        lin = linearize_model(model, q, v, t)
-        interrupts.check()
-        ss = state_space(lin)
+    spec, path, claim, model, how, t, lin, ss = _linearized(
+        scene, overrides, output, "linearize", at, from_file, at_time, state_space
+    )
     datasets = {
         "linearize/A": ss.A,
         "linearize/B": ss.B,
