@@ -392,7 +392,9 @@ class Simulation:
 
         return solve_equilibrium(self.model, tol=tol, max_iterations=max_iterations)
 
-    def linearize(self, at: str | tuple[np.ndarray, np.ndarray] = "initial") -> StateSpace:
+    def linearize(
+        self, at: str | tuple[np.ndarray, np.ndarray] = "initial", frame_rate: np.ndarray | None = None
+    ) -> StateSpace:
         """The state-space matrices about a state, as ``mbsim linearize`` writes them: z_dot = A z +
         B u, y = C z + D u, z the mechanism's independent coordinates and their rates, u the
         actuators' forces, y the scene's outputs (mbsim.analysis.modes.state_space).
@@ -400,20 +402,24 @@ class Simulation:
         Args:
             at: ``"initial"`` (the scene's assembled start), ``"equilibrium"`` (:meth:`equilibrium`;
                 a SimulationError when there is none) or (q, v) in body coordinates ((nq,), (nv,)).
+            frame_rate: about a moving state, (3,) the angular velocity (rad/s, world) of the frame
+                in which the motion is steady (a top's precession); None finds it from the state
+                and falls back to world axes (user guide, "Modes and linearisation").
         """
         from mbsim.analysis.modes import state_space
 
-        return state_space(self._linearization(at))
+        return state_space(self._linearization(at, frame_rate))
 
-    def modes(self, at: str | tuple[np.ndarray, np.ndarray] = "initial") -> Modes:
+    def modes(self, at: str | tuple[np.ndarray, np.ndarray] = "initial", frame_rate: np.ndarray | None = None) -> Modes:
         """Natural frequencies (Hz), damping ratios, eigenvalues and mode shapes about a state
-        (``at`` as :meth:`linearize` takes it), as ``mbsim modes`` writes them: one per degree of
-        freedom, sorted by frequency, rigid-body (zero) modes included (mbsim.analysis.modes)."""
+        (``at`` and ``frame_rate`` as :meth:`linearize` takes them), as ``mbsim modes`` writes them:
+        one per degree of freedom, sorted by frequency, rigid-body (zero) modes included
+        (mbsim.analysis.modes)."""
         from mbsim.analysis.modes import modes
 
-        return modes(self._linearization(at))
+        return modes(self._linearization(at, frame_rate))
 
-    def _linearization(self, at: str | tuple[np.ndarray, np.ndarray]) -> Linearization:
+    def _linearization(self, at: str | tuple[np.ndarray, np.ndarray], frame_rate=None) -> Linearization:
         import numpy as np
 
         from mbsim.analysis.modes import linearize
@@ -421,7 +427,7 @@ class Simulation:
         model = self.model
         if isinstance(at, str):
             if at == "initial":
-                return linearize(model, model.q0.copy(), model.v0.copy())
+                return linearize(model, model.q0.copy(), model.v0.copy(), frame_rate=frame_rate)
             if at == "equilibrium":
                 from mbsim.analysis.equilibrium import require_equilibrium
 
@@ -430,7 +436,7 @@ class Simulation:
         q, v = (np.asarray(x, dtype=float) for x in at)
         if q.shape != (model.nq,) or v.shape != (model.nv,):
             raise StateError(f"at: expected q of ({model.nq},) and v of ({model.nv},), got {q.shape} and {v.shape}")
-        return linearize(model, q, v)
+        return linearize(model, q, v, frame_rate=frame_rate)
 
     # ------------------------------------------------------------------ state
 

@@ -368,6 +368,7 @@ def run(
     if interval is not None and initial is not None:  # a run from a later state: the multiples after it
         next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     status, message, steps = "failed", "", 0
+    ended: dict[str, str] = {}  # a failed run's root attribute `failure`: what ended it (CONTRACT §9 notes)
     # the method's state beyond (t, q, v, work) at the last recorded row: (row, t, step, carried)
     carry_row: tuple[int, float, int, dict[str, np.ndarray]] | None = None
     if continued is not None:
@@ -569,14 +570,18 @@ def run(
         status = "completed"
     except SimulationError as exc:
         message = str(exc) if exc.step is not None else str(SimulationError(exc.reason, step=steps + 1, t=state.t))
+        ended = {"failure": "simulation"}
     except Interrupted as exc:
         message = str(exc)
+        ended = {"failure": "interrupted"}
     except Exception as exc:
         failure = numerical_failure(exc)
         if failure is None:  # an internal error still leaves a truthful file, then propagates
             message = f"internal error: {type(exc).__name__}: {exc}"
+            ended = {"failure": "internal"}
             raise
         message = str(SimulationError(failure.reason, step=steps + 1, t=state.t))
+        ended = {"failure": "simulation"}
     finally:
         wall = time.perf_counter() - start
         table = solver.event_table()
@@ -596,6 +601,7 @@ def run(
             max_velocity_violation=stats.max_velocity_violation,
             energy_drift=stats.energy_drift,
             energy_scale=stats.scale,
+            **ended,
         )
     return RunSummary(
         scene=spec.name,

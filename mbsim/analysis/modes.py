@@ -27,11 +27,13 @@ reactions: at an equilibrium N0^T Q0 = 0, Q0 = J0^T lambda, and the derivative o
 |N0^T Q0| > 0) K_r depends on the chart (a frozen linearisation).
 
 About a moving state (v0 != 0) the linearisation follows the reference motion instead
-(:func:`_moving`): perturbations in world axes, the constrained accelerations (multipliers,
-convective and gyroscopic terms included) differentiated along the tangent space of
-{Phi = 0, J v = 0}; exact for motions steady in world axes (a sleeping top, a rotor on fixed
-bearings: the test's Maxwell-Klein top to 1e-8), the frozen linearisation of a time-varying
-system otherwise. At v0 = 0 it gives the same K_r as the chart (1e-12 at an equilibrium).
+(:func:`_moving`): perturbations in world axes, or in a frame turning at Omega in which the
+motion is steady (fitted to a = Omega x v and a_dot = Omega x a: a heavy top in steady
+precession), the constrained accelerations (multipliers, convective and gyroscopic terms
+included) differentiated along the tangent space of {Phi = 0, J v = 0}; exact for relative
+equilibria (a sleeping top, Omega = 0: the Maxwell-Klein closed form to 1e-8; the precessing
+top's nutation to 1e-8), the frozen linearisation of a time-varying system otherwise. At v0 = 0
+it gives the same K_r as the chart (1e-12 at an equilibrium).
 
 Derivatives. Central differences with one Richardson extrapolation, D = (4 D(h/2) - D(h)) / 3,
 per reduced direction k with h_k = ``step`` / max|N0[:, k]| (so that no coordinate of q moves
@@ -70,6 +72,7 @@ from mbsim.solvers.numerics.linalg import RankDeficient, Schur, inverse_sqrt_mas
 
 STEP = 1e-4  # the largest change of a coordinate of q (m or rad) in the difference quotients
 RANK_TOL = 1e-8  # singular values of J M^-1/2 below this times the largest count as zero
+STEADY_TOL = 1e-6  # a motion with max |a - Omega x v| below this times max |a| is steady in a frame at Omega
 
 
 @dataclass
@@ -84,6 +87,10 @@ class Linearization:
         force_residual: max |N0^T Q| at the point, N (or N m) per sqrt(kg): 0 at an equilibrium.
         force_scale: sqrt(Q^T M^-1 Q), the residual's scale (|N0^T Q| <= it: N0 is M-orthonormal).
         model: the compiled model.
+        frame_rate: (3,) Omega, rad/s (world): about a motion, the rate of the frame the
+            perturbations are seen from (0: world axes; planar: about z only).
+        steady_residual: about a motion, max |a - Omega x v| / max |a| of the reference (0: steady
+            in that frame, the linearisation exact); 0 at rest.
     """
 
     q: np.ndarray
@@ -97,6 +104,14 @@ class Linearization:
     force_residual: float
     force_scale: float
     model: Model = field(repr=False)
+    frame_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    steady_residual: float = 0.0
+
+    @property
+    def steady(self) -> bool:
+        """At rest, or moving steadily in the frame rotating at ``frame_rate`` (a relative
+        equilibrium, to ``STEADY_TOL``): the linearisation is then time-invariant."""
+        return self.steady_residual <= STEADY_TOL
 
     @property
     def dof(self) -> int:
@@ -257,47 +272,158 @@ def _world_blocks(model: Model, q: np.ndarray) -> np.ndarray:
     return E
 
 
-def _moving(model: Model, q0, v0, t: float, N0, rank: int, forces: _Forces, steps) -> tuple[np.ndarray, np.ndarray]:
-    """(C_r, K_r) about a moving state, linearised along its trajectory in world axes.
+def _cross(w: np.ndarray) -> np.ndarray:
+    """[w x] (3, 3)."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
-    Perturbations of the state relative to the reference motion: positions phi (translation,
-    rotation vector in world axes: q = retract_world(q_ref(t), phi)), velocities w (world
-    translational and angular velocities minus the reference's). Along the reference
-    phi_dot = w + W phi, W = [omega_ref x] on each rotation (phi_dot = w for translations and in
-    2D), and w_dot = the derivative of the world accelerations a_w(q, v_w) of the constrained
-    equations (multipliers included: the convective and reaction terms). The tangent space of
-    {Phi = 0, J v = 0} is spanned by T = [[N_w, 0], [D, N_w]], N_w = E N0 and D the M-smallest
+
+def _rotation_rows(model: Model, vw: np.ndarray) -> np.ndarray:
+    """G with Omega x v = G Omega stacked over every world velocity block of vw (3D: translation
+    and rotation; planar: the translation, Omega about z, the angle unaffected)."""
+    width = 6 if model.dimension == 3 else 3
+    rows = []
+    for b in range(model.nbody):
+        v_b = vw[width * b : width * b + width]
+        if model.dimension == 3:  # Omega x v = -[v x] Omega
+            rows += [-_cross(v_b[:3]), -_cross(v_b[3:])]
+        else:  # Omega e_z x (vx, vy) = Omega (-vy, vx)
+            rows.append(np.array([[0.0, 0.0, -v_b[1]], [0.0, 0.0, v_b[0]], [0.0, 0.0, 0.0]]))
+    return np.vstack(rows)
+
+
+@dataclass
+class _Reference:
+    """The reference motion's world velocities vw, accelerations aw and their rate jerk (nv,), and
+    the sizes below which an acceleration and a jerk count as zero (1e-6 of the free
+    accelerations M^-1 Q, and of those times the largest speed: the differences' noise is ~1e-12
+    of them)."""
+
+    vw: np.ndarray
+    aw: np.ndarray
+    jerk: np.ndarray
+    accel_floor: float
+    jerk_floor: float
+
+
+def _relative(error: np.ndarray, floor: float, *scales: np.ndarray) -> float:
+    """max |error| over the largest of max |scale| and floor (0 / 0 = 0)."""
+    top = max([floor] + [float(np.max(np.abs(x), initial=0.0)) for x in scales])
+    size = float(np.max(np.abs(error), initial=0.0))
+    return size / top if top > 0.0 else (0.0 if size == 0.0 else 1.0)
+
+
+def _steady_residual(model: Model, ref: _Reference, rate: np.ndarray) -> float:
+    """How far the motion is from steady in the frame rotating at Omega: in such a motion every
+    world block turns with the frame, a = Omega x v and a_dot = Omega x a. The larger of the two
+    relative misfits (0: steady). The second is what tells a relative equilibrium from a state
+    whose accelerations happen to fit a frame for an instant (a top released off its precession)."""
+    first = _relative(_rotation_rows(model, ref.vw) @ rate - ref.aw, ref.accel_floor, ref.aw)
+    turned = _rotation_rows(model, ref.aw) @ rate
+    return max(first, _relative(turned - ref.jerk, ref.jerk_floor, ref.jerk, turned))
+
+
+def _frame_rate(model: Model, ref: _Reference) -> tuple[np.ndarray, float]:
+    """(Omega (3,), residual): the rate of the frame in which the motion is steady, the least
+    squares fit of a = Omega x v, and its :func:`_steady_residual`. Without acceleration (below its
+    floor) Omega = 0: steady in world axes. A fit that is not unique (the velocities leave a
+    direction of Omega free, e.g. one rotating body and no translation) is refused: (0, 1)."""
+    rate = np.zeros(3)
+    if float(np.max(np.abs(ref.aw), initial=0.0)) > STEADY_TOL * ref.accel_floor:
+        G = _rotation_rows(model, ref.vw)
+        columns = [0, 1, 2] if model.dimension == 3 else [2]
+        sing = np.linalg.svd(G[:, columns], compute_uv=False)
+        if sing[-1] <= 1e-8 * sing[0]:
+            return rate, 1.0
+        rate[columns] = np.linalg.lstsq(G[:, columns], ref.aw, rcond=None)[0]
+    return rate, _steady_residual(model, ref, rate)
+
+
+def _moving(
+    model: Model, q0, v0, t: float, N0, rank: int, forces: _Forces, steps, frame_rate
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(C_r, K_r, Omega, residual) about a moving state, linearised along its trajectory in a frame
+    rotating at Omega (world, rad/s).
+
+    Perturbations of the state relative to the reference motion, seen from that frame: positions
+    phi (translation, rotation vector in world axes: q = retract_world(q_ref(t), phi), turned back
+    by the frame's rotation), velocities w (world translational and angular velocities minus the
+    reference's, turned alike). Along the reference phi_dot = w + W phi, W = [(omega_ref - Omega) x]
+    on each rotation and -[Omega x] on each translation (phi_dot = w + omega x phi - Omega x phi),
+    and w_dot = the derivative of the world accelerations a_w(q, v_w) of the constrained equations
+    (multipliers included: the convective and reaction terms) minus [Omega x] w. The tangent space
+    of {Phi = 0, J v = 0} is spanned by T = [[N_w, 0], [D, N_w]], N_w = E N0 and D the M-smallest
     velocity correction keeping J v = 0 to first order; A_r = T^+ A T, and with A_r's top right
     block I (N0 is M-orthonormal) x_ddot = (A11 + A22) x_dot + (A21 - A22 A11) x gives C_r, K_r.
-    Exact for motions steady in world axes (a top sleeping on its pivot, a rotor on fixed
-    bearings); elsewhere the frozen linearisation of a time-varying system."""
+
+    Omega: ``frame_rate`` if given, else fitted to a_w = Omega x v_w (:func:`_frame_rate`; 0 for a
+    motion steady in world axes). Exact when the reference is steady in that frame (a relative
+    equilibrium: a sleeping top with Omega = 0, a heavy top in steady precession with Omega its
+    precession) and the forces are invariant under the frame's rotation (gravity along Omega,
+    joints to the ground on its axis); the frozen linearisation of a time-varying system otherwise.
+    """
     nv, dof = model.nv, N0.shape[1]
     E0 = _world_blocks(model, q0)
     vw0 = E0 @ v0
     Nw = E0 @ N0
     M = model.mass_matrix
     P = N0.T @ (M @ E0.T)  # world increments -> reduced coordinates (N_w^T M_w)
-    W = np.zeros((nv, nv))
-    if model.dimension == 3:
-        for b in range(model.nbody):
-            wx, wy, wz = vw0[6 * b + 3 : 6 * b + 6]
-            W[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = [[0, -wz, wy], [wz, 0, -wx], [-wy, wx, 0]]
 
     def state_at(phi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = model.retract(q0, E0.T @ phi)  # exp(phi) R_ref = R_ref exp(R_ref^T phi)
         return q, _world_blocks(model, q).T @ (vw0 + w)
 
-    def world_acceleration(phi: np.ndarray, w: np.ndarray) -> np.ndarray:
-        q, v = state_at(phi, w)
+    def acceleration(q: np.ndarray, v: np.ndarray) -> np.ndarray:
         Q = forces(q, v)
         cv = constraint_values(model, model.frames(q, v), t)
         minv_q = model.inv_mass_matrix @ Q
-        accel = minv_q - _corrector(model, cv.jacobian, rank)(cv.jacobian @ minv_q - cv.gamma) if model.nc else minv_q
-        return _world_blocks(model, q) @ accel
+        return minv_q - _corrector(model, cv.jacobian, rank)(cv.jacobian @ minv_q - cv.gamma) if model.nc else minv_q
+
+    def world_acceleration(phi: np.ndarray, w: np.ndarray) -> np.ndarray:
+        q, v = state_at(phi, w)
+        return _world_blocks(model, q) @ acceleration(q, v)
+
+    def along_motion(s: float) -> np.ndarray:  # the world accelerations s seconds along the reference
+        q = model.retract(q0, s * v0 + 0.5 * s * s * accel0)
+        v = v0 + s * accel0
+        return _world_blocks(model, q) @ acceleration(q, v)
 
     def velocity_residual(phi: np.ndarray) -> np.ndarray:
         q, v = state_at(phi, np.zeros(nv))
         return constraint_values(model, model.frames(q, v), t).jacobian @ v
+
+    accel0 = acceleration(q0, v0)
+    aw0 = E0 @ accel0
+    # a_dot along the reference, central differences with one Richardson step; no coordinate moves more than STEP
+    h = STEP / float(np.max(np.abs(v0)))
+    jerk = _derivative(lambda s: along_motion(float(s[0])), 1, np.array([h]))[:, 0]
+    free = float(np.max(np.abs(E0 @ (model.inv_mass_matrix @ forces(q0, v0)))))
+    floor = 1e-6 * max(free, float(np.max(np.abs(aw0))))
+    ref = _Reference(vw0, aw0, jerk, floor, floor * float(np.max(np.abs(v0))))
+    if frame_rate is None:
+        rate, residual = _frame_rate(model, ref)
+        if residual > STEADY_TOL:  # steady in no rotating frame: the frozen linearisation in world axes
+            rate = np.zeros(3)
+            residual = _steady_residual(model, ref, rate)
+    else:
+        rate = np.zeros(3)
+        rate[:] = frame_rate
+        if model.dimension == 2:  # a planar frame turns about z
+            rate[:2] = 0.0
+        residual = _steady_residual(model, ref, rate)
+    # W (position increments) and V (velocity increments) of the frame's rotation, per world block
+    W = np.zeros((nv, nv))
+    V = np.zeros((nv, nv))
+    spin = _cross(rate)
+    if model.dimension == 3:
+        for b in range(model.nbody):
+            W[6 * b : 6 * b + 3, 6 * b : 6 * b + 3] = -spin
+            W[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = _cross(vw0[6 * b + 3 : 6 * b + 6]) - spin
+            V[6 * b : 6 * b + 3, 6 * b : 6 * b + 3] = spin
+            V[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = spin
+    else:
+        for b in range(model.nbody):
+            W[3 * b : 3 * b + 2, 3 * b : 3 * b + 2] = -spin[:2, :2]
+            V[3 * b : 3 * b + 2, 3 * b : 3 * b + 2] = spin[:2, :2]
 
     # D: the velocity change that keeps J v = 0 when the positions move along N_w (M-smallest)
     if model.nc:
@@ -307,8 +433,8 @@ def _moving(model: Model, q0, v0, t: float, N0, rank: int, forces: _Forces, step
     else:
         D = np.zeros((nv, dof))
     # A applied to T's columns: (phi_dot, w_dot) along each tangent direction
-    A_pos = _derivative(lambda x: world_acceleration(Nw @ x, D @ x), dof, steps)
-    A_vel = _derivative(lambda y: world_acceleration(np.zeros(nv), Nw @ y), dof, steps)
+    A_pos = _derivative(lambda x: world_acceleration(Nw @ x, D @ x), dof, steps) - V @ D
+    A_vel = _derivative(lambda y: world_acceleration(np.zeros(nv), Nw @ y), dof, steps) - V @ Nw
     A11 = P @ (D + W @ Nw)
     A12 = P @ Nw
     A21 = P @ (A_pos - D @ A11)
@@ -317,7 +443,7 @@ def _moving(model: Model, q0, v0, t: float, N0, rank: int, forces: _Forces, step
     A12_inv = np.linalg.inv(A12)
     C = -(A11 + A12 @ A22 @ A12_inv)
     K = -(A12 @ A21 - A12 @ A22 @ A12_inv @ A11)
-    return C, K
+    return C, K, rate, residual
 
 
 def linearize(
@@ -327,6 +453,7 @@ def linearize(
     t: float = 0.0,
     rank_tol: float = RANK_TOL,
     step: float = STEP,
+    frame_rate: np.ndarray | None = None,
 ) -> Linearization:
     """The constrained equations of motion about (q, v, t), reduced to independent coordinates.
 
@@ -337,6 +464,8 @@ def linearize(
         t: time, s (time-dependent forces and drives are frozen at t).
         rank_tol: relative cut of the singular values of J M^-1/2 (redundant constraints).
         step: the largest coordinate change of the difference quotients, m or rad.
+        frame_rate: (3,) rad/s, world: about a motion, the rate of the frame in which it is steady
+            (a heavy top's precession); None fits it to the state's accelerations (:func:`_moving`).
 
     Returns:
         M_r, C_r, K_r and the basis (see the module docstring); dof = nv - rank J.
@@ -367,8 +496,9 @@ def linearize(
     def velocity_force(y: np.ndarray) -> np.ndarray:
         return N0.T @ forces(q0, v0 + N0 @ y)
 
+    rate, residual = np.zeros(3), 0.0
     if float(np.max(np.abs(v0), initial=0.0)) > 0.0:  # about a motion: along the trajectory
-        C, K = _moving(model, q0, v0, t, N0, rank, forces, steps)
+        C, K, rate, residual = _moving(model, q0, v0, t, N0, rank, forces, steps, frame_rate)
     else:
         K = -_derivative(reduced_force, dof, steps)
         # velocities: forces linear in v (dampers) are exact; gyroscopic terms quadratic: h of 1e-4 m/s
@@ -385,6 +515,8 @@ def linearize(
         force_residual=float(np.max(np.abs(N0.T @ Q0))) if dof else 0.0,
         force_scale=float(np.sqrt(Q0 @ (w @ (w @ Q0)))),
         model=model,
+        frame_rate=rate,
+        steady_residual=residual,
     )
 
 

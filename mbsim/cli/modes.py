@@ -157,7 +157,7 @@ def _write(model: Model, spec: SceneSpec, claim, t: float, q, v, datasets: dict,
     else:
         row["bodies/{body}/angle"] = frames.angle[:nb]
     writer.append(row)
-    writer.write_datasets({key: np.asarray(value) for key, value in datasets.items()}, attrs)
+    writer.write_group("/", {key: np.asarray(value, dtype=float) for key, value in datasets.items()}, {}, attrs, True)
     signum = interrupts.received()
     if signum is not None:
         return writer.close("failed", interrupted_message(signum), steps=0, **root)
@@ -206,6 +206,17 @@ def _linearized(scene: str, overrides, output: str | None, tag: str, at, from_fi
     return spec, path, claim, model, how, t, lin, analysed
 
 
+def _point_summary(lin) -> dict:
+    """What both commands record about the linearisation point: root attributes and JSON fields."""
+    return {
+        "dof": lin.dof,
+        "force_residual": lin.force_residual,
+        "equilibrium": lin.equilibrium,
+        "frame_rate": [float(x) for x in lin.frame_rate],
+        "steady": lin.steady,
+    }
+
+
 def _frozen_note(lin) -> str | None:
     """What the user must know about a linearisation away from an equilibrium, or None."""
     import numpy as np
@@ -213,10 +224,19 @@ def _frozen_note(lin) -> str | None:
     if lin.equilibrium:
         return None
     if float(np.max(np.abs(lin.v), initial=0.0)) > 0.0:
+        if not lin.steady:
+            return (
+                f"the state moves, and steadily in no rotating frame (max |a - Omega x v| = "
+                f"{lin.steady_residual:.2g} of the accelerations): the frozen linearisation of a time-varying "
+                "system, along its motion in world axes"
+            )
+        rate = float(np.linalg.norm(lin.frame_rate))
+        if rate == 0.0:
+            return "the state moves steadily in world axes: linearised along its motion (frequencies in world axes)"
+        axis = ", ".join(f"{x:.6g}" for x in lin.frame_rate / rate)
         return (
-            "the state moves: linearised along its motion in world axes, exact for a motion steady in world "
-            "axes (a spinning top on its pivot, a rotor on fixed bearings), otherwise the frozen linearisation "
-            "of a time-varying system"
+            f"the state moves steadily in a frame turning at {rate:.6g} rad/s about ({axis}) (a relative "
+            "equilibrium, such as a top in steady precession): linearised in that frame, the frequencies seen from it"
         )
     return (
         f"the state is not an equilibrium (max |N^T Q| = {lin.force_residual:.3g}, "
@@ -266,7 +286,7 @@ def modes(
     for b, name in enumerate(model.body_names):
         datasets[f"modes/shape/{hdf5_name(name)}"] = result.shape[:, b, :]
     attrs = {"modes/state": {"names": _state_names(model), "time": t, "point": how}}
-    root = {"modes_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
+    root = {"modes_at": how, **_point_summary(lin)}
     status, message = _write(model, spec, claim, t, lin.q, lin.v, datasets, attrs, root)
     note = _frozen_note(lin)
     if note and not as_json:
@@ -277,9 +297,7 @@ def modes(
                 "scene": spec.name,
                 "at": how,
                 "time": t,
-                "dof": lin.dof,
-                "force_residual": lin.force_residual,
-                "equilibrium": lin.equilibrium,
+                **_point_summary(lin),
                 "frequency_hz": result.frequency_hz,
                 "damping_ratio": result.damping_ratio,
                 "eigenvalue": result.eigenvalue,
@@ -341,7 +359,7 @@ def linearize(
         "linearize/D": {"outputs": ss.outputs, "inputs": ss.inputs},
         "linearize/basis": {"names": model.coordinate_names()[1]},
     }
-    root = {"linearized_at": how, "dof": lin.dof, "force_residual": lin.force_residual, "equilibrium": lin.equilibrium}
+    root = {"linearized_at": how, **_point_summary(lin)}
     status, message = _write(model, spec, claim, t, lin.q, lin.v, datasets, attrs, root)
     note = _frozen_note(lin)
     if note and not as_json:
@@ -350,8 +368,7 @@ def linearize(
         "scene": spec.name,
         "at": how,
         "time": t,
-        "dof": lin.dof,
-        "equilibrium": lin.equilibrium,
+        **_point_summary(lin),
         "states": ss.states,
         "inputs": ss.inputs,
         "outputs": ss.outputs,

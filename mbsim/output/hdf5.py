@@ -479,38 +479,35 @@ class ResultWriter:
         except (OSError, RuntimeError) as exc:
             self._write_failed(exc)
 
-    def write_datasets(self, datasets: dict[str, np.ndarray], attrs: dict[str, dict[str, Any]] | None = None) -> None:
-        """Whole datasets beside the rows (an analysis' results: /modes, /linearize): path -> array,
-        replacing what an earlier call wrote there; ``attrs``: path -> its attributes. Written only
-        where the disk takes them (else the file's status says what was lost)."""
-        if self.failure is not None:
-            return
-        size = sum(np.asarray(a).nbytes + 1024 for a in datasets.values())
-        if not self.space.ensure(CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size):
-            self._stop(f"{NO_SPACE}: {', '.join(datasets)} did not fit in the result file")
-            return
-        try:
-            for path, data in datasets.items():
-                if path in self.file:
-                    del self.file[path]
-                self.file.create_dataset(path, data=np.asarray(data, dtype=float))
-                for key, value in (attrs or {}).get(path, {}).items():
-                    self.file[path].attrs[key] = value
-        except (OSError, RuntimeError) as exc:
-            self._write_failed(exc)
-
-    def write_group(self, name: str, datasets: dict[str, np.ndarray], attrs: dict[str, Any]) -> bool:
-        """The group ``name`` with ``attrs`` and ``datasets`` (relative paths, their own dtypes),
-        replacing the datasets an earlier call wrote (/restart: mbsim.output.restart), after the
-        rows (:meth:`flush` first). Written only where the disk takes it besides the close: else
-        not at all (the rows and the run's status are kept). Returns whether it was written."""
+    def write_group(
+        self,
+        name: str,
+        datasets: dict[str, np.ndarray],
+        attrs: dict[str, Any],
+        dataset_attrs: dict[str, dict[str, Any]] | None = None,
+        required: bool = False,
+    ) -> bool:
+        """The group ``name`` ("/": the root) with ``attrs`` and ``datasets`` (relative paths, their
+        own dtypes; ``dataset_attrs``: path -> its attributes), replacing the datasets an earlier
+        call wrote, after the rows (flushed first). Written as a flush writes: past the file's end
+        within blocks reserved besides the close, then flushed. Where the disk does not take it:
+        ``required`` (an analysis' results: /modes, /linearize) ends the run, the file's status
+        saying what was lost; otherwise (/restart: mbsim.output.restart) it is left out and the
+        rows and the run's status are kept. Returns whether it was written."""
         if self.failure is not None:
             return False
         size = sum(np.asarray(a).nbytes + 4096 for a in datasets.values()) + 256 * len(attrs) + 4096
         need = CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size
+        if required and self._pending:
+            try:
+                self.flush()
+            except ResultFileError:
+                return False
         if self._pending or self.identity.problem() is not None or not self.space.ensure(need):
+            if required and self.failure is None:
+                self._stop(f"{NO_SPACE}: {', '.join(datasets)} did not fit in the result file")
             return False
-        try:  # as a flush writes: past the file's end within the reserved blocks, then flushed
+        try:
             self._extend_past_writes(need)
             group = self.file.require_group(name)
             for key, value in attrs.items():
@@ -519,6 +516,8 @@ class ResultWriter:
                 if key in group:
                     del group[key]
                 group.create_dataset(key, data=np.asarray(value))
+                for attr, value in (dataset_attrs or {}).get(key, {}).items():
+                    group[key].attrs[attr] = value
             self.file.flush()
         except (OSError, RuntimeError) as exc:
             self._write_failed(exc)

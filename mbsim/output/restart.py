@@ -100,11 +100,15 @@ def _refuse(source: str, reason: str, hint: str = "") -> OutputError:
 
 def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continuation:
     """The row of ``source`` at time ``at`` (None: its last) of a completed or failed result file
-    of the scene whose loaded YAML text is ``scene_yaml``.
+    of the scene whose loaded YAML text is ``scene_yaml``. Of a run the simulation itself failed
+    (root attribute ``failure = simulation``: diverged, constraints violated, a step that cannot
+    be taken) only the rows before the last: the last is the state it failed at. A run ended by a
+    signal or a full disk (``failure = interrupted``, or none) continues from any row.
 
     Raises:
         OutputError: (exit 2) not a readable mbsim result file, one a live run is writing or whose
-            run died (``running``), another scene's, one without restart data, no rows.
+            run died (``running``), another scene's, one without restart data, no rows, the last
+            row of a run the simulation failed.
         UsageError: (exit 2) ``at`` past the file's end or not a recorded row.
     """
     if not os.path.isfile(source):
@@ -158,6 +162,14 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
                     near = ", ".join(f"{t:.10g}" for t in times[max(row - 1, 0) : row + 2])
                     reason = f"--time {at:g} s is not a recorded row (rows near it: {near} s)"
                 raise UsageError(reason, file=source, key_path="--time", hint="the time of a row of /time")
+        if status == "failed" and attrs.get("failure") == "simulation" and row == n - 1:
+            message = str(attrs.get("message", "")) or "no message"
+            raise _refuse(
+                source,
+                f"its run failed ({message}), and its last row is the state the method failed at: continuing "
+                "from it meets the same failure",
+                f"continue from an earlier row with --time T (its rows end at {times[-1]:.10g} s)",
+            )
         carry = None
         time = float(times[row])
         if "carry" in group and int(group["carry"].attrs.get("row", -1)) == row:

@@ -255,6 +255,96 @@ def test_sleeping_top_gyroscopic(tmp_path, height, spin):
         assert np.min(np.abs(got - value)) < 1e-8 * scale
 
 
+def precessing_top(tilt: float, spin: float, root: int) -> tuple[dict, float, float]:
+    """A heavy symmetric top on a spherical pivot at the origin in steady precession: its axis at
+    ``tilt`` from the upward vertical (in the xz-plane at t = 0), ``spin`` = omega . axis, and the
+    precession rate Omega a root of I1 Omega^2 cos(tilt) - I3 n Omega + m g l = 0 (the theta
+    equation of Lagrange's top at theta_dot = 0; I1 about the pivot). Returns (scene, Omega, the
+    nutation frequency omega_n), omega_n^2 = ((I3 n - 2 I1 Omega cos)^2 + I1^2 Omega^2 sin^2) / I1^2:
+    U_eff''(tilt) / I1 of the effective potential in theta at the conserved p_phi, p_psi."""
+    m, l, it, i3 = 1.5, 0.1, 0.02, 0.03
+    i1 = it + m * l**2
+    c, s = math.cos(tilt), math.sin(tilt)
+    rates = np.roots([i1 * c, -i3 * spin, m * G * l])
+    rate = float(np.sort(rates.real)[root])
+    axis = np.array([s, 0.0, c])
+    omega = rate * np.array([0.0, 0.0, 1.0]) + (spin - rate * c) * axis  # omega . axis = spin
+    nutation = math.sqrt((i3 * spin - 2 * i1 * rate * c) ** 2 + (i1 * rate * s) ** 2) / i1
+    scene = {
+        "mbsim": 1,
+        "name": "precessing top",
+        "dimension": 3,
+        "gravity": [0.0, 0.0, -G],
+        "time": {"end": 1.0, "step": 0.001},
+        "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "top", "mass": m, "inertia": [it, it, i3], "position": (l * axis).tolist(),
+                    "orientation": {"axis_angle": {"axis": [0, 1, 0], "angle": tilt}},
+                    "velocity": np.cross(omega, l * axis).tolist(), "angular_velocity": omega.tolist()}],
+        "joints": [{"name": "pivot", "type": "spherical", "body1": "ground", "body2": "top", "point": [0, 0, 0]}],
+    }  # fmt: skip
+    return scene, rate, nutation
+
+
+@pytest.mark.parametrize(
+    "tilt, spin, root",
+    [(0.5, 40.0, 0), (0.5, 40.0, 1), (2.2, 25.0, 1), (1.0, 60.0, 0)],
+    ids=["slow", "fast", "hanging", "tilted-slow"],
+)
+def test_heavy_top_in_steady_precession(tmp_path, tilt, spin, root):
+    """The heavy top about steady precession (a gyroscopic relative equilibrium): seen from the
+    frame turning with the precession, the nutation eigenvalues +-i omega_n of the closed form, and
+    the precession and spin angles rigid-body modes (their rates move to a neighbouring precession)."""
+    scene, rate, nutation = precessing_top(tilt, spin, root)
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0, model.v0)
+    assert lin.steady and lin.steady_residual < 1e-10
+    np.testing.assert_allclose(lin.frame_rate, [0.0, 0.0, rate], atol=1e-9 * abs(rate))
+    ours = np.linalg.eigvals(lin.state_matrix())
+    assert np.min(np.abs(ours - 1j * nutation)) < 1e-8 * nutation
+    assert np.min(np.abs(ours + 1j * nutation)) < 1e-8 * nutation
+    assert np.sum(np.abs(ours) < 1e-4 * nutation) == 4  # two double zeros (Jordan blocks: ~sqrt(eps))
+    result = modes(lin)
+    assert 2 * math.pi * result.frequency_hz[-1] == pytest.approx(nutation, rel=1e-8)
+    assert np.all(result.frequency_hz[:2] == 0.0) and np.all(np.abs(result.damping_ratio) < 1e-8)
+    # the same state seen from world axes is not steady: a frozen linearisation, said so
+    frozen = linearize(model, model.q0, model.v0, frame_rate=np.zeros(3))
+    assert not frozen.steady and frozen.steady_residual > 0.1
+
+
+def test_precession_frame_is_refused_when_not_steady(tmp_path):
+    """A top released with its precession rate off by 5 %: steady in no rotating frame, so the
+    linearisation stays in world axes and says it is not steady."""
+    scene, rate, _ = precessing_top(0.5, 40.0, 0)
+    scene["bodies"][0]["angular_velocity"][2] += 0.05 * rate
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0, model.v0)
+    assert not lin.steady and np.all(lin.frame_rate == 0.0)
+
+
+def test_planar_orbit_epicyclic_frequency(tmp_path):
+    """A planar body on a spring to the origin, orbiting in a circle (m Omega^2 r = k (r - L0)):
+    seen from the frame turning with it, the radial oscillation at the epicyclic frequency
+    kappa^2 = k / m + 3 Omega^2 (m r'' = -k (r - L0) + l^2 / (m r^3) linearised), and two
+    rigid-body modes (the orbit's phase, the body's own angle)."""
+    m, k, rest, r = 2.0, 50.0, 0.6, 1.0
+    rate = math.sqrt(k * (r - rest) / (m * r))
+    scene = {
+        "mbsim": 1, "name": "orbit", "dimension": 2, "gravity": [0.0, 0.0],
+        "time": {"end": 1.0, "step": 0.001}, "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "bob", "mass": m, "inertia": 0.1, "position": [r, 0.0], "velocity": [0.0, rate * r]}],
+        "forces": [{"type": "spring_damper", "body1": "ground", "body2": "bob", "point1": [0.0, 0.0],
+                    "point2": [r, 0.0], "stiffness": k, "rest_length": rest}],
+    }  # fmt: skip
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0, model.v0)
+    assert lin.steady
+    np.testing.assert_allclose(lin.frame_rate, [0.0, 0.0, rate], rtol=1e-9)
+    kappa = math.sqrt(k / m + 3 * rate**2)
+    result = modes(lin)
+    assert 2 * math.pi * result.frequency_hz[-1] == pytest.approx(kappa, rel=1e-8)
+    assert np.all(result.frequency_hz[:2] == 0.0)
+
+
 # ------------------------------------------------------------------ an imported arm against Pinocchio
 
 
@@ -354,6 +444,29 @@ def test_modes_command_writes_result_file(tmp_path):
         assert f["time"].shape == (1,)
     table = invoke("modes", scene, "-o", out)
     assert table.exit_code == 0 and "frequency Hz" in table.output
+
+
+def test_modes_command_about_a_precessing_top(tmp_path):
+    """``mbsim modes`` about the heavy top in steady precession: the nutation frequency of the
+    closed form in the table's JSON, the turning frame in the file's root attributes and on stderr;
+    the same top 5 % off its precession is a frozen linearisation, and says so."""
+    scene, rate, nutation = precessing_top(0.5, 40.0, 1)
+    path = tmp_path / "top.yaml"
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    out = tmp_path / "top-modes.h5"
+    result = CliRunner().invoke(cli, ["modes", str(path), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["steady"] and 2 * math.pi * summary["frequency_hz"][-1] == pytest.approx(nutation, rel=1e-8)
+    with h5py.File(out, "r") as f:
+        assert bool(f.attrs["steady"])
+        np.testing.assert_allclose(f.attrs["frame_rate"], [0.0, 0.0, rate], atol=1e-9 * rate)
+    table = CliRunner().invoke(cli, ["modes", str(path), "-o", str(tmp_path / "again.h5")])
+    assert f"frame turning at {rate:.6g} rad/s" in table.stderr
+    scene["bodies"][0]["angular_velocity"][2] += 0.05 * rate
+    path.write_text(yaml.safe_dump(scene), encoding="utf-8")
+    frozen = CliRunner().invoke(cli, ["modes", str(path), "-o", str(tmp_path / "off.h5")])
+    assert frozen.exit_code == 0 and "steadily in no rotating frame" in frozen.stderr
 
 
 def test_modes_from_a_recorded_row(tmp_path):

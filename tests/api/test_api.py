@@ -457,6 +457,27 @@ def test_equilibrium_modes_and_linearize_of_a_spring_pendulum():
         sim.modes((np.zeros(2), np.zeros(3)))
 
 
+def test_modes_about_a_steady_orbit_in_its_turning_frame():
+    """A planar body on a spring orbiting the origin (m Omega^2 r = k (r - L0)): sim.modes() finds
+    the frame turning with it and gives the epicyclic frequency kappa^2 = k / m + 3 Omega^2; the
+    same frame given explicitly gives the same; world axes (frame_rate 0) do not."""
+    m, k, rest, r = 2.0, 50.0, 0.6, 1.0
+    rate = np.sqrt(k * (r - rest) / (m * r))
+    scene = {
+        "mbsim": 1, "name": "orbit", "dimension": 2, "gravity": [0.0, 0.0], "time": {"end": 1.0, "step": 0.001},
+        "bodies": [{"name": "bob", "mass": m, "inertia": 0.1, "position": [r, 0.0], "velocity": [0.0, rate * r]}],
+        "forces": [{"type": "spring_damper", "body1": "ground", "body2": "bob", "point1": [0.0, 0.0],
+                    "point2": [r, 0.0], "stiffness": k, "rest_length": rest}],
+    }  # fmt: skip
+    sim = mbsim.load(scene)
+    kappa = np.sqrt(k / m + 3 * rate**2)
+    assert 2 * np.pi * sim.modes().frequency_hz[-1] == pytest.approx(kappa, rel=1e-8)
+    given = sim.modes(frame_rate=[0.0, 0.0, rate])
+    assert 2 * np.pi * given.frequency_hz[-1] == pytest.approx(kappa, rel=1e-8)
+    world = sim.modes(frame_rate=[0.0, 0.0, 0.0])
+    assert abs(2 * np.pi * world.frequency_hz[-1] - kappa) > 0.1 * kappa
+
+
 def test_no_equilibrium_is_reported_not_raised_and_modes_there_raise():
     """A free body under gravity: equilibrium() says why there is none; modes at it is a SimulationError."""
     scene = {"mbsim": 1, "name": "falling", "gravity": [0, 0, -9.81], "time": {"end": 1.0, "step": 0.01},

@@ -166,6 +166,41 @@ def test_a_failed_file_of_a_signal_is_continued(tmp_path: Path) -> None:
         assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
 
 
+BLOW_UP_2D = """\
+mbsim: 1
+name: blow up
+dimension: 2
+time: {end: 0.05, step: 0.005}
+solver: {method: lagrange, integrator: rk4}
+bodies:
+  - {name: disc, mass: 1.0, inertia: 0.1, position: [0, 0]}
+forces:
+  - {type: torque, body: disc, value: "sqrt(0.02 - t)"}
+"""
+
+
+def test_a_run_the_simulation_failed_continues_only_from_before_its_failure(mbsim, write_scene) -> None:
+    """A run that fails by itself (the torque sqrt(0.02 - t) is NaN past t = 0.02: exit 3, failure
+    = simulation): its last row, where it failed, is refused with exit 2 naming the failure and
+    writing nothing; an earlier row continues, the same steps as the failed run's to the last bit."""
+    scene = write_scene(BLOW_UP_2D)
+    assert mbsim("run", scene, "-o", "failed.h5", "--quiet").exit_code == 3
+    with h5py.File("failed.h5", "r") as f:
+        assert f.attrs["status"] == "failed" and f.attrs["failure"] == "simulation"
+        t_last = float(f["time"][-1])
+    refused = mbsim("run", scene, "--from", "failed.h5", "-o", "again.h5")
+    assert refused.exit_code == 2
+    assert "not finite" in refused.stderr and "the state the method failed at" in refused.stderr
+    assert "--time" in refused.stderr and not Path("again.h5").exists()
+    last = mbsim("run", scene, "--from", "failed.h5", "--time", t_last, "-o", "again.h5")
+    assert last.exit_code == 2 and not Path("again.h5").exists()
+    run_ok(mbsim, scene, "--from", "failed.h5", "--time", "0.01", "--to", "0.02", "-o", "rest.h5")
+    with h5py.File("failed.h5", "r") as f, h5py.File("rest.h5", "r") as p:
+        assert p.attrs["status"] == "completed" and "failure" not in p.attrs
+        np.testing.assert_array_equal(p["time"][()], [0.01, 0.015, 0.02])
+        assert np.array_equal(p["v"][:2], f["v"][2:4])
+
+
 def test_refusals_exit_2_naming_the_problem_and_write_nothing(mbsim) -> None:
     run_ok(mbsim, CHAIN, "--set", "time.end=0.1", "-o", "first.h5")
     run_ok(mbsim, PENDULUM, "--set", "time.end=0.1", "-o", "pendulum.h5")
