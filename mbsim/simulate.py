@@ -60,10 +60,13 @@ class RunSummary:
     file_failure: str | None = None
     # max_NAME, min_NAME, final_NAME of the scene's outputs over the recorded rows (CONTRACT §8)
     outputs: dict[str, float] = field(default_factory=dict)
+    # run --from: the source file (as given) and the time of the row it went on from (CONTRACT §9)
+    continued_from: str | None = None
+    continued_at: float | None = None
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        for key in ("events", "file_failure"):
+        for key in ("events", "file_failure", "continued_from", "continued_at"):
             if out[key] is None:
                 del out[key]
         out.update(out.pop("outputs"))  # names of their own, as --assert reads them
@@ -623,6 +626,8 @@ def run(
         events=n_events,
         file_failure=writer.failure,
         outputs=stats.output_summary(),
+        continued_from=None if continued is None else path_text(continued.source),
+        continued_at=None if continued is None else continued.recorded_time,
     )
 
 

@@ -61,6 +61,7 @@ def format_summary(s: RunSummary) -> str:
         f"scene      {s.scene}",
         f"method     {s.method} / {s.integrator}",
         f"status     {s.status}" + (f": {s.message}" if s.message else ""),
+        *([f"continued  from {s.continued_from} at t = {s.continued_at:.10g} s"] if s.continued_from else []),
         f"steps      {s.steps} (t = {s.t_end:.6g} s, {s.recorded} recorded)",
         f"wall time  {s.wall_time_s:.3f} s ({s.us_per_step:.1f} us/step)",
         f"max position violation  {s.max_position_violation:.3e}",

@@ -48,7 +48,10 @@ def overlap(full: str, part: str) -> tuple[h5py.File, h5py.File, int]:
 def test_rk4_chain_continued_at_4_s_equals_the_uninterrupted_run_bit_for_bit(mbsim) -> None:
     run_ok(mbsim, CHAIN, "-o", "full.h5")
     run_ok(mbsim, CHAIN, "--set", "time.end=4", "-o", "first.h5")
-    run_ok(mbsim, CHAIN, "--from", "first.h5", "-o", "rest.h5")
+    rest = mbsim("run", CHAIN, "--from", "first.h5", "-o", "rest.h5", "--json")
+    assert rest.exit_code == 0, rest.output + rest.stderr
+    summary = json.loads(rest.stdout)
+    assert summary["continued_from"] == "first.h5" and summary["continued_at"] == 4.0
     f, p, i0 = overlap("full.h5", "rest.h5")
     with f, p:
         assert p["time"][0] == 4.0 and p["time"][-1] == 10.0
