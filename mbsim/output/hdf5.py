@@ -185,6 +185,14 @@ def _chunk_rows(row_bytes: int) -> int:
     return max(1, min(256, 2**16 // max(8, row_bytes)))
 
 
+def _stored_bytes(data: Any) -> int:
+    """About what ``data`` takes in the file: its bytes, or per string its length and a heap entry."""
+    array = np.asarray(data)
+    if array.dtype == object:
+        return sum(len(str(x).encode("utf-8")) + 32 for x in array.ravel())
+    return array.nbytes
+
+
 class ResultWriter:
     """Appends recorded rows to the result file.
 
@@ -459,25 +467,13 @@ class ResultWriter:
     def write_events(self, times: np.ndarray, kinds: list[str], contacts: list[str]) -> None:
         """/events/time, kind, contact (CONTRACT §3, event_driven): all events so far, replacing
         what an earlier call wrote. Written only where the disk takes them (else the run fails)."""
-        if self.failure is not None:
-            return
-        size = sum(8 + len(str(k)) + len(str(c)) + 32 for k, c in zip(kinds, contacts, strict=False))
-        if not self.space.ensure(CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size):
-            self._stop(f"{NO_SPACE}: the events (/events) did not fit in the result file; its rows are kept")
-            return
-        try:
-            group = self.file.require_group("events")
-            text = h5py.string_dtype()
-            for name, data, dtype in (
-                ("time", np.asarray(times, float), "f8"),
-                ("kind", kinds, text),
-                ("contact", contacts, text),
-            ):
-                if name in group:
-                    del group[name]
-                group.create_dataset(name, data=np.array(data, dtype=object if dtype is text else float), dtype=dtype)
-        except (OSError, RuntimeError) as exc:
-            self._write_failed(exc)
+        text = h5py.string_dtype()
+        events = {
+            "time": np.asarray(times, dtype=float),
+            "kind": np.array(list(kinds), dtype=text),
+            "contact": np.array(list(contacts), dtype=text),
+        }
+        self.write_group("events", events, {}, required=True)
 
     def write_group(
         self,
@@ -496,7 +492,7 @@ class ResultWriter:
         rows and the run's status are kept. Returns whether it was written."""
         if self.failure is not None:
             return False
-        size = sum(np.asarray(a).nbytes + 4096 for a in datasets.values()) + 256 * len(attrs) + 4096
+        size = sum(_stored_bytes(a) + 4096 for a in datasets.values()) + 256 * len(attrs) + 4096
         need = CLOSE_RESERVE + _FLUSH_OVERHEAD + 2 * size
         if required and self._pending:
             try:
