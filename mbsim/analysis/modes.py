@@ -85,7 +85,9 @@ class Linearization:
         mass, damping, stiffness: (dof, dof) M_r, C_r, K_r (M_r = I up to round-off).
         rank: numerical rank of the constraint Jacobian; dof = nv - rank.
         force_residual: max |N0^T Q| at the point, N (or N m) per sqrt(kg): 0 at an equilibrium.
-        force_scale: sqrt(Q^T M^-1 Q), the residual's scale (|N0^T Q| <= it: N0 is M-orthonormal).
+        force_scale: the residual's scale, the larger of sqrt(Q^T M^-1 Q) (|N0^T Q| <= it: N0 is
+            M-orthonormal) and the weight's sqrt(sum m) |g| (Q itself is ~0 at the equilibrium of
+            a free body held by forces, such as a ball resting on a compliant floor).
         model: the compiled model.
         frame_rate: (3,) Omega, rad/s (world): about a motion, the rate of the frame the
             perturbations are seen from (0: world axes; planar: about z only).
@@ -513,7 +515,10 @@ def linearize(
         stiffness=K,
         rank=rank,
         force_residual=float(np.max(np.abs(N0.T @ Q0))) if dof else 0.0,
-        force_scale=float(np.sqrt(Q0 @ (w @ (w @ Q0)))),
+        force_scale=max(
+            float(np.sqrt(Q0 @ (w @ (w @ Q0)))),
+            float(np.sqrt(np.sum(model.body_mass)) * np.linalg.norm(model.gravity)),
+        ),
         model=model,
         frame_rate=rate,
         steady_residual=residual,

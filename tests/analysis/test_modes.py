@@ -255,6 +255,27 @@ def test_sleeping_top_gyroscopic(tmp_path, height, spin):
         assert np.min(np.abs(got - value)) < 1e-8 * scale
 
 
+def test_free_body_hanging_on_a_spring_is_an_equilibrium(tmp_path):
+    """A free planar body hanging at rest on a spring from the origin, stretched by its weight:
+    its net force is zero (no joint carries a reaction), and it is an equilibrium; the modes are
+    the spring's k / m, the spring pendulum's g / L (the tension m g over the length L) and the
+    body's free turn (the spring acts at its centre)."""
+    m, k, length = 2.0, 80.0, 1.5
+    rest = length - m * G / k
+    scene = {
+        "mbsim": 1, "name": "hanging", "dimension": 2, "gravity": [0.0, -G],
+        "time": {"end": 1.0, "step": 0.001}, "solver": {"method": "lagrange", "integrator": "rk4"},
+        "bodies": [{"name": "bob", "mass": m, "inertia": 0.1, "position": [0.0, -length]}],
+        "forces": [{"type": "spring_damper", "body1": "ground", "body2": "bob", "point1": [0.0, 0.0],
+                    "point2": [0.0, -length], "stiffness": k, "rest_length": rest}],
+    }  # fmt: skip
+    _, model = compiled(scene, tmp_path)
+    lin = linearize(model, model.q0)
+    assert lin.force_residual < 1e-12 and lin.equilibrium
+    omega = 2 * math.pi * modes(lin).frequency_hz
+    np.testing.assert_allclose(omega, [0.0, math.sqrt(G / length), math.sqrt(k / m)], rtol=1e-8, atol=1e-8)
+
+
 def precessing_top(tilt: float, spin: float, root: int) -> tuple[dict, float, float]:
     """A heavy symmetric top on a spherical pivot at the origin in steady precession: its axis at
     ``tilt`` from the upward vertical (in the xz-plane at t = 0), ``spin`` = omega . axis, and the
