@@ -28,6 +28,8 @@ report. Each section is a module of this folder, its docstring saying what it me
     MuJoCo RK4's whole run (adaptive.py).
 16. A servo-driven Panda against the unactuated one, recursive + rk4, and where the actuators'
     time goes (actuated.py).
+17. Linearisation and modes of two arms held at a pose against MuJoCo's ``mjd_transitionFD``
+    and Pinocchio's ABA derivatives, and a static equilibrium (linearize.py).
 
 The machine table comes from machine.py, the report's frame from report.py. Times are
 ``time.perf_counter`` wall seconds; nothing here asserts on a time. Result files go to a temporary
@@ -181,7 +183,7 @@ def chain_plan(plan: dict, sizes: list[int] | None = None) -> list[tuple[int, in
 # sections 6-13: modules of their own, each with section(quick) -> markdown lines
 EXTRA_MODULES = ("mesh_contact", "recursive", "sweep", "peers", "events", "export", "cold_start", "recording")
 # sections 15 on: the same, numbered after the kept verify section (14)
-AFTER_VERIFY = ("adaptive", "actuated")
+AFTER_VERIFY = ("adaptive", "actuated", "linearize")
 
 
 def _module(name: str):
