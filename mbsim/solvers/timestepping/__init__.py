@@ -88,7 +88,7 @@ from mbsim.solvers.numerics.cone import FIRST_SWEEPS, POLISH_MAX, BodySpace
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
-from mbsim.solvers.numerics.projection import project_positions, project_velocities
+from mbsim.solvers.numerics.projection import project_positions, velocity_projection
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.timestepping.step_kernels import FreeStep, targets, warm_start
 
@@ -321,16 +321,16 @@ class Solver(SolverBase):
         q_new = m.normalize(m.retract(q_mid, 0.5 * h * v_new))
         # §3: the drift of the joints is projected out before the next step's LCP (and so before
         # this state is recorded): positions, then velocities, in the mass-matrix norm
-        violation = None
+        violation = values = None
         p = self.projection
         if m.nc and p.position:
             q_new, _, violation, values = project_positions(
                 m, q_new, state.t + h, p.iterations, p.tol, self.rank_tol, True
             )
-            if p.velocity:
-                v_new = project_velocities(m, q_new, v_new, state.t + h, self.rank_tol, values, True)
-        elif m.nc and p.velocity:
-            v_new = project_velocities(m, q_new, v_new, state.t + h, self.rank_tol, None, True)
+        if m.nc and p.velocity:
+            # its impulse -J^T lambda is the joints' too: P_E becomes their whole impulse of the step
+            v_new, lam_v = velocity_projection(m, q_new, v_new, state.t + h, self.rank_tol, values, True)
+            P_E = P_E - lam_v
         mean = 0.5 * (v + v_new)
         work = state.work + h * float(applied.nonconservative @ mean) + float(impulse @ mean)
         self._last_joint_impulse = (state.t + h, P_E / h)
