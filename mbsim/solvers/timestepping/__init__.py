@@ -66,7 +66,14 @@ largest penetration at the recorded state, /diagnostics/contacts/normal_impulse 
 step's normal impulses), /diagnostics/contacts/residual (the contact problem's natural residual,
 N s; Lemke: its checked complementarity error) and the solver's iterations (sweeps or Lemke pivots). The work of contact
 impulses and non-conservative forces, P . (v + v+)/2, goes to the energy bookkeeping.
-Joint reactions at a recorded state are the step's joint impulses divided by h.
+Joint reactions at a recorded state are the joints' whole impulse of the step divided by h: P_E plus
+the velocity projection's, -lambda_v (step 4 changes v by -M^-1 J^T lambda_v), so that J^T of it is
+M (v_end - v) - h Q, the momentum the joints gave. P_E alone misses half the centripetal pull (v+ is
+tangent at the midpoint; the projection turns it tangent at the end). The position projection changes
+no velocity and adds nothing (the impulse (2/h) M dq that would have moved q as far is the velocity
+projection's again, to first order: counting both doubles the centripetal part). The record is the
+step's mean force, first order in h: pendulum_2d.yaml's rod pull within 1.8 % of its largest at
+h = 0.01 s and 0.18 % at 1e-3 s (P_E alone: 39 % at either), a conical pendulum's within 1.2 % and 0.12 %.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ the Python path's Schur complement does: S = J_E M^-1 J_E^T factored (envelope C
 mbsim.solvers.ode.ode_kernels.certified_full_rank), the contact problem reduced to the dense
 A = C M^-1 C^T - A_EC^T S^-1 A_EC, b = C v_free - r - A_EC^T S^-1 b_E (A_EC = J_E M^-1 C^T, b_E =
 J_E v_free + Phi_t), swept on A assembled and the joint impulses recovered, P_E = -S^-1 (A_EC P_C +
-b_E); then the paper's projection of q and v (ode_kernels.project, pseudo-inverse steps). Where the
+b_E); then the paper's projection of q and v (ode_kernels.project, pseudo-inverse steps), whose
+velocity multipliers join P_E (the recorded joint impulse: the module docstring of
+mbsim.solvers.timestepping). Where the
 factor is not certified of full rank (redundant joints, a singular position: the pseudo-inverse
 would cut a singular value) the step is not taken (``step`` returns False) and the caller takes it
 in Python, whose SVD decides.
