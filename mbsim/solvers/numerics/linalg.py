@@ -145,6 +145,21 @@ def correction(model: Model, J, r: np.ndarray, rank_tol: float, t: float, what: 
     return schur.minv_jt @ schur.solve(r)
 
 
+def correction_multipliers(
+    model: Model, J, r: np.ndarray, rank_tol: float, t: float, what: str, robust: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(dx, lambda) of :func:`correction`: lambda = (J M^-1 J^T)^-1 r (``robust``: the minimum-norm
+    one, (J M^-1 J^T)^+ r) and dx = M^-1 J^T lambda -- the correction and the impulse that makes it
+    (mbsim.solvers.timestepping records a velocity projection's)."""
+    if robust:
+        mn = MinNorm(model, J, rank_tol)
+        y = mn.pinv_times(r)
+        return mn.w @ y, mn.multipliers(y)
+    schur = factorize(model, J, rank_tol, t, what)
+    lam = schur.solve(r)
+    return schur.minv_jt @ lam, lam
+
+
 def inverse_mass_times(model: Model, X: np.ndarray) -> np.ndarray:
     """M^-1 X for a dense X (nv, k), using the block-diagonal structure: O(nv w k), not O(nv^2 k)."""
     nb, w = model.nbody, model.body_width

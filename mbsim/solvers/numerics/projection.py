@@ -27,7 +27,7 @@ from mbsim.model.constraints import ConstraintValues, constraint_values
 from mbsim.model.model import Model
 from mbsim.model.spatial import quat_conj, quat_mul, quat_to_rotvec
 from mbsim.scene.fields import MAX_ITERATIONS, Boolean, Field, Number
-from mbsim.solvers.numerics.linalg import correction
+from mbsim.solvers.numerics.linalg import correction, correction_multipliers
 
 PROJECTION_FIELDS = {
     "position": Field(Boolean(), "project positions onto Phi(q, t) = 0 after each step", True),
@@ -94,9 +94,25 @@ def project_velocities(
     """
     if model.nc == 0:
         return v
+    return velocity_projection(model, q, v, t, rank_tol, values, robust)[0]
+
+
+def velocity_projection(
+    model: Model,
+    q: np.ndarray,
+    v: np.ndarray,
+    t: float,
+    rank_tol: float = 1e-12,
+    values: ConstraintValues | None = None,
+    robust: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`project_velocities` and its multipliers: (v - M^-1 J^T lambda, lambda) with lambda =
+    (J M^-1 J^T)^-1 (J v + Phi_t) (``robust``: the minimum-norm one); -lambda is the impulse along
+    J^T that the projection applies (model.nc > 0)."""
     cv = values if values is not None else constraint_values(model, model.frames(q, v), t)
     residual = cv.jacobian @ v + cv.phi_t
-    return v - correction(model, cv.jacobian, residual, rank_tol, t, "velocity projection", robust)
+    dx, lam = correction_multipliers(model, cv.jacobian, residual, rank_tol, t, "velocity projection", robust)
+    return v - dx, lam
 
 
 def _joint_of_row(model: Model, row: int) -> str:

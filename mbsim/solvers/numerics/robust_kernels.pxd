@@ -59,9 +59,10 @@ cdef inline RobustBuffers buffers(FlatModel F, FlatData D) noexcept nogil:
 
 # J_hat = J M^-1/2 and its singular values into the buffers; the numerical rank, -1 if LAPACK failed
 cdef Py_ssize_t min_norm_factor(FlatModel F, FlatData D, double rank_tol) noexcept nogil
-# dx = M^-1/2 J_hat^+ r (nv,), the M-smallest dx with J dx = r (least squares); False if the SVD failed
+# dx = M^-1/2 J_hat^+ r (nv,), the M-smallest dx with J dx = r (least squares), and (lam not NULL) the
+# minimum-norm lambda (nc) with M dx = J^T lambda; False if the SVD failed
 cdef bint min_norm_correction(FlatModel F, FlatData D, double rank_tol, const double[::1] r,
-                              double[::1] dx) noexcept nogil
+                              double[::1] dx, double* lam) noexcept nogil
 # the accelerations of null_space, gauss (kkt) and augmented_lagrangian into vdot, multipliers
 # into D.lam; their iterations (0: direct), -1 when the solve cannot finish
 cdef Py_ssize_t null_space_accelerations(FlatModel F, FlatData D, double rank_tol, double[::1] vdot,

@@ -124,9 +124,10 @@ cdef inline Py_ssize_t _truncated_solve(FlatModel F, RobustBuffers* B, double ra
 
 
 cdef bint min_norm_correction(FlatModel F, FlatData D, double rank_tol, const double[::1] r,
-                              double[::1] dx) noexcept nogil:
+                              double[::1] dx, double* lam) noexcept nogil:
     """dx = M^-1/2 J_hat^+ r, the M-smallest dx with J dx = r in the least-squares sense
-    (MinNorm.correction; a rank loss is allowed). False if LAPACK failed."""
+    (MinNorm.correction; a rank loss is allowed); unless lam is NULL, the minimum-norm lambda with
+    M dx = J^T lambda into lam (nc): (J_hat^T)^+ J_hat^+ r (MinNorm.multipliers). False if LAPACK failed."""
     cdef RobustBuffers B = buffers(F, D)
     cdef double* x = B.kkt_b  # (nv + nc): free here
     cdef Py_ssize_t k
@@ -137,6 +138,12 @@ cdef bint min_norm_correction(FlatModel F, FlatData D, double rank_tol, const do
     if _truncated_solve(F, &B, rank_tol, False, x) < 0:
         return False
     _scaled_times(F, x, &dx[0])
+    if lam != NULL:
+        # M^1/2 dx = J_hat^+ r = J_hat^T lambda, solved on the same factor
+        if _truncated_solve(F, &B, rank_tol, True, x) < 0:
+            return False
+        for k in range(F.nc):
+            lam[k] = x[k]
     return True
 
 

@@ -54,9 +54,10 @@ cdef void schur_accelerations(FlatModel F, FlatData D, double alpha, double beta
                               double[::1] vdot) noexcept nogil
 # mass-weighted projection of q (Newton steps, at most P[PROJ_ITERATIONS]), then of v, in place
 # (mbsim.solvers.numerics.projection); False on rank loss (LAPACK's failure with P[ROBUST]); the Newton
-# steps into used[0], max |Phi| at the returned q into violation[0] (-1: q not projected)
+# steps into used[0], max |Phi| at the returned q into violation[0] (-1: q not projected), the velocity
+# projection's multipliers into lam_v (nc; NULL: not wanted): v changed by -M^-1 J^T lam_v
 cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
-                  Py_ssize_t* used, double* violation) noexcept nogil
+                  Py_ssize_t* used, double* violation, double* lam_v) noexcept nogil
 # the rank cut of the coming adaptive step (null_space, gauss kkt)
 cpdef double step_cut(FlatModel F, FlatData D, const double[::1] P, double t, const double[::1] y) noexcept nogil
 # stats[start : start + 3] = (0, +inf, -inf): nothing solved yet

@@ -205,20 +205,23 @@ cdef void schur_solve(FlatModel F, FlatData D, double[::1] x) noexcept nogil:
         x[F.s_rows[i]] = y[i]
 
 
-cdef bint correction(FlatModel F, FlatData D, const double[::1] P, double[::1] r, double[::1] dx) noexcept nogil:
-    """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. False on rank
-    loss; with P[ROBUST] the pseudo-inverse instead (a rank loss allowed)."""
+cdef bint correction(FlatModel F, FlatData D, const double[::1] P, double[::1] r, double[::1] dx,
+                     double* lam) noexcept nogil:
+    """dx = M^-1 J^T S^-1 r (the M-smallest dx with J dx = r); r is overwritten. Unless lam is NULL,
+    lambda = S^-1 r (dx = M^-1 J^T lambda; the minimum-norm one with the pseudo-inverse) into lam (nc).
+    False on rank loss; with P[ROBUST] the pseudo-inverse instead (a rank loss allowed)."""
     cdef double rank_tol = P[P_RANK_TOL]
+    cdef Py_ssize_t c
     if P[P_ROBUST] != 0.0:
         if not certified_full_rank(F, D, rank_tol, False):
-            return min_norm_correction(F, D, rank_tol, r, dx)
-        schur_solve(F, D, r)
-        minv_jt_times(F, D, r, dx)
-        return True
-    if not schur_factor(F, D, rank_tol):
+            return min_norm_correction(F, D, rank_tol, r, dx, lam)
+    elif not schur_factor(F, D, rank_tol):
         return False
     schur_solve(F, D, r)
     minv_jt_times(F, D, r, dx)
+    if lam != NULL:
+        for c in range(F.nc):
+            lam[c] = r[c]
     return True
 
 
@@ -688,10 +691,12 @@ cdef double _max_abs(const double[::1] x) noexcept nogil:
 
 
 cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double[::1] q, double[::1] v,
-                  Py_ssize_t* used, double* violation) noexcept nogil:
+                  Py_ssize_t* used, double* violation, double* lam_v) noexcept nogil:
     """Mass-weighted projection of q (Newton steps), then of v, in place
     (mbsim.solvers.numerics.projection). Returns ok; the Newton steps into used[0], max |Phi| at the
-    returned q into violation[0] (-1: q not projected)."""
+    returned q into violation[0] (-1: q not projected); unless lam_v is NULL, the velocity
+    projection's multipliers into lam_v (nc: v changed by -M^-1 J^T lam_v; zeros when v is not
+    projected)."""
     cdef Py_ssize_t nv = F.nv, nc = F.nc
     cdef Py_ssize_t iterations, k, c
     cdef double tol
@@ -699,6 +704,9 @@ cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double
     cdef double[::1] r
     cdef double[::1] dx
     used[0], violation[0] = 0, -1.0
+    if lam_v != NULL:
+        for c in range(nc):
+            lam_v[c] = 0.0
     if P[P_PROJ_POSITION] != 0.0:
         iterations, tol = <Py_ssize_t>P[P_PROJ_ITERATIONS], P[P_PROJ_TOL]
         while True:
@@ -709,7 +717,7 @@ cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double
             r = D.rhs
             _copy(D.phi, r, 0)
             dx = D.dx
-            if not correction(F, D, P, r, dx):
+            if not correction(F, D, P, r, dx, NULL):
                 return False
             for k in range(nv):
                 dx[k] = -dx[k]
@@ -727,7 +735,7 @@ cdef bint project(FlatModel F, FlatData D, const double[::1] P, double t, double
         r = D.rhs
         for c in range(nc):
             r[c] = row_dot(F, D.J, c, v) + D.phi_t[c]
-        if not correction(F, D, P, r, D.dx):
+        if not correction(F, D, P, r, D.dx, lam_v):
             return False
         for k in range(nv):
             v[k] = v[k] - D.dx[k]
@@ -824,7 +832,7 @@ cdef int _steps(FlatModel F, FlatData D, double[::1] P, OdeSystem S, Work W, dou
         normalize(F, qn)
         ok = True
         if F.nc:
-            ok = project(F, D, P, t_new, qn, vn, &newton, &violation)
+            ok = project(F, D, P, t_new, qn, vn, &newton, &violation, NULL)
         if not ok:
             status = S_RANK_DEFICIENT
             break

@@ -66,7 +66,14 @@ largest penetration at the recorded state, /diagnostics/contacts/normal_impulse 
 step's normal impulses), /diagnostics/contacts/residual (the contact problem's natural residual,
 N s; Lemke: its checked complementarity error) and the solver's iterations (sweeps or Lemke pivots). The work of contact
 impulses and non-conservative forces, P . (v + v+)/2, goes to the energy bookkeeping.
-Joint reactions at a recorded state are the step's joint impulses divided by h.
+Joint reactions at a recorded state are the joints' whole impulse of the step divided by h: P_E plus
+the velocity projection's, -lambda_v (step 4 changes v by -M^-1 J^T lambda_v), so that J^T of it is
+M (v_end - v) - h Q, the momentum the joints gave. P_E alone misses half the centripetal pull (v+ is
+tangent at the midpoint; the projection turns it tangent at the end). The position projection changes
+no velocity and adds nothing (the impulse (2/h) M dq that would have moved q as far is the velocity
+projection's again, to first order: counting both doubles the centripetal part). The record is the
+step's mean force, first order in h: pendulum_2d.yaml's rod pull within 1.8 % of its largest at
+h = 0.01 s and 0.18 % at 1e-3 s (P_E alone: 39 % at either), a conical pendulum's within 1.2 % and 0.12 %.
 """
 
 from __future__ import annotations
@@ -88,7 +95,7 @@ from mbsim.solvers.numerics.cone import FIRST_SWEEPS, POLISH_MAX, BodySpace
 from mbsim.solvers.numerics.contact_lcp import contact_lcp, rigid_friction
 from mbsim.solvers.numerics.joint_rows import JointRows
 from mbsim.solvers.numerics.linalg import MinNorm, inverse_mass_times
-from mbsim.solvers.numerics.projection import project_positions, project_velocities
+from mbsim.solvers.numerics.projection import project_positions, velocity_projection
 from mbsim.solvers.ode import COMMON_OPTION_FIELDS, projection_options
 from mbsim.solvers.timestepping.step_kernels import FreeStep, targets, warm_start
 
@@ -321,16 +328,16 @@ class Solver(SolverBase):
         q_new = m.normalize(m.retract(q_mid, 0.5 * h * v_new))
         # §3: the drift of the joints is projected out before the next step's LCP (and so before
         # this state is recorded): positions, then velocities, in the mass-matrix norm
-        violation = None
+        violation = values = None
         p = self.projection
         if m.nc and p.position:
             q_new, _, violation, values = project_positions(
                 m, q_new, state.t + h, p.iterations, p.tol, self.rank_tol, True
             )
-            if p.velocity:
-                v_new = project_velocities(m, q_new, v_new, state.t + h, self.rank_tol, values, True)
-        elif m.nc and p.velocity:
-            v_new = project_velocities(m, q_new, v_new, state.t + h, self.rank_tol, None, True)
+        if m.nc and p.velocity:
+            # its impulse -J^T lambda is the joints' too: P_E becomes their whole impulse of the step
+            v_new, lam_v = velocity_projection(m, q_new, v_new, state.t + h, self.rank_tol, values, True)
+            P_E = P_E - lam_v
         mean = 0.5 * (v + v_new)
         work = state.work + h * float(applied.nonconservative @ mean) + float(impulse @ mean)
         self._last_joint_impulse = (state.t + h, P_E / h)

@@ -14,7 +14,9 @@ the Python path's Schur complement does: S = J_E M^-1 J_E^T factored (envelope C
 mbsim.solvers.ode.ode_kernels.certified_full_rank), the contact problem reduced to the dense
 A = C M^-1 C^T - A_EC^T S^-1 A_EC, b = C v_free - r - A_EC^T S^-1 b_E (A_EC = J_E M^-1 C^T, b_E =
 J_E v_free + Phi_t), swept on A assembled and the joint impulses recovered, P_E = -S^-1 (A_EC P_C +
-b_E); then the paper's projection of q and v (ode_kernels.project, pseudo-inverse steps). Where the
+b_E); then the paper's projection of q and v (ode_kernels.project, pseudo-inverse steps), whose
+velocity multipliers join P_E (the recorded joint impulse: the module docstring of
+mbsim.solvers.timestepping). Where the
 factor is not certified of full rank (redundant joints, a singular position: the pseudo-inverse
 would cut a singular value) the step is not taken (``step`` returns False) and the caller takes it
 in Python, whose SVD decides.
@@ -196,9 +198,10 @@ cdef class FreeStep:
     cdef int[::1] polish_iwork
     cdef int64_t[::1] body_start, body_row, body_entry
     cdef Py_ssize_t polish_room
-    # the joints: A_EC^T (n, nc) and S^-1 A_EC (as its transpose, (n, nc)), b_E and S^-1 b_E, P_E (nc);
-    # the projection's parameters (ode_kernels' P); A's rows as CSR over the dense (n, n) (the sweeps)
-    cdef double[::1] aec, sec, b_e, s_b_e, p_e, P
+    # the joints: A_EC^T (n, nc) and S^-1 A_EC (as its transpose, (n, nc)), b_E and S^-1 b_E, P_E (nc),
+    # the velocity projection's multipliers (nc); the projection's parameters (ode_kernels' P); A's rows
+    # as CSR over the dense (n, n) (the sweeps)
+    cdef double[::1] aec, sec, b_e, s_b_e, p_e, lam_v, P
     cdef long long[::1] dense_indptr, dense_indices
     cdef double rank_tol
     # the joint coordinates' rows (mbsim.solvers.numerics.joint_rows.JointRows): the stops (coordinate
@@ -237,6 +240,7 @@ cdef class FreeStep:
         nce = max(F.nc, 1)
         self.b_e, self.s_b_e = self._keep("b_e", np.zeros(nce)), self._keep("s_b_e", np.zeros(nce))
         self.p_e = self._keep("p_e", np.zeros(nce))
+        self.lam_v = self._keep("lam_v", np.zeros(nce))
         self.nbody, self.d, self.nv, self.nq = F.nbody, d, F.nv, F.nq
         self.w = 6 if d == 3 else 3
         self.max_feature = max_feature
@@ -465,8 +469,13 @@ cdef class FreeStep:
             # §3: the joints' drift projected out, positions then velocities (pseudo-inverse steps)
             self.violation = -1.0
             if self.nc:
-                projected = project(F, D, self.P, t + h, self.q_new, self.v_new, &used, &self.violation)
+                projected = project(F, D, self.P, t + h, self.q_new, self.v_new, &used, &self.violation,
+                                    &self.lam_v[0])
             if projected:
+                # the velocity projection's impulse -J^T lam_v is the joints' too: the recorded P_E is
+                # the whole momentum they gave, M (v_end - v) - h Q = J_mid^T P_E - J_end^T lam_v
+                for i in range(self.nc):
+                    self.p_e[i] -= self.lam_v[i]
                 self._end(F, D)
         # the projection's SVD failed (a non-finite state): the caller takes the step, which reports it
         return projected
@@ -549,7 +558,8 @@ cdef class FreeStep:
 
     @property
     def joint_impulse(self):
-        """P_E (nc,) of the last step (a copy)."""
+        """P_E (nc,) of the last step with the velocity projection's impulse (a copy): the joints'
+        whole impulse over the step (the module docstring of mbsim.solvers.timestepping)."""
         return self.buf["p_e"][: self.nc].copy()
 
     @property
