@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mbsim import interrupts
-from mbsim.diagnostics import RunStats, record_row, split_rows
+from mbsim.diagnostics import RunStats, coordinate_joints, record_row, split_rows
 from mbsim.errors import AssemblyError, Interrupted, SimulationError, path_text
 from mbsim.model.compile import compile_model
 from mbsim.model.constraints import constraint_residual
@@ -270,7 +270,11 @@ def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
     state = solver.state_from_row(continued.time, continued.q, continued.v, continued.work)
     if continued.carry is not None:
         solver.restore(continued.carry)
-    elif solver.model.joint_coordinates:  # unwrapped from the initial references: the nearest turn
+    elif solver.model.joint_coordinates:  # a row before the last: unwrapped from its recorded coordinates
+        reference = solver.data.coordinate_reference[0]  # in place: the compiled steps view it
+        for joint in coordinate_joints(solver.model):
+            if joint.name in continued.joint_positions:
+                reference[joint.coordinate_row] = continued.joint_positions[joint.name]
         update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
     energy = continued.energy
     stats.energy0, stats.total0 = float(energy["energy0"]), float(energy["total0"])

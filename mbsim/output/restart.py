@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mbsim.errors import OutputError, UsageError
+from mbsim.names import name_from_hdf5
 from mbsim.output.safety import FORMAT, describe_writer, is_locked, read_root_attrs
 from mbsim.scene.load import parse_yaml_text
 
@@ -47,6 +48,9 @@ class Continuation:
         energy: energy0, total0, energy_scale, fall of the original start (mbsim.diagnostics.RunStats).
         max_work: J, the largest work up to the row (the divergence test's supply).
         names: the names of the columns of /q and /v in the source.
+        joint_positions: the one-coordinate joints' unwrapped coordinates at the row
+            (/joints/NAME/position), by joint name: the turn a run from a row before the last
+            unwraps its joint coordinates from (the carried references are the last row's only).
     """
 
     source: str
@@ -61,6 +65,7 @@ class Continuation:
     energy: dict[str, Any]
     max_work: float
     names: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
+    joint_positions: dict[str, float] = field(default_factory=dict)
 
 
 def _first_difference(a: Any, b: Any, path: tuple = ()) -> tuple | None:
@@ -181,6 +186,11 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
         if len(energy) < 4:
             raise _refuse(source, f"its /{GROUP} has no energy bookkeeping of its start")
         names = tuple(list(_names(f[key])) for key in ("q", "v"))
+        joint_positions = {}
+        for key, joint in (f["joints"].items() if "joints" in f else ()):
+            if "position" in joint and len(joint["position"]) > row:
+                name = joint.attrs.get("name", name_from_hdf5(key))
+                joint_positions[name.decode() if isinstance(name, bytes) else str(name)] = float(joint["position"][row])
         return Continuation(
             source=source,
             row=row,
@@ -194,6 +204,7 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
             energy=energy,
             max_work=float(max(0.0, np.fmax.reduce(work))),
             names=names,
+            joint_positions=joint_positions,
         )
 
 

@@ -204,6 +204,39 @@ def test_a_run_the_simulation_failed_continues_only_from_before_its_failure(mbsi
         assert np.array_equal(p["v"][:2], f["v"][2:4])
 
 
+WINDING = """\
+mbsim: 1
+name: winding wheel
+time: {end: 2.0, step: 0.001}
+solver: {method: lagrange, integrator: rk4}
+output: {every: 10}
+bodies:
+  - {name: wheel, mass: 1.0, inertia: [1.0, 1.0, 0.5], position: [0, 0, 0], angular_velocity: [0, 0, 45.0]}
+joints:
+  - {name: axle, type: revolute, body1: ground, body2: wheel, point: [0, 0, 0], axis: [0, 0, 1],
+     spring: {stiffness: 12.5, rest: 0.0}}
+"""
+
+
+def test_a_wound_joint_spring_continued_from_an_earlier_row(mbsim, write_scene) -> None:
+    """A wheel on a torsion spring winding 1.4 turns (theta = (45 / 5) sin(5 t), I = 0.5, k = 12.5):
+    continued from a row past one turn, its spring goes on from the recorded coordinate, not the
+    nearest turn of the start, and the run equals the uninterrupted one and the closed form."""
+    scene = write_scene(WINDING)
+    run_ok(mbsim, scene, "-o", "full.h5")
+    with h5py.File("full.h5", "r") as f:
+        t, theta = f["time"][()], f["joints/axle/position"][()]
+        np.testing.assert_allclose(theta, 9.0 * np.sin(5.0 * t), atol=1e-6)  # rk4 at h = 1 ms
+        row = int(np.argmax(theta))  # 9 rad, past a turn, near t = pi / 10
+        at = float(t[row])
+    run_ok(mbsim, scene, "--from", "full.h5", "--time", at, "-o", "rest.h5")
+    f, p, i0 = overlap("full.h5", "rest.h5")
+    with f, p:
+        assert i0 == row
+        np.testing.assert_allclose(p["joints/axle/position"][()], f["joints/axle/position"][i0:], atol=1e-12)
+        np.testing.assert_allclose(p["v"][()], f["v"][i0:], atol=1e-12)
+
+
 def test_refusals_exit_2_naming_the_problem_and_write_nothing(mbsim) -> None:
     run_ok(mbsim, CHAIN, "--set", "time.end=0.1", "-o", "first.h5")
     run_ok(mbsim, PENDULUM, "--set", "time.end=0.1", "-o", "pendulum.h5")
