@@ -27,6 +27,7 @@ SCENES = Path(__file__).resolve().parents[2] / "scenes"
 CHAIN = SCENES / "four_box_chain.yaml"
 BALL = SCENES / "bouncing_ball.yaml"
 STACK = SCENES / "box_stack.yaml"
+SLIDING = SCENES / "sliding_block.yaml"
 PENDULUM = SCENES / "pendulum_2d.yaml"
 DOP853 = ("--set", "solver.integrator=scipy:DOP853", "--set", "solver.rtol=1e-10", "--set", "solver.atol=1e-12")
 
@@ -122,6 +123,24 @@ def test_variational_continued_from_its_node_equals_uninterrupted(mbsim) -> None
     f, p, i0 = overlap("full.h5", "rest.h5")
     with f, p:
         assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
+
+
+def test_event_driven_fixed_step_continued_in_its_modes_bit_for_bit(mbsim) -> None:
+    """event_driven with rk4: the sliding block continued at 0.3 s (four corners closed, sliding)
+    goes on in the modes the file carries: the same states as the uninterrupted run to the last
+    bit, the same stop (the slide-to-stick events after the row) and its distance v^2 / (2 mu g)."""
+    method = ("--set", "solver.method=event_driven", "--set", "solver.integrator=rk4")
+    run_ok(mbsim, SLIDING, *method, "-o", "full.h5")
+    run_ok(mbsim, SLIDING, *method, "--set", "time.end=0.3", "-o", "first.h5")
+    with h5py.File("first.h5", "r") as f:
+        assert len(f["restart/carry/mode_key"]) == 4 and np.all(f["restart/carry/mode_kind"][()] == 1)
+    run_ok(mbsim, SLIDING, *method, "--from", "first.h5", "-o", "rest.h5")
+    f, p, i0 = overlap("full.h5", "rest.h5")
+    with f, p:
+        assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
+        full, rest = f["events/time"][()], p["events/time"][()]
+        assert len(rest) >= 1 and np.array_equal(full[full > 0.3], rest)
+        assert p["bodies/block/position"][-1, 0] == pytest.approx(2.0**2 / (2 * 0.3 * 9.81), rel=1e-6)
 
 
 def test_event_driven_continued_meets_the_same_impacts(mbsim) -> None:

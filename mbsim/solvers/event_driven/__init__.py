@@ -599,6 +599,49 @@ class Solver(SolverBase):
 
     # ------------------------------------------------------------------ the step
 
+    MODE_KINDS = ("stick", "slide", "frictionless")
+
+    def carried(self) -> dict[str, np.ndarray]:
+        """The contact modes (closed contacts by feature key: kind, sliding direction, onset, contact
+        entry), the impact times kept for accumulation, the joint friction's modes and whether the
+        start's event was taken, besides the base method's: a run continued from the row goes on in
+        the same modes instead of deciding them afresh (and projecting the state onto them) there."""
+        keys = sorted(self.modes)
+        direction = np.full((len(keys), self.d - 1), np.nan)
+        for i, key in enumerate(keys):
+            if self.modes[key].direction is not None:
+                direction[i] = self.modes[key].direction
+        impacts = [(key, t) for key, times in self._impacts.items() for t in times]
+        return super().carried() | {
+            "mode_key": np.array(keys, dtype=np.int64),
+            "mode_kind": np.array([self.MODE_KINDS.index(self.modes[k].kind) for k in keys], dtype=np.int64),
+            "mode_direction": direction,
+            "mode_onset": np.array([self.modes[k].onset for k in keys], dtype=np.int64),
+            "entry_key": np.array(list(self.entries), dtype=np.int64),
+            "entry_value": np.array(list(self.entries.values()), dtype=np.int64),
+            "impact_key": np.array([key for key, _ in impacts], dtype=np.int64),
+            "impact_time": np.array([t for _, t in impacts], dtype=float),
+            "friction_mode": self.fmode.copy(),
+            "started": np.array([self._started, self._friction_known], dtype=np.int64),
+        }
+
+    def restore(self, carried: dict[str, np.ndarray]) -> None:
+        super().restore(carried)
+        if "mode_key" not in carried:
+            return
+        self.modes = {}
+        for key, kind, direction, onset in zip(
+            carried["mode_key"], carried["mode_kind"], carried["mode_direction"], carried["mode_onset"], strict=True
+        ):
+            slide = None if np.isnan(direction).any() else np.array(direction, dtype=float)
+            self.modes[int(key)] = Mode(self.MODE_KINDS[int(kind)], slide, bool(onset))
+        self.entries = {int(k): int(e) for k, e in zip(carried["entry_key"], carried["entry_value"], strict=True)}
+        self._impacts = {}
+        for key, t in zip(carried["impact_key"], carried["impact_time"], strict=True):
+            self._impacts.setdefault(int(key), []).append(float(t))
+        self.fmode[:] = carried["friction_mode"]
+        self._started, self._friction_known = (bool(x) for x in carried["started"])
+
     def initial_state(self) -> State:
         state = State(0.0, self.model.q0.copy(), self.model.v0.copy(), 0.0)
         if self.coordinates.nfriction:  # the joint friction's modes of the start (its record), no events
