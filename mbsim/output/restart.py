@@ -187,7 +187,7 @@ def read_continuation(source: str, scene_yaml: str, at: float | None) -> Continu
             raise _refuse(source, f"its /{GROUP} has no energy bookkeeping of its start")
         names = tuple(list(_names(f[key])) for key in ("q", "v"))
         joint_positions = {}
-        for key, joint in (f["joints"].items() if "joints" in f else ()):
+        for key, joint in f["joints"].items() if "joints" in f else ():
             if "position" in joint and len(joint["position"]) > row:
                 name = joint.attrs.get("name", name_from_hdf5(key))
                 joint_positions[name.decode() if isinstance(name, bytes) else str(name)] = float(joint["position"][row])
