@@ -271,10 +271,10 @@ def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
     if continued.carry is not None:
         solver.restore(continued.carry)
     elif solver.model.joint_coordinates:  # a row before the last: unwrapped from its recorded coordinates
-        reference = solver.data.coordinate_reference[0]  # in place: the compiled steps view it
-        for joint in coordinate_joints(solver.model):
-            if joint.name in continued.joint_positions:
-                reference[joint.coordinate_row] = continued.joint_positions[joint.name]
+        for reference in solver.data.coordinate_reference[:1]:  # in place: the compiled steps view it
+            for joint in coordinate_joints(solver.model):
+                if joint.name in continued.joint_positions:
+                    reference[joint.coordinate_row] = continued.joint_positions[joint.name]
         update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
     energy = continued.energy
     stats.energy0, stats.total0 = float(energy["energy0"]), float(energy["total0"])
@@ -375,7 +375,7 @@ def run(
     if interval is not None and initial is not None:  # a run from a later state: the multiples after it
         next_multiple = int(np.floor(state.t / interval + 1e-9)) + 1
     status, message, steps = "failed", "", 0
-    ended: dict[str, str] = {}  # a failed run's root attribute `failure`: what ended it (CONTRACT §9 notes)
+    ended: dict[str, str] = {}  # a failed run's root attribute `failure`: what ended it (user guide, "The result file")
     # the method's state beyond (t, q, v, work) at the last recorded row: (row, t, step, carried)
     carry_row: tuple[int, float, int, dict[str, np.ndarray]] | None = None
     if continued is not None:

@@ -326,8 +326,8 @@ def _steady_residual(model: Model, ref: _Reference, rate: np.ndarray) -> float:
 
 def _frame_rate(model: Model, ref: _Reference) -> tuple[np.ndarray, float]:
     """(Omega (3,), residual): the rate of the frame in which the motion is steady, the least
-    squares fit of a = Omega x v, and its :func:`_steady_residual`. Without acceleration (below its
-    floor) Omega = 0: steady in world axes. A fit that is not unique (the velocities leave a
+    squares fit of a = Omega x v, and its :func:`_steady_residual`. Without acceleration (none
+    above 1e-6 of its floor) Omega = 0: steady in world axes. A fit that is not unique (the velocities leave a
     direction of Omega free, e.g. one rotating body and no translation) is refused: (0, 1)."""
     rate = np.zeros(3)
     if float(np.max(np.abs(ref.aw), initial=0.0)) > STEADY_TOL * ref.accel_floor:

@@ -125,22 +125,24 @@ def test_variational_continued_from_its_node_equals_uninterrupted(mbsim) -> None
         assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
 
 
+@pytest.mark.slow
 def test_event_driven_fixed_step_continued_in_its_modes_bit_for_bit(mbsim) -> None:
     """event_driven with rk4: the sliding block continued at 0.3 s (four corners closed, sliding)
     goes on in the modes the file carries: the same states as the uninterrupted run to the last
-    bit, the same stop (the slide-to-stick events after the row) and its distance v^2 / (2 mu g)."""
-    method = ("--set", "solver.method=event_driven", "--set", "solver.integrator=rk4")
-    run_ok(mbsim, SLIDING, *method, "-o", "full.h5")
+    bit, the same stop (the slide-to-stick events after the row) and its distance v^2 / (2 mu g)
+    (1e-4 at h = 2 ms: the stop event located to its tolerance)."""
+    method = ("--set", "solver.method=event_driven", "--set", "solver.integrator=rk4", "--set", "time.step=0.002")
+    run_ok(mbsim, SLIDING, *method, "--set", "time.end=0.76", "-o", "full.h5")
     run_ok(mbsim, SLIDING, *method, "--set", "time.end=0.3", "-o", "first.h5")
     with h5py.File("first.h5", "r") as f:
         assert len(f["restart/carry/mode_key"]) == 4 and np.all(f["restart/carry/mode_kind"][()] == 1)
-    run_ok(mbsim, SLIDING, *method, "--from", "first.h5", "-o", "rest.h5")
+    run_ok(mbsim, SLIDING, *method, "--set", "time.end=0.76", "--from", "first.h5", "-o", "rest.h5")
     f, p, i0 = overlap("full.h5", "rest.h5")
     with f, p:
         assert np.array_equal(f["q"][i0:], p["q"][()]) and np.array_equal(f["v"][i0:], p["v"][()])
         full, rest = f["events/time"][()], p["events/time"][()]
         assert len(rest) >= 1 and np.array_equal(full[full > 0.3], rest)
-        assert p["bodies/block/position"][-1, 0] == pytest.approx(2.0**2 / (2 * 0.3 * 9.81), rel=1e-6)
+        assert p["bodies/block/position"][-1, 0] == pytest.approx(2.0**2 / (2 * 0.3 * 9.81), rel=1e-4)
 
 
 def test_event_driven_continued_meets_the_same_impacts(mbsim) -> None:
