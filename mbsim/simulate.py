@@ -271,10 +271,10 @@ def continue_from(continued: Continuation, solver, stats: RunStats) -> State:
     if continued.carry is not None:
         solver.restore(continued.carry)
     elif solver.model.joint_coordinates:  # a row before the last: unwrapped from its recorded coordinates
-        for reference in solver.data.coordinate_reference[:1]:  # in place: the compiled steps view it
-            for joint in coordinate_joints(solver.model):
-                if joint.name in continued.joint_positions:
-                    reference[joint.coordinate_row] = continued.joint_positions[joint.name]
+        references = solver.data.coordinate_reference  # one table at most; in place: the compiled steps view it
+        for joint in coordinate_joints(solver.model) if references else ():
+            if joint.name in continued.joint_positions:
+                references[0][joint.coordinate_row] = continued.joint_positions[joint.name]
         update_coordinate_references(solver.model, solver.data, solver.body_coordinates(state)[0], state.t)
     energy = continued.energy
     stats.energy0, stats.total0 = float(energy["energy0"]), float(energy["total0"])

@@ -68,6 +68,7 @@ from mbsim.model.data import new_data
 from mbsim.model.dynamics import applied_forces, generalized_forces, update_coordinate_references
 from mbsim.model.model import Model
 from mbsim.model.sparse import is_sparse
+from mbsim.model.spatial import skew
 from mbsim.solvers.numerics.linalg import RankDeficient, Schur, inverse_sqrt_mass
 
 STEP = 1e-4  # the largest change of a coordinate of q (m or rad) in the difference quotients
@@ -274,11 +275,6 @@ def _world_blocks(model: Model, q: np.ndarray) -> np.ndarray:
     return E
 
 
-def _cross(w: np.ndarray) -> np.ndarray:
-    """[w x] (3, 3)."""
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
 def _rotation_rows(model: Model, vw: np.ndarray) -> np.ndarray:
     """G with Omega x v = G Omega stacked over every world velocity block of vw (3D: translation
     and rotation; planar: the translation, Omega about z, the angle unaffected)."""
@@ -287,7 +283,7 @@ def _rotation_rows(model: Model, vw: np.ndarray) -> np.ndarray:
     for b in range(model.nbody):
         v_b = vw[width * b : width * b + width]
         if model.dimension == 3:  # Omega x v = -[v x] Omega
-            rows += [-_cross(v_b[:3]), -_cross(v_b[3:])]
+            rows += [-skew(v_b[:3]), -skew(v_b[3:])]
         else:  # Omega e_z x (vx, vy) = Omega (-vy, vx)
             rows.append(np.array([[0.0, 0.0, -v_b[1]], [0.0, 0.0, v_b[0]], [0.0, 0.0, 0.0]]))
     return np.vstack(rows)
@@ -415,11 +411,11 @@ def _moving(
     # W (position increments) and V (velocity increments) of the frame's rotation, per world block
     W = np.zeros((nv, nv))
     V = np.zeros((nv, nv))
-    spin = _cross(rate)
+    spin = skew(rate)
     if model.dimension == 3:
         for b in range(model.nbody):
             W[6 * b : 6 * b + 3, 6 * b : 6 * b + 3] = -spin
-            W[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = _cross(vw0[6 * b + 3 : 6 * b + 6]) - spin
+            W[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = skew(vw0[6 * b + 3 : 6 * b + 6]) - spin
             V[6 * b : 6 * b + 3, 6 * b : 6 * b + 3] = spin
             V[6 * b + 3 : 6 * b + 6, 6 * b + 3 : 6 * b + 6] = spin
     else:

@@ -29,6 +29,11 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
 
 
+def skew(w: np.ndarray) -> np.ndarray:
+    """[w x] (3, 3): skew(w) @ b = w x b."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
 def _quat_product_tensor() -> np.ndarray:
     """H with (p ⊗ q)_i = H_ijk p_j q_k (Hamilton product, scalar first)."""
     H = np.zeros((4, 4, 4))

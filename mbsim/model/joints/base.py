@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from mbsim.model.constraints import Primitive
-from mbsim.model.spatial import orthonormal_basis, perp
+from mbsim.model.spatial import orthonormal_basis, perp, skew
 
 
 @dataclass
@@ -177,7 +177,7 @@ def unit_quaternion(R: np.ndarray) -> np.ndarray:
 
 def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
     """Rot(axis, angle) (Rodrigues), axis of unit length."""
-    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    k = skew(axis)
     return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
 
 
